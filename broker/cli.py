@@ -1,0 +1,30 @@
+"""The `warrenmq` command: `serve` runs the broker."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from broker import __version__
+from broker.config import add_serve_arguments, config_from_args
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="warrenmq", description="An AMQP 0-9-1 broker that behaves like RabbitMQ.")
+    parser.add_argument("--version", action="version", version=f"warrenmq {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the broker in the foreground")
+    add_serve_arguments(serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        from broker.log_setup import configure_logging
+        from broker.server.listener import run
+
+        config = config_from_args(args)
+        configure_logging(config.log_format, config.log_level)
+        return run(config)
+    return 2  # pragma: no cover - argparse rejects unknown commands first

@@ -1,0 +1,116 @@
+"""Server configuration from flags and WARRENMQ_* environment variables (flags win), with RabbitMQ's defaults."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from broker.session.config import (
+    DEFAULT_CHANNEL_MAX,
+    DEFAULT_FRAME_MAX,
+    DEFAULT_HEARTBEAT_S,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    SessionConfig,
+)
+
+FRAME_MIN_SIZE = 4096
+MAX_CHANNEL_MAX = 65535
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "0.0.0.0"
+    port: int = 5672
+    users: Mapping[str, str] = field(default_factory=lambda: {"guest": "guest"})
+    vhosts: tuple[str, ...] = ("/",)
+    log_format: str = "console"
+    log_level: str = "info"
+    name_seed: int | None = None
+    session: SessionConfig = field(default_factory=SessionConfig)
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(f"WARRENMQ_{name}", default)
+
+
+def parse_user(text: str) -> tuple[str, str]:
+    name, sep, password = text.partition(":")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected USER:PASSWORD, got {text!r}")
+    return name, password
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default=_env("HOST", "0.0.0.0"), help="listen address (WARRENMQ_HOST)")
+    parser.add_argument(
+        "--port", type=int, default=int(_env("PORT", "5672")), help="AMQP port, 0 = ephemeral (WARRENMQ_PORT)"
+    )
+    parser.add_argument(
+        "--user",
+        dest="users",
+        action="append",
+        type=parse_user,
+        help="USER:PASSWORD, repeatable (WARRENMQ_USERS=u1:p1,u2:p2; default guest:guest)",
+    )
+    parser.add_argument(
+        "--vhost", dest="vhosts", action="append", help="virtual host, repeatable (WARRENMQ_VHOSTS; default /)"
+    )
+    parser.add_argument(
+        "--log-format", choices=("console", "json"), default=_env("LOG_FORMAT", "console"), help="WARRENMQ_LOG_FORMAT"
+    )
+    parser.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"), default=_env("LOG_LEVEL", "info")
+    )
+    parser.add_argument(
+        "--frame-max", type=int, default=int(_env("FRAME_MAX", str(DEFAULT_FRAME_MAX))), help="WARRENMQ_FRAME_MAX"
+    )
+    parser.add_argument(
+        "--channel-max",
+        type=int,
+        default=int(_env("CHANNEL_MAX", str(DEFAULT_CHANNEL_MAX))),
+        help="WARRENMQ_CHANNEL_MAX",
+    )
+    parser.add_argument(
+        "--heartbeat",
+        type=int,
+        default=int(_env("HEARTBEAT", str(DEFAULT_HEARTBEAT_S))),
+        help="suggested heartbeat in seconds, 0 = off (WARRENMQ_HEARTBEAT)",
+    )
+    parser.add_argument(
+        "--max-message-size",
+        type=int,
+        default=int(_env("MAX_MESSAGE_SIZE", str(DEFAULT_MAX_MESSAGE_SIZE))),
+        help="bytes (WARRENMQ_MAX_MESSAGE_SIZE)",
+    )
+    parser.add_argument("--name-seed", type=int, default=None, help="seed for server-generated names (tests)")
+
+
+def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    users = args.users
+    if not users:
+        env_users = _env("USERS", "guest:guest")
+        users = [parse_user(item) for item in env_users.split(",") if item]
+    vhosts: Sequence[str] = args.vhosts or [v for v in _env("VHOSTS", "/").split(",") if v]
+    if args.frame_max < FRAME_MIN_SIZE:
+        raise SystemExit(f"warrenmq: --frame-max must be at least {FRAME_MIN_SIZE}")
+    if not 0 < args.channel_max <= MAX_CHANNEL_MAX:
+        raise SystemExit(f"warrenmq: --channel-max must be within 1..{MAX_CHANNEL_MAX}")
+    if not 0 <= args.heartbeat <= 65535:
+        raise SystemExit("warrenmq: --heartbeat must be within 0..65535")
+    return ServerConfig(
+        host=args.host,
+        port=args.port,
+        users=dict(users),
+        vhosts=tuple(vhosts),
+        log_format=args.log_format,
+        log_level=args.log_level,
+        name_seed=args.name_seed,
+        session=SessionConfig(
+            frame_max=args.frame_max,
+            channel_max=args.channel_max,
+            heartbeat_s=args.heartbeat,
+            max_message_size=args.max_message_size,
+        ),
+    )

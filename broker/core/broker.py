@@ -1,0 +1,40 @@
+"""The broker's root state: virtual hosts and users, shared by every connection on the one event loop."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from broker.core.dispatcher import Dispatcher
+from broker.core.names import NameGenerator
+from broker.core.vhost import VirtualHost
+
+
+class Broker:
+    """Entry point of the core. ``call_soon`` is the event loop's, injected so the core stays free of asyncio."""
+
+    def __init__(
+        self,
+        call_soon: Callable[[Callable[[], None]], Any],
+        users: Mapping[str, str] | None = None,
+        vhosts: Iterable[str] = ("/",),
+        name_seed: int | None = None,
+    ) -> None:
+        self.dispatcher = Dispatcher(call_soon)
+        self.names = NameGenerator(name_seed)
+        self.users: dict[str, str] = dict(users if users is not None else {"guest": "guest"})
+        self.vhosts: dict[str, VirtualHost] = {}
+        for name in vhosts:
+            self.add_vhost(name)
+
+    def add_vhost(self, name: str) -> VirtualHost:
+        vhost = self.vhosts.get(name)
+        if vhost is None:
+            vhost = self.vhosts[name] = VirtualHost(name, self.dispatcher, self.names)
+        return vhost
+
+    def authenticate(self, username: str, password: str) -> bool:
+        expected = self.users.get(username)
+        # compare_digest: no timing signal on how much of a password matched.
+        return expected is not None and hmac.compare_digest(expected.encode(), password.encode())

@@ -1,0 +1,38 @@
+"""Runs queue dispatch in bounded batches once per loop turn (design §4.6); the loop is injected, so this stays pure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from broker.core.queue import Queue
+
+
+class Dispatcher:
+    """Queues with work ask to be woken; one scheduled callback serves them all, each for at most ``batch`` messages.
+
+    A queue that still has deliverable work after its batch is woken again, so one deep queue cannot starve the
+    others or the socket reads of the loop.
+    """
+
+    def __init__(self, call_soon: Callable[[Callable[[], None]], Any], batch: int = 512) -> None:
+        self._call_soon = call_soon
+        self._batch = batch
+        self._pending: dict[Queue, None] = {}
+        self._scheduled = False
+
+    def wake(self, queue: Queue) -> None:
+        self._pending[queue] = None
+        if not self._scheduled:
+            self._scheduled = True
+            self._call_soon(self.run)
+
+    def run(self) -> None:
+        pending = self._pending
+        self._pending = {}
+        self._scheduled = False
+        batch = self._batch
+        for queue in pending:
+            if queue.dispatch(batch):
+                self.wake(queue)

@@ -1,0 +1,1 @@
+"""Exchange types: one module per type, all implementing `ExchangeType` from `base`."""

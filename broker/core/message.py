@@ -1,0 +1,57 @@
+"""The message value shared by every queue a publish reaches (design §4.4)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+class Message:
+    """One published message. Routed copies share this object; nothing here is mutated after routing.
+
+    ``header_payload`` is the content-header frame payload exactly as the publisher sent it (class id, weight,
+    body size, property flags and properties), so deliveries forward it without re-encoding (design §4.3). The
+    session decodes the few properties the broker acts on into the plain fields below.
+    """
+
+    __slots__ = (
+        "body",
+        "delivery_mode",
+        "exchange",
+        "expiration",
+        "header_payload",
+        "headers",
+        "priority",
+        "routing_key",
+    )
+
+    def __init__(
+        self,
+        exchange: str,
+        routing_key: str,
+        header_payload: bytes,
+        body: bytes,
+        headers: Mapping[str, Any] | None = None,
+        delivery_mode: int = 1,
+        priority: int | None = None,
+        expiration: str | None = None,
+    ) -> None:
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self.header_payload = header_payload
+        self.body = body
+        self.headers = headers
+        self.delivery_mode = delivery_mode
+        self.priority = priority
+        self.expiration = expiration
+
+    @property
+    def body_size(self) -> int:
+        return len(self.body)
+
+    @property
+    def persistent(self) -> bool:
+        return self.delivery_mode == 2
+
+    def __repr__(self) -> str:
+        return f"Message(exchange={self.exchange!r}, routing_key={self.routing_key!r}, body_size={len(self.body)})"

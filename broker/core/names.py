@@ -1,0 +1,23 @@
+"""Server-generated names: `amq.gen-…` queues and `amq.ctag-…` consumer tags, seedable for deterministic tests."""
+
+from __future__ import annotations
+
+import base64
+import random
+
+
+class NameGenerator:
+    """RabbitMQ's shape: a prefix plus 22 URL-safe base64 characters of 16 random bytes (rabbit_guid:binary)."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._random = random.Random(seed) if seed is not None else random.SystemRandom()
+
+    def _token(self) -> str:
+        raw = self._random.getrandbits(128).to_bytes(16, "big")
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    def queue_name(self) -> str:
+        return "amq.gen-" + self._token()
+
+    def consumer_tag(self) -> str:
+        return "amq.ctag-" + self._token()

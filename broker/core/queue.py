@@ -1,0 +1,176 @@
+"""A queue: ready messages in publish order, a round-robin ring of consumers, and dispatch to them in batches."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from broker.core.message import Message
+from protocol.errors import ChannelError, ReplyCode
+
+if TYPE_CHECKING:
+    from broker.core.consumer import Consumer
+    from broker.core.dispatcher import Dispatcher
+
+
+class Envelope:
+    """A message's place in one queue: ``seq`` is its publish position, kept when it is requeued."""
+
+    __slots__ = ("message", "redelivered", "seq")
+
+    def __init__(self, seq: int, message: Message, redelivered: bool = False) -> None:
+        self.seq = seq
+        self.message = message
+        self.redelivered = redelivered
+
+
+def _seq_of(envelope: Envelope) -> int:
+    return envelope.seq
+
+
+class Queue:
+    """One queue of a vhost. ``exclusive_owner`` is the owning connection (opaque here), or None."""
+
+    __slots__ = (
+        "arguments",
+        "auto_delete",
+        "consumers",
+        "deleted",
+        "dispatcher",
+        "durable",
+        "exclusive_owner",
+        "had_consumer",
+        "name",
+        "on_unused",
+        "ready",
+        "unacked",
+        "vhost",
+        "_seq",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        vhost: str,
+        dispatcher: Dispatcher,
+        durable: bool = False,
+        exclusive_owner: object | None = None,
+        auto_delete: bool = False,
+        arguments: Mapping[str, Any] | None = None,
+        on_unused: Callable[[Queue], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.vhost = vhost
+        self.dispatcher = dispatcher
+        self.durable = durable
+        self.exclusive_owner = exclusive_owner
+        self.auto_delete = auto_delete
+        self.arguments: dict[str, Any] = dict(arguments or {})
+        self.on_unused = on_unused
+        self.ready: deque[Envelope] = deque()
+        self.consumers: deque[Consumer] = deque()
+        self.unacked = 0
+        self.deleted = False
+        self.had_consumer = False
+        self._seq = 0
+
+    def __repr__(self) -> str:
+        return f"Queue({self.name!r}, ready={len(self.ready)}, consumers={len(self.consumers)})"
+
+    @property
+    def exclusive(self) -> bool:
+        return self.exclusive_owner is not None
+
+    @property
+    def message_count(self) -> int:
+        return len(self.ready)
+
+    @property
+    def consumer_count(self) -> int:
+        # RabbitMQ counts every consumer, active or not, in declare-ok (spec deviation, reference §2 row 5).
+        return len(self.consumers)
+
+    # -- messages ---------------------------------------------------------------------------------------------
+
+    def enqueue(self, message: Message) -> None:
+        self._seq += 1
+        self.ready.append(Envelope(self._seq, message))
+        if self.consumers:
+            self.dispatcher.wake(self)
+
+    def requeue(self, envelopes: Iterable[Envelope]) -> None:
+        """Put messages back at their original positions, marked redelivered (RabbitMQ since 2.7.0)."""
+        if self.deleted:
+            return
+        ready = self.ready
+        for envelope in sorted(envelopes, key=_seq_of, reverse=True):
+            envelope.redelivered = True
+            if not ready or envelope.seq < ready[0].seq:
+                ready.appendleft(envelope)
+            else:
+                ready.insert(bisect_left(ready, envelope.seq, key=_seq_of), envelope)
+        self.wake()
+
+    def get(self) -> Envelope | None:
+        """basic.get: the head message, or None when empty."""
+        return self.ready.popleft() if self.ready else None
+
+    def purge(self) -> int:
+        count = len(self.ready)
+        self.ready.clear()
+        return count
+
+    # -- consumers --------------------------------------------------------------------------------------------
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        if consumer.exclusive and self.consumers:
+            raise ChannelError(ReplyCode.ACCESS_REFUSED, f"queue '{self.name}' in vhost '{self.vhost}' in exclusive use")
+        if self.consumers and self.consumers[0].exclusive:
+            raise ChannelError(ReplyCode.ACCESS_REFUSED, f"queue '{self.name}' in vhost '{self.vhost}' in exclusive use")
+        self.consumers.append(consumer)
+        self.had_consumer = True
+        self.wake()
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        try:
+            self.consumers.remove(consumer)
+        except ValueError:
+            return
+        # auto_delete: deleted once it has had a consumer and the last one is gone (RabbitMQ queues.md).
+        if not self.consumers and self.auto_delete and self.on_unused is not None and not self.deleted:
+            self.on_unused(self)
+
+    def wake(self) -> None:
+        """Ask for a dispatch pass: called when messages arrive or a consumer may take more."""
+        if self.ready and self.consumers and not self.deleted:
+            self.dispatcher.wake(self)
+
+    def dispatch(self, budget: int) -> bool:
+        """Deliver up to ``budget`` messages round-robin; True when more could be delivered right away."""
+        ready = self.ready
+        consumers = self.consumers
+        delivered = 0
+        while ready and delivered < budget:
+            for _ in range(len(consumers)):
+                consumer = consumers[0]
+                consumers.rotate(-1)
+                if consumer.channel.can_deliver(consumer):
+                    break
+            else:
+                return False
+            consumer.channel.deliver(consumer, self, ready.popleft())
+            delivered += 1
+        return bool(ready) and delivered >= budget
+
+    def delete(self) -> int:
+        """Mark deleted, cancel every consumer (server-sent basic.cancel) and return the ready count dropped."""
+        self.deleted = True
+        count = len(self.ready)
+        self.ready.clear()
+        consumers = list(self.consumers)
+        self.consumers.clear()
+        for consumer in consumers:
+            consumer.channel.consumer_cancelled(consumer)
+        return count

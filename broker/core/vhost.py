@@ -1,0 +1,262 @@
+"""A virtual host: its exchanges, queues and bindings, and the declare/bind/delete rules RabbitMQ applies to them.
+
+Checks follow rabbit_channel.erl's order so that the first error a client sees is RabbitMQ's first error.
+``owner`` arguments are the calling connection (opaque), for exclusive-queue access checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from broker.core.bindings import Binding, BindingTable
+from broker.core.dispatcher import Dispatcher
+from broker.core.exchange import Exchange, create_exchange, is_reserved_name
+from broker.core.exchanges.default import DefaultExchangeType
+from broker.core.exchanges.registry import EXCHANGE_TYPES
+from broker.core.message import Message
+from broker.core.names import NameGenerator
+from broker.core.queue import Queue
+from broker.core.queue_args import check_queue_equivalent
+from broker.core.router import Router
+from protocol.errors import ChannelError, ReplyCode, no_exchange, no_queue
+
+# Exchanges every vhost has (RabbitMQ exchanges.md); all durable. amq.rabbitmq.trace is internal (firehose).
+_SYSTEM_EXCHANGES = (
+    ("amq.direct", "direct", False),
+    ("amq.fanout", "fanout", False),
+    ("amq.topic", "topic", False),
+    ("amq.headers", "headers", False),
+    ("amq.match", "headers", False),
+    ("amq.rabbitmq.trace", "topic", True),
+)
+
+
+def _default_exchange_refused() -> ChannelError:
+    return ChannelError(ReplyCode.ACCESS_REFUSED, "operation not permitted on the default exchange")
+
+
+def _reserved(kind: str, name: str) -> ChannelError:
+    return ChannelError(ReplyCode.ACCESS_REFUSED, f"{kind} name '{name}' contains reserved prefix 'amq.*'")
+
+
+class VirtualHost:
+    """Owns the entities of one vhost. Every method raises ChannelError/HardError with RabbitMQ's code and text."""
+
+    def __init__(self, name: str, dispatcher: Dispatcher, names: NameGenerator) -> None:
+        self.name = name
+        self.dispatcher = dispatcher
+        self.names = names
+        self.queues: dict[str, Queue] = {}
+        self.exchanges: dict[str, Exchange] = {}
+        self.bindings = BindingTable()
+        self.router = Router(self.exchanges.get)
+        default = create_exchange("", "direct", durable=True)
+        default.kind = DefaultExchangeType(self.queues.get)
+        self.exchanges[""] = default
+        for ex_name, type_name, internal in _SYSTEM_EXCHANGES:
+            self.exchanges[ex_name] = create_exchange(ex_name, type_name, durable=True, internal=internal)
+
+    # -- lookups ------------------------------------------------------------------------------------------------
+
+    def exchange(self, name: str) -> Exchange:
+        exchange = self.exchanges.get(name)
+        if exchange is None:
+            raise no_exchange(name, self.name)
+        return exchange
+
+    def queue(self, name: str, owner: object | None) -> Queue:
+        """A queue the caller may use: 404 when missing, 405 when exclusive to another connection."""
+        queue = self.queues.get(name)
+        if queue is None:
+            raise no_queue(name, self.name)
+        if queue.exclusive_owner is not None and queue.exclusive_owner is not owner:
+            raise self._locked(queue)
+        return queue
+
+    def _locked(self, queue: Queue) -> ChannelError:
+        return ChannelError(
+            ReplyCode.RESOURCE_LOCKED,
+            f"cannot obtain exclusive access to locked queue '{queue.name}' in vhost '{self.name}'. It could be "
+            "originally declared on another connection or the exclusive property value does not match that of the "
+            "original declaration.",
+        )
+
+    # -- exchanges ----------------------------------------------------------------------------------------------
+
+    def declare_exchange(
+        self,
+        name: str,
+        type_name: str,
+        passive: bool = False,
+        durable: bool = False,
+        auto_delete: bool = False,
+        internal: bool = False,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> Exchange:
+        if passive:
+            return self.exchange(name)
+        if type_name not in EXCHANGE_TYPES:
+            # Created only to raise RabbitMQ's unknown-type error from the one place that knows its text.
+            create_exchange(name, type_name)
+        if name == "":
+            raise _default_exchange_refused()
+        args = dict(arguments or {})
+        existing = self.exchanges.get(name)
+        if existing is not None:
+            existing.check_equivalent(type_name, durable, auto_delete, internal, args, self.name)
+            return existing
+        if is_reserved_name(name):
+            raise _reserved("exchange", name)
+        exchange = create_exchange(name, type_name, durable, auto_delete, internal, args)
+        self.exchanges[name] = exchange
+        return exchange
+
+    def delete_exchange(self, name: str, if_unused: bool = False) -> None:
+        if name == "":
+            raise _default_exchange_refused()
+        exchange = self.exchanges.get(name)
+        if exchange is None:
+            return  # idempotent, as RabbitMQ (spec deviation, reference §2 row 4)
+        if is_reserved_name(name):
+            raise ChannelError(
+                ReplyCode.ACCESS_REFUSED, f"operation not permitted on exchange '{name}' in vhost '{self.name}'"
+            )
+        if if_unused and self.bindings.has_bindings_from(exchange):
+            raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"exchange '{name}' in vhost '{self.name}' in use")
+        self._remove_exchange(exchange)
+
+    def _remove_exchange(self, exchange: Exchange) -> None:
+        del self.exchanges[exchange.name]
+        self.bindings.remove_source(exchange)
+        self._after_unbind(self.bindings.remove_destination(exchange))
+
+    def _after_unbind(self, removed: list[Binding]) -> None:
+        for binding in removed:
+            self._maybe_auto_delete(binding.source)
+
+    def _maybe_auto_delete(self, source: Exchange) -> None:
+        """An auto-delete exchange goes when its last binding as a source goes (RabbitMQ exchanges.md)."""
+        if source.auto_delete and self.exchanges.get(source.name) is source and not self.bindings.has_bindings_from(source):
+            self._remove_exchange(source)
+
+    # -- bindings -----------------------------------------------------------------------------------------------
+
+    def _bindable_source(self, name: str) -> Exchange:
+        if name == "":
+            raise _default_exchange_refused()
+        return self.exchange(name)
+
+    def bind_queue(
+        self, queue_name: str, exchange_name: str, routing_key: str, arguments: Mapping[str, Any] | None, owner: object
+    ) -> None:
+        source = self._bindable_source(exchange_name)
+        queue = self.queue(queue_name, owner)
+        self.bindings.add(source, queue, routing_key, dict(arguments or {}))
+
+    def unbind_queue(
+        self, queue_name: str, exchange_name: str, routing_key: str, arguments: Mapping[str, Any] | None, owner: object
+    ) -> None:
+        source = self._bindable_source(exchange_name)
+        queue = self.queue(queue_name, owner)
+        if self.bindings.remove(source, queue, routing_key, dict(arguments or {})):
+            self._maybe_auto_delete(source)
+
+    def bind_exchange(
+        self, destination: str, source: str, routing_key: str, arguments: Mapping[str, Any] | None
+    ) -> None:
+        dest_exchange = self._bindable_source(destination)
+        source_exchange = self._bindable_source(source)
+        self.bindings.add(source_exchange, dest_exchange, routing_key, dict(arguments or {}))
+
+    def unbind_exchange(
+        self, destination: str, source: str, routing_key: str, arguments: Mapping[str, Any] | None
+    ) -> None:
+        dest_exchange = self._bindable_source(destination)
+        source_exchange = self._bindable_source(source)
+        if self.bindings.remove(source_exchange, dest_exchange, routing_key, dict(arguments or {})):
+            self._maybe_auto_delete(source_exchange)
+
+    # -- queues -------------------------------------------------------------------------------------------------
+
+    def declare_queue(
+        self,
+        name: str,
+        owner: object,
+        passive: bool = False,
+        durable: bool = False,
+        exclusive: bool = False,
+        auto_delete: bool = False,
+        arguments: Mapping[str, Any] | None = None,
+        on_unused: Callable[[Queue], None] | None = None,
+    ) -> Queue:
+        """queue.declare; ``name`` is already resolved (server-named or last-declared) by the session."""
+        if passive:
+            return self.queue(name, owner)
+        if is_reserved_name(name):
+            raise _reserved("queue", name)
+        args = dict(arguments or {})
+        existing = self.queues.get(name)
+        if existing is not None:
+            # assert_equivalence checks exclusive ownership strictly: same owner, same exclusivity.
+            if existing.exclusive_owner is not (owner if exclusive else None):
+                raise self._locked(existing)
+            check_queue_equivalent(existing, durable, auto_delete, args)
+            return existing
+        queue = Queue(
+            name,
+            self.name,
+            self.dispatcher,
+            durable=durable,
+            exclusive_owner=owner if exclusive else None,
+            auto_delete=auto_delete,
+            arguments=args,
+            on_unused=self._auto_delete_queue,
+        )
+        self.queues[name] = queue
+        return queue
+
+    def new_queue_name(self) -> str:
+        return self.names.queue_name()
+
+    def _auto_delete_queue(self, queue: Queue) -> None:
+        if self.queues.get(queue.name) is queue:
+            self.remove_queue(queue)
+
+    def delete_queue(self, name: str, owner: object, if_unused: bool = False, if_empty: bool = False) -> int:
+        """queue.delete: the ready count dropped; a missing queue is fine (RabbitMQ is idempotent here)."""
+        queue = self.queues.get(name)
+        if queue is None:
+            return 0
+        queue = self.queue(name, owner)
+        if if_unused and queue.consumers:
+            raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in vhost '{self.name}' in use")
+        if if_empty and queue.ready:
+            raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in vhost '{self.name}' is not empty")
+        return self.remove_queue(queue)
+
+    def remove_queue(self, queue: Queue) -> int:
+        """Delete unconditionally (exclusive owner gone, auto-delete): bindings die with it, consumers cancelled."""
+        self.queues.pop(queue.name, None)
+        self._after_unbind(self.bindings.remove_destination(queue))
+        return queue.delete()
+
+    def purge_queue(self, name: str, owner: object) -> int:
+        return self.queue(name, owner).purge()
+
+    # -- publishing ---------------------------------------------------------------------------------------------
+
+    def publish(self, exchange_name: str, message: Message) -> list[Any]:
+        """Route and enqueue; returns the queues reached (empty = unroutable) for mandatory and confirms."""
+        exchange = self.exchanges.get(exchange_name)
+        if exchange is None:
+            raise no_exchange(exchange_name, self.name)
+        if exchange.internal:
+            raise ChannelError(
+                ReplyCode.ACCESS_REFUSED,
+                f"cannot publish to internal exchange '{exchange_name}' in vhost '{self.name}'",
+            )
+        queues = self.router.route(exchange, message)
+        for queue in queues:
+            queue.enqueue(message)
+        return queues

@@ -1,0 +1,129 @@
+"""asyncio.Protocol for one client socket: feeds the session, coalesces its writes, applies backpressure and timers."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from broker.session.connection_session import ConnectionSession
+from protocol.connection import ConnectionState
+
+if TYPE_CHECKING:
+    from broker.server.listener import Server
+
+# Outgoing bytes buffered by the transport before we stop delivering to (and reading from) this peer.
+WRITE_HIGH_WATER = 4 * 1024 * 1024
+WRITE_LOW_WATER = 1 * 1024 * 1024
+
+
+class AMQPProtocol(asyncio.Protocol):
+    """Implements ``broker.session.transport.Transport`` for its session. No AMQP logic lives here."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.loop = server.loop
+        self.transport: asyncio.Transport | None = None
+        self.session: ConnectionSession | None = None
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
+        self._closing = False
+        # One handle per purpose: "handshake", "heartbeat", "close".
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._heartbeat_started = False
+
+    # -- asyncio callbacks --------------------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
+        peer = transport.get_extra_info("peername")
+        peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.session = ConnectionSession(self.server.broker, self.server.config.session, self, peer_text)
+        self.server.connections.add(self)
+        self._timers["handshake"] = self.loop.call_later(
+            self.server.config.session.handshake_timeout_s, self._handshake_check
+        )
+
+    def data_received(self, data: bytes) -> None:
+        session = self.session
+        assert session is not None
+        session.data_received(data)
+        if not self._heartbeat_started and session.heartbeat.interval_s and session.state is ConnectionState.OPEN:
+            self._heartbeat_started = True
+            self._schedule_heartbeat()
+
+    def eof_received(self) -> bool | None:
+        return None  # let asyncio close the transport; connection_lost cleans up
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        self._out.clear()
+        if self.session is not None:
+            self.session.connection_lost()
+        self.server.connections.discard(self)
+
+    def pause_writing(self) -> None:
+        # The peer is not reading: stop deliveries to it and stop reading its input until its buffer drains.
+        if self.transport is not None:
+            self.transport.pause_reading()
+        if self.session is not None:
+            self.session.set_writable(False)
+
+    def resume_writing(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+        if self.session is not None:
+            self.session.set_writable(True)
+
+    # -- Transport (used by the session) ------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        self._out.append(data)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        out = self._out
+        if not out:
+            return
+        self._out = []
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.writelines(out)
+
+    def close(self, after_s: float | None = None) -> None:
+        if after_s is not None:
+            if "close" not in self._timers:
+                self._timers["close"] = self.loop.call_later(after_s, self.close)
+            return
+        if self._closing:
+            return
+        self._closing = True
+        self._flush()
+        if self.transport is not None:
+            self.transport.close()
+
+    # -- timers -------------------------------------------------------------------------------------------------
+
+    def _handshake_check(self) -> None:
+        # rabbit_reader's handshake_timeout: a peer that has not opened the connection in time is dropped.
+        if self.session is not None and self.session.state is not ConnectionState.OPEN and not self._closing:
+            self.session.connection_lost()
+            self.close()
+
+    def _schedule_heartbeat(self) -> None:
+        session = self.session
+        if session is None or self._closing:
+            return
+        self._timers["heartbeat"] = self.loop.call_later(session.heartbeat.interval_s / 2, self._heartbeat_tick)
+
+    def _heartbeat_tick(self) -> None:
+        if self.session is None or self._closing:
+            return
+        self.session.heartbeat_tick()
+        self._schedule_heartbeat()

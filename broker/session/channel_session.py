@@ -1,0 +1,267 @@
+"""One AMQP channel: the publish → route and deliver → ack hot path, and dispatch of every other method.
+
+Hot methods (basic.publish/ack/nack/reject) are decoded by protocol.fastpath without pamqp (design §4.2); the rest
+go through pamqp and the per-class handler modules.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pamqp import commands
+from pamqp.base import Frame
+
+from broker.core.consumer import Consumer
+from broker.core.message import Message
+from broker.core.queue import Envelope, Queue
+from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
+from broker.session.handlers.table import HANDLERS
+from broker.session.tx import Transaction
+from protocol.channel_state import ContentAssembler
+from protocol.codec import BASIC_ACK, BASIC_NACK, BASIC_PUBLISH, BASIC_REJECT, decode_method, encode_content
+from protocol.errors import AMQPError, ChannelError, HardError, ReplyCode
+from protocol.fastpath import (
+    HeaderInfo,
+    decode_basic_ack,
+    decode_basic_nack,
+    decode_basic_publish,
+    decode_basic_reject,
+    encode_basic_ack,
+    encode_basic_deliver,
+    encode_basic_return,
+)
+
+if TYPE_CHECKING:
+    from broker.session.connection_session import ConnectionSession
+
+_METHOD_ID = slice(0, 4)
+
+
+class ChannelSession:
+    """Implements ``broker.core.consumer.ConsumerChannel`` for its consumers."""
+
+    def __init__(self, connection: ConnectionSession, channel_id: int) -> None:
+        self.conn = connection
+        self.channel_id = channel_id
+        self.closing = False
+        self.assembler = ContentAssembler(connection.config.max_message_size)
+        self.unacked = UnackedTracker()
+        self.consumers: dict[str, Consumer] = {}
+        self.prefetch_count = 0
+        self.global_prefetch = 0
+        self.confirm = False
+        self.publish_seq = 0
+        self.confirmed_seq = 0
+        self.tx: Transaction | None = None
+        self.last_queue = ""
+
+    def __repr__(self) -> str:
+        return f"ChannelSession({self.channel_id})"
+
+    # -- frames in ----------------------------------------------------------------------------------------------
+
+    def on_method_frame(self, payload: bytes) -> None:
+        if not self.assembler.idle:
+            self.assembler.on_method()
+        method_id = int.from_bytes(payload[_METHOD_ID], "big")
+        if method_id == BASIC_PUBLISH:
+            exchange, routing_key, mandatory, immediate = decode_basic_publish(payload)
+            if immediate:
+                raise HardError(ReplyCode.NOT_IMPLEMENTED, "immediate=true", 60, 40)
+            self.assembler.expect((exchange, routing_key, mandatory))
+        elif method_id == BASIC_ACK:
+            tag, multiple = decode_basic_ack(payload)
+            self.settle(tag, multiple, None)
+        elif method_id == BASIC_NACK:
+            tag, multiple, requeue = decode_basic_nack(payload)
+            self.settle(tag, multiple, requeue)
+        elif method_id == BASIC_REJECT:
+            tag, requeue = decode_basic_reject(payload)
+            self.settle(tag, False, requeue)
+        else:
+            self.on_method(decode_method(payload))
+
+    def on_method(self, method: Frame) -> None:
+        handler = HANDLERS.get(type(method))
+        try:
+            if handler is None:
+                raise HardError(ReplyCode.COMMAND_INVALID, "unimplemented method")
+            handler(self, method)
+        except AMQPError as error:
+            if not error.class_id:
+                index = getattr(method, "index", 0)
+                error.class_id, error.method_id = index >> 16, index & 0xFFFF
+            raise
+
+    def on_header(self, payload: bytes) -> None:
+        done = self.assembler.on_header(payload)
+        if done is not None:
+            self._published(*done)
+
+    def on_body(self, payload: bytes) -> None:
+        done = self.assembler.on_body(payload)
+        if done is not None:
+            self._published(*done)
+
+    def on_method_while_closing(self, method: Frame) -> None:
+        """After the broker sent channel.close only close and close-ok count (spec 2.2.4); the rest is dropped."""
+        if isinstance(method, commands.Channel.Close):
+            self.conn.send(self.channel_id, commands.Channel.CloseOk())
+            self.conn.channels.pop(self.channel_id, None)
+        elif isinstance(method, commands.Channel.CloseOk):
+            self.conn.channels.pop(self.channel_id, None)
+
+    # -- publishing ---------------------------------------------------------------------------------------------
+
+    def _published(self, context: Any, info: HeaderInfo, header_payload: bytes, body: bytes) -> None:
+        exchange, routing_key, mandatory = context
+        message = Message(
+            exchange,
+            routing_key,
+            header_payload,
+            body,
+            info.headers,
+            info.delivery_mode or 1,
+            info.priority,
+            info.expiration,
+        )
+        if self.tx is not None:
+            self.tx.publishes.append((message, mandatory))
+            return
+        self.route(message, mandatory)
+
+    def route(self, message: Message, mandatory: bool) -> None:
+        vhost = self.conn.vhost
+        assert vhost is not None
+        queues = vhost.publish(message.exchange, message)
+        if not queues and mandatory:
+            # basic.return goes out before the confirm (confirms.md), which flush_confirms sends later.
+            self.send_content(
+                encode_basic_return(
+                    self.channel_id, int(ReplyCode.NO_ROUTE), "NO_ROUTE", message.exchange, message.routing_key
+                ),
+                message,
+            )
+        if self.confirm:
+            self.publish_seq += 1
+            self.conn.want_confirm_flush(self)
+
+    def flush_confirms(self) -> None:
+        """One basic.ack per flush, ``multiple`` when it covers more than one publish."""
+        upto = self.publish_seq
+        if upto == self.confirmed_seq or self.closing:
+            return
+        multiple = upto - self.confirmed_seq > 1
+        self.confirmed_seq = upto
+        self.conn.write(encode_basic_ack(self.channel_id, upto, multiple))
+
+    # -- delivering (ConsumerChannel) ---------------------------------------------------------------------------
+
+    def can_deliver(self, consumer: Consumer) -> bool:
+        if not self.conn.writable:
+            return False
+        if consumer.no_ack:
+            return True
+        if consumer.prefetch_count and consumer.unacked >= consumer.prefetch_count:
+            return False
+        return not (self.global_prefetch and len(self.unacked) >= self.global_prefetch)
+
+    def deliver(self, consumer: Consumer, queue: Queue, envelope: Envelope) -> None:
+        tracker = self.unacked
+        tag = tracker.next_tag
+        tracker.next_tag = tag + 1
+        if not consumer.no_ack:
+            tracker.track(Delivery(tag, queue, envelope, consumer))
+        message = envelope.message
+        self.send_content(
+            encode_basic_deliver(
+                self.channel_id,
+                consumer.consumer_tag,
+                tag,
+                envelope.redelivered,
+                message.exchange,
+                message.routing_key,
+            ),
+            message,
+        )
+
+    def send_content(self, method_frame: bytes, message: Message) -> None:
+        conn = self.conn
+        conn.write(method_frame)
+        for frame in encode_content(self.channel_id, message.header_payload, message.body, conn.frame_max):
+            conn.write(frame)
+
+    def consumer_cancelled(self, consumer: Consumer) -> None:
+        """The queue was deleted: drop the consumer and tell clients that understand basic.cancel."""
+        if self.consumers.pop(consumer.consumer_tag, None) is None or self.closing:
+            return
+        if self.conn.consumer_cancel_notify:
+            self.conn.send(self.channel_id, commands.Basic.Cancel(consumer_tag=consumer.consumer_tag, nowait=True))
+
+    # -- acknowledgements ---------------------------------------------------------------------------------------
+
+    def settle(self, delivery_tag: int, multiple: bool, requeue: bool | None) -> None:
+        """basic.ack (``requeue`` None), nack or reject. In a transaction the outcome waits for tx.commit."""
+        deliveries = self.unacked.settle(delivery_tag, multiple)
+        if self.tx is not None:
+            self.tx.settlements.append((deliveries, requeue))
+        else:
+            self.finish_settle(deliveries, requeue)
+        self.wake_queues_of(deliveries)
+
+    def finish_settle(self, deliveries: list[Delivery], requeue: bool | None) -> None:
+        if requeue:
+            requeue_deliveries(deliveries)
+
+    def wake_queues_of(self, deliveries: list[Delivery]) -> None:
+        """Prefetch capacity came back: let the queues of those deliveries (or, with a channel limit, all) dispatch."""
+        if self.global_prefetch:
+            self.wake_queues()
+        elif len(deliveries) == 1:
+            deliveries[0].queue.wake()
+        else:
+            for queue in {delivery.queue for delivery in deliveries}:
+                queue.wake()
+
+    def wake_queues(self) -> None:
+        for queue in {consumer.queue for consumer in self.consumers.values()}:
+            queue.wake()
+
+    # -- lifecycle ----------------------------------------------------------------------------------------------
+
+    def resolve_queue_name(self, name: str) -> str:
+        """An empty queue name means the channel's most recently declared queue (rabbit_channel)."""
+        if name:
+            return name
+        if not self.last_queue:
+            raise ChannelError(ReplyCode.NOT_FOUND, "no previously declared queue")
+        return self.last_queue
+
+    def close_with_error(self, error: ChannelError) -> None:
+        """Soft error: confirms already earned go first, then channel.close; frames are dropped until close-ok."""
+        self.flush_confirms()
+        self.release()
+        self.conn.send(
+            self.channel_id,
+            commands.Channel.Close(
+                reply_code=int(error.code),
+                reply_text=error.reply_text,
+                class_id=error.class_id,
+                method_id=error.method_id,
+            ),
+        )
+
+    def release(self) -> None:
+        """Cancel consumers, then requeue every unacked delivery (RabbitMQ does both when a channel ends)."""
+        if self.closing:
+            return
+        self.closing = True
+        consumers = list(self.consumers.values())
+        self.consumers.clear()
+        for consumer in consumers:
+            consumer.queue.remove_consumer(consumer)
+        if self.tx is not None:
+            self.tx.rollback_settlements(self.unacked)
+            self.tx = None
+        requeue_deliveries(self.unacked.take_all())
+

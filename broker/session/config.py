@@ -1,0 +1,25 @@
+"""Limits and identity a connection session negotiates and enforces; one frozen value shared by all sessions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# RabbitMQ 3.13 defaults (rabbit.app / deps/rabbit/Makefile).
+DEFAULT_FRAME_MAX = 131072
+DEFAULT_CHANNEL_MAX = 2047
+DEFAULT_HEARTBEAT_S = 60
+DEFAULT_MAX_MESSAGE_SIZE = 128 * 1024 * 1024
+PRE_AUTH_FRAME_MAX = 4096
+HANDSHAKE_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionConfig:
+    frame_max: int = DEFAULT_FRAME_MAX
+    channel_max: int = DEFAULT_CHANNEL_MAX
+    heartbeat_s: int = DEFAULT_HEARTBEAT_S
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    pre_auth_frame_max: int = PRE_AUTH_FRAME_MAX
+    handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S
+    # Seconds to wait for the peer's close-ok after the broker sent connection.close.
+    close_timeout_s: float = 3.0

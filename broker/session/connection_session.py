@@ -1,0 +1,257 @@
+"""One AMQP connection: frames in, channel sessions, errors turned into close frames (the one error boundary)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from pamqp import commands
+from pamqp.base import Frame
+
+from broker.core.broker import Broker
+from broker.core.queue import Queue
+from broker.core.vhost import VirtualHost
+from broker.session.channel_session import ChannelSession
+from broker.session.config import SessionConfig
+from broker.session.handlers import connection as connection_handlers
+from broker.session.heartbeat import HeartbeatMonitor
+from broker.session.transport import Transport
+from protocol.codec import decode_method, encode_method
+from protocol.connection import ConnectionState
+from protocol.errors import AMQPError, ChannelError, HardError, ProtocolHeaderError, ReplyCode
+from protocol.framing import FRAME_BODY, FRAME_HEADER, FRAME_HEARTBEAT, FRAME_METHOD, PROTOCOL_HEADER, FrameBuffer
+
+log = structlog.get_logger("warrenmq.connection")
+
+
+class ConnectionSession:
+    """Per-connection AMQP state. The server feeds it bytes and ticks; it writes frames through ``transport``."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        config: SessionConfig,
+        transport: Transport,
+        peer: str = "",
+    ) -> None:
+        self.broker = broker
+        self.config = config
+        self.transport = transport
+        self.peer = peer
+        self.state = ConnectionState.AWAITING_PROTOCOL_HEADER
+        self.frames = FrameBuffer(config.pre_auth_frame_max)
+        self.channels: dict[int, ChannelSession] = {}
+        self.vhost: VirtualHost | None = None
+        self.username = ""
+        self.mechanism = ""
+        self.client_properties: dict[str, Any] = {}
+        self.frame_max = config.pre_auth_frame_max
+        self.channel_max = config.channel_max
+        self.heartbeat = HeartbeatMonitor()
+        self.writable = True
+        self.exclusive_queues: list[Queue] = []
+        self.consumer_cancel_notify = False
+        self._confirm_channels: dict[ChannelSession, None] = {}
+        self._closed = False
+
+    # -- input --------------------------------------------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        """Parse and handle every complete frame; the only place AMQP errors become close frames."""
+        if self._closed:
+            return
+        self.heartbeat.received = True
+        try:
+            frames = self.frames.feed(data)
+        except ProtocolHeaderError:
+            # Spec 4.2.2: answer with the header we speak, then close.
+            self.transport.write(PROTOCOL_HEADER)
+            self._shutdown()
+            return
+        except AMQPError as error:
+            self.hard_close(error)
+            return
+        if self.state is ConnectionState.AWAITING_PROTOCOL_HEADER:
+            connection_handlers.send_start(self)
+        channels = self.channels
+        for frame_type, channel_id, payload in frames:
+            try:
+                if channel_id and self.state is ConnectionState.OPEN:
+                    channel = channels.get(channel_id)
+                    if channel is not None and frame_type == FRAME_METHOD and not channel.closing:
+                        channel.on_method_frame(payload)
+                    elif channel is not None and frame_type == FRAME_HEADER:
+                        channel.on_header(payload)
+                    elif channel is not None and frame_type == FRAME_BODY:
+                        channel.on_body(payload)
+                    else:
+                        self._on_other_channel_frame(frame_type, channel_id, payload)
+                else:
+                    self._on_connection_frame(frame_type, channel_id, payload)
+            except ChannelError as error:
+                channel = channels.get(channel_id)
+                if channel is None or channel_id == 0:
+                    self.hard_close(HardError(error.code, error.text, error.class_id, error.method_id))
+                    return
+                channel.close_with_error(error)
+            except HardError as error:
+                self.hard_close(error)
+                return
+            if self._closed:
+                return
+        if self._confirm_channels:
+            self.flush_confirms()
+
+    def _on_other_channel_frame(self, frame_type: int, channel_id: int, payload: bytes) -> None:
+        channel = self.channels.get(channel_id)
+        if frame_type == FRAME_HEARTBEAT:
+            raise HardError(ReplyCode.UNEXPECTED_FRAME, f"unexpected heartbeat frame on channel {channel_id}")
+        if frame_type != FRAME_METHOD:
+            if channel is not None:
+                return  # content for a closing channel: dropped with the rest of its frames
+            raise HardError(ReplyCode.UNEXPECTED_FRAME, f"unexpected content frame on channel {channel_id}")
+        method = decode_method(payload)
+        if channel is not None:
+            # Closing channel: spec 2.2.4, only channel.close / close-ok are processed.
+            channel.on_method_while_closing(method)
+            return
+        if isinstance(method, commands.Channel.Open):
+            if channel_id > self.channel_max:
+                raise HardError(
+                    ReplyCode.NOT_ALLOWED,
+                    f"number of channels opened ({len(self.channels)}) has reached the negotiated channel_max "
+                    f"({self.channel_max})",
+                    20,
+                    10,
+                )
+            self.channels[channel_id] = channel = ChannelSession(self, channel_id)
+            channel.send(commands.Channel.OpenOk())
+            return
+        raise HardError(ReplyCode.CHANNEL_ERROR, "expected 'channel.open'", *_ids(method))
+
+    def _on_connection_frame(self, frame_type: int, channel_id: int, payload: bytes) -> None:
+        if frame_type == FRAME_HEARTBEAT:
+            if channel_id != 0:
+                raise HardError(ReplyCode.UNEXPECTED_FRAME, f"unexpected heartbeat frame on channel {channel_id}")
+            return
+        if self.state is ConnectionState.CLOSING:
+            if frame_type == FRAME_METHOD and channel_id == 0:
+                method = decode_method(payload)
+                if isinstance(method, commands.Connection.CloseOk | commands.Connection.Close):
+                    if isinstance(method, commands.Connection.Close):
+                        self.send(0, commands.Connection.CloseOk())
+                    self._shutdown()
+            return
+        if frame_type != FRAME_METHOD:
+            raise HardError(ReplyCode.UNEXPECTED_FRAME, f"unexpected frame type {frame_type} on channel {channel_id}")
+        method = decode_method(payload)
+        if channel_id != 0:
+            # A channel frame before connection.open-ok (rabbit_reader handles only channel 0 until then).
+            raise HardError(
+                ReplyCode.CHANNEL_ERROR, f"unexpected method on channel {channel_id} before connection.open"
+            )
+        connection_handlers.handle(self, method)
+
+    # -- output -------------------------------------------------------------------------------------------------
+
+    def send(self, channel_id: int, method: Frame) -> None:
+        self.write(encode_method(channel_id, method))
+
+    def write(self, data: bytes) -> None:
+        self.heartbeat.sent = True
+        self.transport.write(data)
+
+    def want_confirm_flush(self, channel: ChannelSession) -> None:
+        self._confirm_channels[channel] = None
+
+    def flush_confirms(self) -> None:
+        channels = self._confirm_channels
+        self._confirm_channels = {}
+        for channel in channels:
+            channel.flush_confirms()
+
+    # -- lifecycle ----------------------------------------------------------------------------------------------
+
+    def opened(self, vhost: VirtualHost) -> None:
+        self.vhost = vhost
+        self.state = ConnectionState.OPEN
+
+    def hard_close(self, error: AMQPError) -> None:
+        """Send connection.close with RabbitMQ's code/text and wait for close-ok; channels are torn down now."""
+        if self.state in (ConnectionState.CLOSING, ConnectionState.CLOSED):
+            return
+        log.info("connection_error", peer=self.peer, code=int(error.code), text=error.reply_text)
+        self._teardown()
+        self.state = ConnectionState.CLOSING
+        self.send(
+            0,
+            commands.Connection.Close(
+                reply_code=int(error.code),
+                reply_text=error.reply_text,
+                class_id=error.class_id,
+                method_id=error.method_id,
+            ),
+        )
+        self.transport.close(after_s=self.config.close_timeout_s)
+
+    def force_close(self, text: str = "broker forced connection closure with reason 'shutdown'") -> None:
+        """Broker-initiated close (shutdown, management): 320 CONNECTION_FORCED as RabbitMQ sends it."""
+        if self.state is ConnectionState.OPEN:
+            self.hard_close(HardError(ReplyCode.CONNECTION_FORCED, text))
+        else:
+            self._shutdown()
+
+    def client_closed(self) -> None:
+        """The client sent connection.close: tear down, answer close-ok, close the socket."""
+        self._teardown()
+        self.send(0, commands.Connection.CloseOk())
+        self._shutdown()
+
+    def connection_lost(self) -> None:
+        """The socket is gone (either side): release everything the connection held."""
+        self._teardown()
+        self._closed = True
+        self.state = ConnectionState.CLOSED
+
+    def _shutdown(self) -> None:
+        self._teardown()
+        self._closed = True
+        self.state = ConnectionState.CLOSED
+        self.transport.close()
+
+    def _teardown(self) -> None:
+        """Requeue unacked messages, cancel consumers, delete exclusive queues: once per connection."""
+        channels = list(self.channels.values())
+        self.channels.clear()
+        for channel in channels:
+            channel.release()
+        if self.vhost is not None:
+            for queue in self.exclusive_queues:
+                if self.vhost.queues.get(queue.name) is queue:
+                    self.vhost.remove_queue(queue)
+        self.exclusive_queues.clear()
+
+    # -- edge notifications -------------------------------------------------------------------------------------
+
+    def set_writable(self, writable: bool) -> None:
+        """Socket backpressure: stop delivering while the peer's buffer is full; resume and wake the queues."""
+        self.writable = writable
+        if writable:
+            for channel in self.channels.values():
+                channel.wake_queues()
+
+    def heartbeat_tick(self) -> None:
+        """Called every heartbeat_s / 2 by the edge's timer once heartbeats are negotiated."""
+        if self._closed:
+            return
+        if self.heartbeat.peer_dead():
+            log.info("missed_heartbeats", peer=self.peer, timeout_s=self.heartbeat.interval_s)
+            self._shutdown()
+            return
+        if self.heartbeat.should_send():
+            self.write(connection_handlers.HEARTBEAT)
+
+
+def _ids(method: Frame) -> tuple[int, int]:
+    index = getattr(method, "index", 0)
+    return index >> 16, index & 0xFFFF

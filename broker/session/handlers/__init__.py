@@ -1,0 +1,1 @@
+"""One handler module per AMQP class."""

@@ -1,0 +1,96 @@
+"""Basic class, slow path: qos, consume, cancel, get, recover. Publish and acks take the fast path in the channel."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pamqp import commands
+
+from broker.core.consumer import Consumer
+from broker.core.unacked import Delivery, requeue_deliveries
+from protocol.errors import HardError, ReplyCode
+from protocol.fastpath import encode_basic_get_ok
+
+if TYPE_CHECKING:
+    from broker.core.vhost import VirtualHost
+    from broker.session.channel_session import ChannelSession
+
+
+def _vhost(channel: ChannelSession) -> VirtualHost:
+    vhost = channel.conn.vhost
+    assert vhost is not None
+    return vhost
+
+
+def qos(channel: ChannelSession, method: commands.Basic.Qos) -> None:
+    if method.prefetch_size:
+        raise HardError(ReplyCode.NOT_IMPLEMENTED, f"prefetch_size!=0 ({method.prefetch_size})")
+    # RabbitMQ's reading of `global` (consumer-prefetch.md): false = each new consumer, true = the whole channel.
+    if method.global_:
+        channel.global_prefetch = method.prefetch_count
+    else:
+        channel.prefetch_count = method.prefetch_count
+    channel.conn.send(channel.channel_id, commands.Basic.QosOk())
+    channel.wake_queues()
+
+
+def consume(channel: ChannelSession, method: commands.Basic.Consume) -> None:
+    conn = channel.conn
+    queue = _vhost(channel).queue(channel.resolve_queue_name(method.queue), conn)
+    tag = method.consumer_tag or conn.broker.names.consumer_tag()
+    if tag in channel.consumers:
+        raise HardError(ReplyCode.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'")
+    consumer = Consumer(
+        tag,
+        queue,
+        channel,
+        no_ack=method.no_ack,
+        exclusive=method.exclusive,
+        prefetch_count=channel.prefetch_count,
+        arguments=method.arguments,
+    )
+    # add_consumer only schedules dispatch, so consume-ok still precedes the first basic.deliver.
+    queue.add_consumer(consumer)
+    channel.consumers[tag] = consumer
+    if not method.nowait:
+        conn.send(channel.channel_id, commands.Basic.ConsumeOk(consumer_tag=tag))
+
+
+def cancel(channel: ChannelSession, method: commands.Basic.Cancel) -> None:
+    consumer = channel.consumers.pop(method.consumer_tag, None)
+    # An unknown tag is not an error: the spec and rabbit_channel answer cancel-ok anyway.
+    if not method.nowait:
+        channel.conn.send(channel.channel_id, commands.Basic.CancelOk(consumer_tag=method.consumer_tag))
+    if consumer is not None:
+        consumer.queue.remove_consumer(consumer)
+
+
+def get(channel: ChannelSession, method: commands.Basic.Get) -> None:
+    queue = _vhost(channel).queue(channel.resolve_queue_name(method.queue), channel.conn)
+    envelope = queue.get()
+    if envelope is None:
+        channel.conn.send(channel.channel_id, commands.Basic.GetEmpty())
+        return
+    tag = channel.unacked.allocate_tag()
+    if not method.no_ack:
+        channel.unacked.track(Delivery(tag, queue, envelope, None))
+    message = envelope.message
+    channel.send_content(
+        encode_basic_get_ok(
+            channel.channel_id,
+            tag,
+            envelope.redelivered,
+            message.exchange,
+            message.routing_key,
+            queue.message_count,
+        ),
+        message,
+    )
+
+
+def recover(channel: ChannelSession, method: commands.Basic.Recover | commands.Basic.RecoverAsync) -> None:
+    if not method.requeue:
+        raise HardError(ReplyCode.NOT_IMPLEMENTED, "requeue=false")
+    requeue_deliveries(channel.unacked.take_all())
+    if isinstance(method, commands.Basic.Recover):
+        channel.conn.send(channel.channel_id, commands.Basic.RecoverOk())

@@ -1,0 +1,105 @@
+"""Connection class (channel 0): start, secure, tune, open and close, as rabbit_reader.erl drives the handshake."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pamqp import commands
+from pamqp.base import Frame
+
+from protocol.codec import encode_heartbeat
+from protocol.connection import (
+    LOCALES,
+    MECHANISMS,
+    ConnectionState,
+    access_refused_login,
+    check_connection_method,
+    negotiate_tune,
+    parse_sasl_response,
+    server_properties,
+)
+from protocol.errors import HardError, ReplyCode
+
+if TYPE_CHECKING:
+    from broker.session.connection_session import ConnectionSession
+
+HEARTBEAT = encode_heartbeat()
+
+
+def send_start(session: ConnectionSession) -> None:
+    session.state = ConnectionState.AWAITING_START_OK
+    session.send(
+        0,
+        commands.Connection.Start(
+            version_major=0,
+            version_minor=9,
+            server_properties=server_properties(),
+            mechanisms=MECHANISMS.decode(),
+            locales=LOCALES.decode(),
+        ),
+    )
+
+
+def handle(session: ConnectionSession, method: Frame) -> None:
+    check_connection_method(session.state, method.name)
+    if isinstance(method, commands.Connection.StartOk):
+        _start_ok(session, method)
+    elif isinstance(method, commands.Connection.TuneOk):
+        _tune_ok(session, method)
+    elif isinstance(method, commands.Connection.Open):
+        _open(session, method)
+    elif isinstance(method, commands.Connection.Close):
+        session.client_closed()
+    elif isinstance(method, commands.Connection.CloseOk):
+        session.connection_lost()
+        session.transport.close()
+    else:
+        raise HardError(ReplyCode.COMMAND_INVALID, f"unimplemented method {method.name}")
+
+
+def _start_ok(session: ConnectionSession, method: commands.Connection.StartOk) -> None:
+    properties: dict[str, Any] = dict(method.client_properties or {})
+    session.client_properties = properties
+    capabilities = properties.get("capabilities") or {}
+    session.consumer_cancel_notify = bool(capabilities.get("consumer_cancel_notify", False))
+    mechanism = method.mechanism or ""
+    response = method.response if isinstance(method.response, bytes) else str(method.response or "").encode()
+    username, password = parse_sasl_response(mechanism, response)
+    session.mechanism = mechanism
+    if not session.broker.authenticate(username, password):
+        # authentication_failure_close: a connection.close 403 rather than a silent TCP close.
+        raise access_refused_login(mechanism)
+    session.username = username
+    session.state = ConnectionState.AWAITING_TUNE_OK
+    config = session.config
+    session.send(
+        0,
+        commands.Connection.Tune(
+            channel_max=config.channel_max, frame_max=config.frame_max, heartbeat=config.heartbeat_s
+        ),
+    )
+
+
+def _tune_ok(session: ConnectionSession, method: commands.Connection.TuneOk) -> None:
+    config = session.config
+    frame_max, channel_max, heartbeat_s = negotiate_tune(
+        method.frame_max,
+        method.channel_max,
+        method.heartbeat,
+        config.frame_max,
+        config.channel_max,
+        config.heartbeat_s,
+    )
+    session.frame_max = frame_max
+    session.channel_max = channel_max
+    session.frames.max_frame_size = frame_max
+    session.heartbeat.interval_s = heartbeat_s
+    session.state = ConnectionState.AWAITING_OPEN
+
+
+def _open(session: ConnectionSession, method: commands.Connection.Open) -> None:
+    vhost = session.broker.vhosts.get(method.virtual_host)
+    if vhost is None:
+        raise HardError(ReplyCode.NOT_ALLOWED, f"vhost {method.virtual_host} not found", 10, 40)
+    session.opened(vhost)
+    session.send(0, commands.Connection.OpenOk())

@@ -1,0 +1,74 @@
+"""Queue class: declare, bind, unbind, purge, delete."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pamqp import commands
+
+if TYPE_CHECKING:
+    from broker.core.vhost import VirtualHost
+    from broker.session.channel_session import ChannelSession
+
+
+def _vhost(channel: ChannelSession) -> VirtualHost:
+    vhost = channel.conn.vhost
+    assert vhost is not None
+    return vhost
+
+
+def declare(channel: ChannelSession, method: commands.Queue.Declare) -> None:
+    vhost = _vhost(channel)
+    conn = channel.conn
+    if method.passive:
+        name = channel.resolve_queue_name(method.queue)
+    else:
+        name = method.queue or vhost.new_queue_name()
+    known = name in vhost.queues
+    queue = vhost.declare_queue(
+        name,
+        conn,
+        passive=method.passive,
+        durable=method.durable,
+        exclusive=method.exclusive,
+        auto_delete=method.auto_delete,
+        arguments=method.arguments,
+    )
+    if not known and queue.exclusive_owner is conn:
+        conn.exclusive_queues.append(queue)
+    channel.last_queue = queue.name
+    if not method.nowait:
+        conn.send(
+            channel.channel_id,
+            commands.Queue.DeclareOk(
+                queue=queue.name, message_count=queue.message_count, consumer_count=queue.consumer_count
+            ),
+        )
+
+
+def bind(channel: ChannelSession, method: commands.Queue.Bind) -> None:
+    name = channel.resolve_queue_name(method.queue)
+    _vhost(channel).bind_queue(name, method.exchange, method.routing_key, method.arguments, channel.conn)
+    if not method.nowait:
+        channel.conn.send(channel.channel_id, commands.Queue.BindOk())
+
+
+def unbind(channel: ChannelSession, method: commands.Queue.Unbind) -> None:
+    name = channel.resolve_queue_name(method.queue)
+    _vhost(channel).unbind_queue(name, method.exchange, method.routing_key, method.arguments, channel.conn)
+    channel.conn.send(channel.channel_id, commands.Queue.UnbindOk())
+
+
+def purge(channel: ChannelSession, method: commands.Queue.Purge) -> None:
+    count = _vhost(channel).purge_queue(channel.resolve_queue_name(method.queue), channel.conn)
+    if not method.nowait:
+        channel.conn.send(channel.channel_id, commands.Queue.PurgeOk(message_count=count))
+
+
+def delete(channel: ChannelSession, method: commands.Queue.Delete) -> None:
+    name = channel.resolve_queue_name(method.queue)
+    count = _vhost(channel).delete_queue(
+        name, channel.conn, if_unused=method.if_unused, if_empty=method.if_empty
+    )
+    if not method.nowait:
+        channel.conn.send(channel.channel_id, commands.Queue.DeleteOk(message_count=count))

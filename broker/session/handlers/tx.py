@@ -1,0 +1,39 @@
+"""Tx class: select, commit, rollback."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pamqp import commands
+
+from broker.session.tx import Transaction
+from protocol.errors import ChannelError, ReplyCode
+
+if TYPE_CHECKING:
+    from broker.session.channel_session import ChannelSession
+
+
+def _not_transactional() -> ChannelError:
+    return ChannelError(ReplyCode.PRECONDITION_FAILED, "channel is not transactional")
+
+
+def select(channel: ChannelSession, method: commands.Tx.Select) -> None:
+    if channel.confirm:
+        raise ChannelError(ReplyCode.PRECONDITION_FAILED, "cannot switch from confirm to tx mode")
+    if channel.tx is None:
+        channel.tx = Transaction()
+    channel.conn.send(channel.channel_id, commands.Tx.SelectOk())
+
+
+def commit(channel: ChannelSession, method: commands.Tx.Commit) -> None:
+    if channel.tx is None:
+        raise _not_transactional()
+    channel.tx.commit(channel)
+    channel.conn.send(channel.channel_id, commands.Tx.CommitOk())
+
+
+def rollback(channel: ChannelSession, method: commands.Tx.Rollback) -> None:
+    if channel.tx is None:
+        raise _not_transactional()
+    channel.tx.rollback(channel.unacked)
+    channel.conn.send(channel.channel_id, commands.Tx.RollbackOk())

@@ -1,0 +1,37 @@
+"""A channel's open AMQP transaction: publishes and settlements held until tx.commit (batching, not ACID)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.core.message import Message
+from broker.core.unacked import Delivery, UnackedTracker
+
+if TYPE_CHECKING:
+    from broker.session.channel_session import ChannelSession
+
+
+class Transaction:
+    """RabbitMQ semantics (semantics.md): errors are raised at once, effects wait for commit; returns precede
+    commit-ok. Acks are taken out of the unacked set immediately and put back on rollback (rabbit_channel)."""
+
+    def __init__(self) -> None:
+        self.publishes: list[tuple[Message, bool]] = []
+        self.settlements: list[tuple[list[Delivery], bool | None]] = []
+
+    def commit(self, channel: ChannelSession) -> None:
+        publishes, settlements = self.publishes, self.settlements
+        self.publishes, self.settlements = [], []
+        for message, mandatory in publishes:
+            channel.route(message, mandatory)
+        for deliveries, requeue in settlements:
+            channel.finish_settle(deliveries, requeue)
+
+    def rollback(self, tracker: UnackedTracker) -> None:
+        self.publishes = []
+        self.rollback_settlements(tracker)
+
+    def rollback_settlements(self, tracker: UnackedTracker) -> None:
+        settled = [delivery for deliveries, _ in self.settlements for delivery in deliveries]
+        self.settlements = []
+        tracker.restore(settled)

@@ -1,0 +1,109 @@
+"""Fixtures shared by every suite: a WarrenMQ broker process on port 0, or an external broker for differential runs.
+
+``WARRENMQ_TEST_URL=amqp://guest:guest@127.0.0.1:5672/`` points the client-level suites (integration, tutorials)
+at another broker, e.g. a real RabbitMQ, to check that the tests themselves encode RabbitMQ's behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+import pytest
+
+
+@dataclass
+class BrokerProcess:
+    """A `warrenmq serve` child process; ``url`` is ready to use once the fixture hands it over."""
+
+    process: subprocess.Popen[str]
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@{self.host}:{self.port}/"
+
+    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 10.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def start_broker_process(*extra_args: str, env: dict[str, str] | None = None) -> BrokerProcess:
+    """Start `python -m broker serve --port 0` and wait for its one-line JSON readiness report on stdout."""
+    cmd = [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", "0", *extra_args]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL if not os.environ.get("WARRENMQ_TEST_LOGS") else None,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        proc.wait(timeout=10)
+        raise RuntimeError(f"broker exited with {proc.returncode} before reporting readiness: {cmd}")
+    ready = json.loads(line)
+    return BrokerProcess(process=proc, host=ready["amqp_host"], port=int(ready["amqp_port"]))
+
+
+@pytest.fixture(scope="session")
+def amqp_url() -> Iterator[str]:
+    """The URL of a broker shared by the whole session (WarrenMQ unless WARRENMQ_TEST_URL says otherwise)."""
+    external = os.environ.get("WARRENMQ_TEST_URL")
+    if external:
+        yield external
+        return
+    broker = start_broker_process()
+    try:
+        yield broker.url
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def amqp_params(amqp_url: str) -> dict[str, object]:
+    """Host, port, user, password and vhost of ``amqp_url`` for clients that take them apart."""
+    parsed = urlparse(amqp_url)
+    return {
+        "host": parsed.hostname or "127.0.0.1",
+        "port": parsed.port or 5672,
+        "username": parsed.username or "guest",
+        "password": parsed.password or "guest",
+        "vhost": (parsed.path[1:] or "/") if parsed.path else "/",
+    }
+
+
+@pytest.fixture
+def unique() -> str:
+    """A name prefix unique to the test, so tests sharing a broker never see each other's entities."""
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def broker_factory() -> Iterator[object]:
+    """Start dedicated WarrenMQ processes with custom flags (heartbeat, frame_max, signals); stopped after the test."""
+    started: list[BrokerProcess] = []
+
+    def factory(*extra_args: str) -> BrokerProcess:
+        broker = start_broker_process(*extra_args)
+        started.append(broker)
+        return broker
+
+    yield factory
+    for broker in started:
+        broker.stop()
