@@ -6,9 +6,10 @@ Checks follow rabbit_channel.erl's order so that the first error a client sees i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from broker.core.arguments import freeze_table
 from broker.core.bindings import Binding, BindingTable
 from broker.core.dispatcher import Dispatcher
 from broker.core.exchange import Exchange, create_exchange, is_reserved_name
@@ -94,6 +95,8 @@ class VirtualHost:
         internal: bool = False,
         arguments: Mapping[str, Any] | None = None,
     ) -> Exchange:
+        if name == "" and passive:
+            raise _default_exchange_refused()
         if passive:
             return self.exchange(name)
         if type_name not in EXCHANGE_TYPES:
@@ -120,7 +123,7 @@ class VirtualHost:
             return  # idempotent, as RabbitMQ (spec deviation, reference §2 row 4)
         if is_reserved_name(name):
             raise ChannelError(
-                ReplyCode.ACCESS_REFUSED, f"operation not permitted on exchange '{name}' in vhost '{self.name}'"
+                ReplyCode.ACCESS_REFUSED, f"deletion of system exchange '{name}' in vhost '{self.name}' not allowed"
             )
         if if_unused and self.bindings.has_bindings_from(exchange):
             raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"exchange '{name}' in vhost '{self.name}' in use")
@@ -157,10 +160,17 @@ class VirtualHost:
     def unbind_queue(
         self, queue_name: str, exchange_name: str, routing_key: str, arguments: Mapping[str, Any] | None, owner: object
     ) -> None:
-        source = self._bindable_source(exchange_name)
-        queue = self.queue(queue_name, owner)
-        if self.bindings.remove(source, queue, routing_key, dict(arguments or {})):
-            self._maybe_auto_delete(source)
+        if exchange_name == "":
+            raise _default_exchange_refused()
+        # RabbitMQ looks the binding up first: a missing queue, exchange or binding makes unbind a no-op.
+        source = self.exchanges.get(exchange_name)
+        queue = self.queues.get(queue_name)
+        args = dict(arguments or {})
+        if source is None or queue is None or Binding(source, queue, routing_key, freeze_table(args)) not in self.bindings:
+            return
+        self.queue(queue_name, owner)  # exclusive to another connection: 405
+        self.bindings.remove(source, queue, routing_key, args)
+        self._maybe_auto_delete(source)
 
     def bind_exchange(
         self, destination: str, source: str, routing_key: str, arguments: Mapping[str, Any] | None
@@ -172,8 +182,12 @@ class VirtualHost:
     def unbind_exchange(
         self, destination: str, source: str, routing_key: str, arguments: Mapping[str, Any] | None
     ) -> None:
-        dest_exchange = self._bindable_source(destination)
-        source_exchange = self._bindable_source(source)
+        if destination == "" or source == "":
+            raise _default_exchange_refused()
+        dest_exchange = self.exchanges.get(destination)
+        source_exchange = self.exchanges.get(source)
+        if dest_exchange is None or source_exchange is None:
+            return  # missing ends: nothing to unbind (RabbitMQ 3.x is idempotent here)
         if self.bindings.remove(source_exchange, dest_exchange, routing_key, dict(arguments or {})):
             self._maybe_auto_delete(source_exchange)
 
@@ -188,12 +202,16 @@ class VirtualHost:
         exclusive: bool = False,
         auto_delete: bool = False,
         arguments: Mapping[str, Any] | None = None,
-        on_unused: Callable[[Queue], None] | None = None,
+        server_named: bool = False,
     ) -> Queue:
-        """queue.declare; ``name`` is already resolved (server-named or last-declared) by the session."""
+        """queue.declare; ``name`` is already resolved (server-named or last-declared) by the session.
+
+        Only client-chosen names are checked for the reserved prefix (rabbit_channel check_name), so redeclaring
+        an `amq.gen-…` name non-passively is refused as in RabbitMQ.
+        """
         if passive:
             return self.queue(name, owner)
-        if is_reserved_name(name):
+        if not server_named and is_reserved_name(name):
             raise _reserved("queue", name)
         args = dict(arguments or {})
         existing = self.queues.get(name)
@@ -232,7 +250,7 @@ class VirtualHost:
         if if_unused and queue.consumers:
             raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in vhost '{self.name}' in use")
         if if_empty and queue.ready:
-            raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in vhost '{self.name}' is not empty")
+            raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in vhost '{self.name}' not empty")
         return self.remove_queue(queue)
 
     def remove_queue(self, queue: Queue) -> int:

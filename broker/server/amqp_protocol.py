@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from broker.session.connection_session import ConnectionSession
 from protocol.connection import ConnectionState
@@ -34,7 +34,8 @@ class AMQPProtocol(asyncio.Protocol):
     # -- asyncio callbacks --------------------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # uvloop's TCPTransport implements asyncio.Transport without subclassing it.
+        transport = cast(asyncio.Transport, transport)
         self.transport = transport
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
         peer = transport.get_extra_info("peername")

@@ -12,6 +12,7 @@ from pamqp import commands
 from pamqp.base import Frame
 
 from broker.core.consumer import Consumer
+from broker.core.expiration import parse_expiration
 from broker.core.message import Message
 from broker.core.queue import Envelope, Queue
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
@@ -115,6 +116,15 @@ class ChannelSession:
 
     def _published(self, context: Any, info: HeaderInfo, header_payload: bytes, body: bytes) -> None:
         exchange, routing_key, mandatory = context
+        if info.user_id is not None and info.user_id != self.conn.username:
+            raise ChannelError(
+                ReplyCode.PRECONDITION_FAILED,
+                f"user_id property set to '{info.user_id}' but authenticated user was '{self.conn.username}'",
+                60,
+                40,
+            )
+        if info.expiration is not None:
+            parse_expiration(info.expiration)
         message = Message(
             exchange,
             routing_key,

@@ -97,6 +97,12 @@ class ConnectionSession:
             except HardError as error:
                 self.hard_close(error)
                 return
+            except Exception:
+                # A bug must not take the broker down: close this connection as RabbitMQ does when a channel
+                # process crashes (541), and keep serving the others.
+                log.exception("internal_error", peer=self.peer, channel=channel_id)
+                self.hard_close(HardError(ReplyCode.INTERNAL_ERROR, "internal error"))
+                return
             if self._closed:
                 return
         if self._confirm_channels:
@@ -125,7 +131,7 @@ class ConnectionSession:
                     10,
                 )
             self.channels[channel_id] = channel = ChannelSession(self, channel_id)
-            channel.send(commands.Channel.OpenOk())
+            self.send(channel_id, commands.Channel.OpenOk())
             return
         raise HardError(ReplyCode.CHANNEL_ERROR, "expected 'channel.open'", *_ids(method))
 
@@ -212,6 +218,10 @@ class ConnectionSession:
         self._teardown()
         self._closed = True
         self.state = ConnectionState.CLOSED
+
+    def abort(self) -> None:
+        """Close the socket without a close frame (failed login of a client without authentication_failure_close)."""
+        self._shutdown()
 
     def _shutdown(self) -> None:
         self._teardown()

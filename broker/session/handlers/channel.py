@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from pamqp import commands
 
+from protocol.codec import AccessRequest, AccessRequestOk
 from protocol.errors import HardError, ReplyCode
 
 if TYPE_CHECKING:
@@ -37,6 +38,6 @@ def flow_ok(channel: ChannelSession, method: commands.Channel.FlowOk) -> None:
     """The broker never sends channel.flow, so a flow-ok needs no action."""
 
 
-def access_request(channel: ChannelSession, method: commands.Access.Request) -> None:
+def access_request(channel: ChannelSession, method: AccessRequest) -> None:
     # access.request survives in RabbitMQ as a no-op returning ticket 1 (spec-differences).
-    channel.conn.send(channel.channel_id, commands.Access.RequestOk(ticket=1))
+    channel.conn.send(channel.channel_id, AccessRequestOk(ticket=1))

@@ -67,7 +67,11 @@ def _start_ok(session: ConnectionSession, method: commands.Connection.StartOk) -
     username, password = parse_sasl_response(mechanism, response)
     session.mechanism = mechanism
     if not session.broker.authenticate(username, password):
-        # authentication_failure_close: a connection.close 403 rather than a silent TCP close.
+        # Clients advertising authentication_failure_close get connection.close 403; others, as with
+        # RabbitMQ, just see the socket close (rabbit_reader auth_fail).
+        if not capabilities.get("authentication_failure_close", False):
+            session.abort()
+            return
         raise access_refused_login(mechanism)
     session.username = username
     session.state = ConnectionState.AWAITING_TUNE_OK

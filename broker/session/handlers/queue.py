@@ -20,10 +20,8 @@ def _vhost(channel: ChannelSession) -> VirtualHost:
 def declare(channel: ChannelSession, method: commands.Queue.Declare) -> None:
     vhost = _vhost(channel)
     conn = channel.conn
-    if method.passive:
-        name = channel.resolve_queue_name(method.queue)
-    else:
-        name = method.queue or vhost.new_queue_name()
+    # A passive declare takes the name as given: RabbitMQ does not expand "" to the last declared queue here.
+    name = method.queue if method.passive else method.queue or vhost.new_queue_name()
     known = name in vhost.queues
     queue = vhost.declare_queue(
         name,
@@ -33,6 +31,7 @@ def declare(channel: ChannelSession, method: commands.Queue.Declare) -> None:
         exclusive=method.exclusive,
         auto_delete=method.auto_delete,
         arguments=method.arguments,
+        server_named=not method.passive and not method.queue,
     )
     if not known and queue.exclusive_owner is conn:
         conn.exclusive_queues.append(queue)
@@ -48,7 +47,9 @@ def declare(channel: ChannelSession, method: commands.Queue.Declare) -> None:
 
 def bind(channel: ChannelSession, method: commands.Queue.Bind) -> None:
     name = channel.resolve_queue_name(method.queue)
-    _vhost(channel).bind_queue(name, method.exchange, method.routing_key, method.arguments, channel.conn)
+    # rabbit_channel expand_routing_key_shortcut: empty queue and empty key bind by the last queue's name.
+    routing_key = name if not method.queue and not method.routing_key else method.routing_key
+    _vhost(channel).bind_queue(name, method.exchange, routing_key, method.arguments, channel.conn)
     if not method.nowait:
         channel.conn.send(channel.channel_id, commands.Queue.BindOk())
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pamqp import commands
 
 from broker.session.handlers import basic, channel, confirm, exchange, queue, tx
+from protocol.codec import AccessRequest
 
 if TYPE_CHECKING:
     from broker.session.channel_session import ChannelSession
@@ -20,7 +21,7 @@ HANDLERS: dict[type, Handler] = {
     commands.Channel.CloseOk: channel.close_ok,
     commands.Channel.Flow: channel.flow,
     commands.Channel.FlowOk: channel.flow_ok,
-    commands.Access.Request: channel.access_request,
+    AccessRequest: channel.access_request,
     commands.Exchange.Declare: exchange.declare,
     commands.Exchange.Delete: exchange.delete,
     commands.Exchange.Bind: exchange.bind,

@@ -1,0 +1,103 @@
+"""A queue with consumers, acks, nacks and requeues behaves like a naive model (hypothesis state machine)."""
+
+from __future__ import annotations
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from broker.core.consumer import Consumer
+from broker.core.dispatcher import Dispatcher
+from broker.core.message import Message
+from broker.core.queue import Queue
+from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
+from tests.unit.core.fakes import ManualLoop, RecordingChannel
+
+
+class QueueMachine(RuleBasedStateMachine):
+    """Model: messages are ints in publish order; ready = sorted set of not-outstanding, not-acked ids."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = ManualLoop()
+        self.queue = Queue("q", "/", Dispatcher(self.loop.call_soon, batch=3))
+        self.channel = RecordingChannel()
+        self.tracker = UnackedTracker()
+        self.consumer: Consumer | None = None
+        self.next_id = 0
+        self.model_ready: list[int] = []
+        self.model_unacked: dict[int, int] = {}  # tag -> id
+        self.seen_delivered: set[int] = set()
+        self.redelivered_expected: set[int] = set()
+
+    def _pump(self) -> None:
+        self.loop.run()
+        for consumer, queue, envelope in self.channel.envelopes:
+            tag = self.tracker.allocate_tag()
+            consumer.unacked -= 1  # the fake counted it; the tracker counts it again
+            self.tracker.track(Delivery(tag, queue, envelope, consumer))
+            ident = int(envelope.message.body)
+            assert envelope.redelivered == (ident in self.redelivered_expected)
+            assert self.model_ready[0] == ident, "deliveries follow the queue's order"
+            self.model_ready.pop(0)
+            self.model_unacked[tag] = ident
+        self.channel.envelopes.clear()
+
+    @rule(count=st.integers(1, 4))
+    def publish(self, count: int) -> None:
+        for _ in range(count):
+            self.queue.enqueue(Message("", "q", b"", str(self.next_id).encode()))
+            self.model_ready.append(self.next_id)
+            self.next_id += 1
+        self._pump()
+
+    @precondition(lambda self: self.consumer is None)
+    @rule(prefetch=st.integers(0, 3))
+    def consume(self, prefetch: int) -> None:
+        self.consumer = Consumer("c", self.queue, self.channel, no_ack=False, exclusive=False, prefetch_count=prefetch)
+        self.queue.add_consumer(self.consumer)
+        self._pump()
+
+    @precondition(lambda self: self.consumer is not None)
+    @rule()
+    def cancel(self) -> None:
+        assert self.consumer is not None
+        self.queue.remove_consumer(self.consumer)
+        self.consumer = None
+
+    @precondition(lambda self: bool(self.model_unacked))
+    @rule(data=st.data(), multiple=st.booleans(), requeue=st.booleans())
+    def settle(self, data: st.DataObject, multiple: bool, requeue: bool) -> None:
+        tag = data.draw(st.sampled_from(sorted(self.model_unacked)))
+        settled = self.tracker.settle(tag, multiple)
+        expected_tags = [t for t in sorted(self.model_unacked) if t <= tag] if multiple else [tag]
+        assert [d.delivery_tag for d in settled] == expected_tags
+        idents = [self.model_unacked.pop(t) for t in expected_tags]
+        if requeue:
+            requeue_deliveries(settled)
+            self.model_ready = sorted(self.model_ready + idents)
+            self.redelivered_expected.update(idents)
+        self.queue.wake()
+        self._pump()
+
+    @rule()
+    def get(self) -> None:
+        envelope = self.queue.get()
+        if envelope is None:
+            assert not self.model_ready
+            return
+        assert int(envelope.message.body) == self.model_ready.pop(0)
+
+    @invariant()
+    def ready_matches_model(self) -> None:
+        assert [int(e.message.body) for e in self.queue.ready] == self.model_ready
+
+    @invariant()
+    def prefetch_respected(self) -> None:
+        if self.consumer is not None and self.consumer.prefetch_count:
+            assert self.consumer.unacked <= self.consumer.prefetch_count
+        assert self.queue.unacked == len(self.model_unacked)
+
+
+TestQueueModel = QueueMachine.TestCase
+TestQueueModel.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
