@@ -1,0 +1,258 @@
+"""The `Exchange` entity: its declared properties, its routing state, and RabbitMQ's declare-time checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from broker.core.arguments import amqp_type_name, as_text, erlang_term, is_amqp_string
+from broker.core.exchanges.base import ExchangeType
+from broker.core.exchanges.default import DefaultExchangeType
+from broker.core.exchanges.registry import EXCHANGE_TYPES
+from protocol.errors import ChannelError, ReplyCode
+
+ALTERNATE_EXCHANGE = "alternate-exchange"
+RESERVED_PREFIX = "amq."
+
+# rabbit_exchange:assert_args_equivalence: "The only arg we care about is alternate-exchange".
+_EQUIVALENCE_KEYS = (ALTERNATE_EXCHANGE,)
+_MISSING = object()
+
+
+class Exchange:
+    """One exchange of a vhost. Hashable by identity (bindings and the router's visited set key on it).
+
+    ``kind`` is the type's routing state. ``e2e_bindings`` counts bindings from this exchange to other
+    exchanges; `BindingTable` maintains it so the router can skip the exchange-to-exchange walk when it is 0.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_alternate_exchange",
+        "_policy_alternate_exchange",
+        "arguments",
+        "auto_delete",
+        "durable",
+        "e2e_bindings",
+        "internal",
+        "kind",
+        "name",
+        "type_name",
+    )
+
+    def __init__(  # noqa: PLR0917 (mirrors exchange.declare's fields)
+        self,
+        name: str,
+        type_name: str,
+        kind: ExchangeType,
+        durable: bool = False,
+        auto_delete: bool = False,
+        internal: bool = False,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.type_name = type_name
+        self.kind = kind
+        self.durable = durable
+        self.auto_delete = auto_delete
+        self.internal = internal
+        self.arguments: dict[str, Any] = dict(arguments) if arguments else {}
+        self.e2e_bindings = 0
+        self._policy_alternate_exchange: str | None = None
+        self._alternate_exchange = self._resolve_alternate_exchange()
+
+    @property
+    def is_default(self) -> bool:
+        return self.name == ""
+
+    @property
+    def alternate_exchange(self) -> str | None:
+        """The AE name: the ``alternate-exchange`` argument (a string), else the policy's (the argument wins,
+        docs/ae.md). The default exchange has none ("it does not support the alternate exchange feature")."""
+        return self._alternate_exchange
+
+    def set_policy_alternate_exchange(self, name: str | None) -> None:
+        """Called by the vhost when the policy applying to this exchange changes."""
+        self._policy_alternate_exchange = name
+        self._alternate_exchange = self._resolve_alternate_exchange()
+
+    def _resolve_alternate_exchange(self) -> str | None:
+        if self.name == "":
+            return None
+        value = self.arguments.get(ALTERNATE_EXCHANGE)
+        if isinstance(value, str | bytes):
+            return as_text(value)
+        return self._policy_alternate_exchange
+
+    def check_equivalent(  # noqa: PLR0917 (the API the vhost calls)
+        self,
+        type_name: str,
+        durable: bool,
+        auto_delete: bool,
+        internal: bool,
+        arguments: Mapping[str, Any] | None,
+        vhost: str,
+    ) -> None:
+        """exchange.declare of an existing exchange: raise 406 at the first difference, in RabbitMQ's order
+        (rabbit_exchange:assert_equivalence: type, durable, auto_delete, internal, then the arguments).
+
+        Texts checked against RabbitMQ 3.10.8, e.g. "inequivalent arg 'durable' for exchange 'x' in vhost '/':
+        received 'true' but current is 'false'". A passive declare does not call this (RabbitMQ skips it too).
+        """
+        where = f"exchange '{self.name}' in vhost '{vhost}'"
+        for field, current, received in (
+            ("type", _Atom(self.type_name), _Atom(type_name)),
+            ("durable", self.durable, durable),
+            ("auto_delete", self.auto_delete, auto_delete),
+            ("internal", self.internal, internal),
+        ):
+            if current != received:
+                raise _inequivalent(field, where, _quoted(received), _quoted(current))
+        requested = arguments or {}
+        for key in _EQUIVALENCE_KEYS:
+            _check_arg_equivalence(
+                key, self.arguments.get(key, _MISSING), requested.get(key, _MISSING), where
+            )
+
+    def __repr__(self) -> str:
+        return f"Exchange({self.name!r}, {self.type_name!r})"
+
+
+def _inequivalent(key: str, where: str, received: str, current: str) -> ChannelError:
+    return ChannelError(
+        ReplyCode.PRECONDITION_FAILED,
+        f"inequivalent arg '{key}' for {where}: received {received} but current is {current}",
+    )
+
+
+class _Atom(str):
+    """An exchange type, which RabbitMQ holds as an atom: ~p quotes atoms like 'x-delayed-message'."""
+
+    __slots__ = ()
+
+
+def _quoted(value: Any) -> str:
+    """rabbit_misc:val/1 of a bare value: '~s' for a binary, '~p' otherwise ('true', 'direct', '5')."""
+    if isinstance(value, _Atom):
+        plain = value[:1].islower() and all(c.isalnum() or c in "_@" for c in value)
+        return f"'{value}'" if plain else f"''{value}''"
+    if isinstance(value, str):
+        return f"'{value}'"
+    if isinstance(value, bytes | bytearray):
+        return f"'{bytes(value).decode('utf-8', 'replace')}'"
+    return f"'{erlang_term(value)}'"
+
+
+def _typed(value: Any) -> str:
+    """rabbit_misc:val/1 of a table entry: "the value 'v' of type 'longstr'", or "none" when absent."""
+    if value is _MISSING:
+        return "none"
+    text = _quoted(value)[1:-1]
+    return f"the value '{text}' of type '{amqp_type_name(value)}'"
+
+
+def _type_class(value: Any) -> str:
+    # rabbit_misc:type_class/1: every integer width (and decimal) is "int", float and double are "float".
+    name = amqp_type_name(value)
+    if name in ("signedint", "long", "decimal"):
+        return "int"
+    if name == "double":
+        return "float"
+    return name
+
+
+def _erlang_equal(a: Any, b: Any) -> bool:
+    if is_amqp_string(a) and is_amqp_string(b):
+        return (a.encode() if isinstance(a, str) else a) == (b.encode() if isinstance(b, str) else b)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return bool(a == b)
+
+
+def _check_arg_equivalence(key: str, current: Any, received: Any, where: str) -> None:
+    # rabbit_misc:assert_args_equivalence1: absent on both sides is fine; present on both sides is fine when
+    # the type classes match and the values are ==; otherwise the text shows bare values when both are present
+    # and typed values ("the value 'x' of type 'longstr'" / "none") when one is absent.
+    if current is _MISSING and received is _MISSING:
+        return
+    if current is _MISSING or received is _MISSING:
+        raise _inequivalent(key, where, _typed(received), _typed(current))
+    if _type_class(current) == _type_class(received) and _erlang_equal(current, received):
+        return
+    raise _inequivalent(key, where, _quoted(received), _quoted(current))
+
+
+def is_reserved_name(name: str) -> bool:
+    """Names starting "amq." cannot be declared by clients (403, see `reserved_name_error`)."""
+    return name.startswith(RESERVED_PREFIX)
+
+
+def reserved_name_error(kind: str, name: str) -> ChannelError:
+    """rabbit_channel:check_name/2 for a new ``kind`` ("exchange" or "queue") named "amq.*" (3.10.8)."""
+    return ChannelError(ReplyCode.ACCESS_REFUSED, f"{kind} name '{name}' contains reserved prefix 'amq.*'")
+
+
+def system_exchange_deletion_error(name: str, vhost: str) -> ChannelError:
+    """exchange.delete of any "amq.…" name, existing or not (rabbit_channel:check_exchange_deletion/1)."""
+    return ChannelError(
+        ReplyCode.ACCESS_REFUSED, f"deletion of system exchange '{name}' in vhost '{vhost}' not allowed"
+    )
+
+
+def check_exchange_type(type_name: str) -> type[ExchangeType]:
+    """The class for a declarable type name, else 406 "unknown exchange type 'x'".
+
+    RabbitMQ checks the type first on every exchange.declare, before name, permissions and equivalence
+    (rabbit_channel -> rabbit_exchange:check_type/1). Since 3.12.x/3.13.x (rabbitmq-server PR #11214) that
+    is a 406 channel error; RabbitMQ 3.10 (Debian 12's 3.10.8) closes the CONNECTION with 503
+    COMMAND_INVALID, text "unknown exchange type 'x'" (or "invalid exchange type 'x'" when the name happens
+    to be an existing atom).
+    """
+    cls = EXCHANGE_TYPES.get(type_name)
+    if cls is None:
+        raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"unknown exchange type '{type_name}'")
+    return cls
+
+
+def check_alternate_exchange_argument(name: str, arguments: Mapping[str, Any] | None, vhost: str) -> None:
+    """A NEW exchange's ``alternate-exchange`` argument must be a longstr (rabbit_channel exchange.declare via
+    rabbit_misc:r_arg), e.g. "invalid type 'signedint' for arg 'alternate-exchange' in exchange 'x' in
+    vhost '/'"."""
+    if not arguments or ALTERNATE_EXCHANGE not in arguments:
+        return
+    value = arguments[ALTERNATE_EXCHANGE]
+    if not is_amqp_string(value):
+        raise ChannelError(
+            ReplyCode.PRECONDITION_FAILED,
+            f"invalid type '{amqp_type_name(value)}' for arg '{ALTERNATE_EXCHANGE}' "
+            f"in exchange '{name}' in vhost '{vhost}'",
+        )
+
+
+def create_exchange(  # noqa: PLR0917 (the API the vhost calls)
+    name: str,
+    type_name: str,
+    durable: bool = False,
+    auto_delete: bool = False,
+    internal: bool = False,
+    arguments: Mapping[str, Any] | None = None,
+    lookup_queue: Callable[[str], object | None] | None = None,
+    vhost: str = "/",
+) -> Exchange:
+    """A new exchange with fresh routing state, after RabbitMQ's checks for a new exchange, in its order:
+    type (`check_exchange_type`), the ``alternate-exchange`` argument's type, then the type's ``validate``.
+    The caller checks reserved names before (RabbitMQ: type, then name, then the AE argument).
+
+    ``name == ""`` builds the default exchange, which routes by queue name through ``lookup_queue`` (without
+    one it routes nothing until the caller sets ``kind``).
+    """
+    if name == "":
+        return Exchange("", "direct", DefaultExchangeType(lookup_queue or _no_queue), durable=True)
+    cls = check_exchange_type(type_name)
+    check_alternate_exchange_argument(name, arguments, vhost)
+    cls.validate(arguments or {})
+    return Exchange(name, type_name, cls(), durable, auto_delete, internal, arguments)
+
+
+def _no_queue(name: str) -> object | None:
+    return None

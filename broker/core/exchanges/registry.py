@@ -1,0 +1,18 @@
+"""The exchange types clients may declare, by type name: adding a type is one module plus one line here."""
+
+from __future__ import annotations
+
+from broker.core.exchanges.base import ExchangeType
+from broker.core.exchanges.direct import DirectExchangeType
+from broker.core.exchanges.fanout import FanoutExchangeType
+from broker.core.exchanges.headers import HeadersExchangeType
+from broker.core.exchanges.topic import TopicExchangeType
+
+# Constructed with no arguments, one instance per exchange. The default exchange is not here: it is never
+# declared, and `create_exchange` builds it (it needs the vhost's queue lookup).
+EXCHANGE_TYPES: dict[str, type[ExchangeType]] = {
+    DirectExchangeType.type_name: DirectExchangeType,
+    FanoutExchangeType.type_name: FanoutExchangeType,
+    TopicExchangeType.type_name: TopicExchangeType,
+    HeadersExchangeType.type_name: HeadersExchangeType,
+}
