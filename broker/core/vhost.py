@@ -7,14 +7,19 @@ Checks follow rabbit_channel.erl's order so that the first error a client sees i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from broker.core.arguments import freeze_table
 from broker.core.bindings import Binding, BindingTable
 from broker.core.dispatcher import Dispatcher
-from broker.core.exchange import Exchange, create_exchange, is_reserved_name
-from broker.core.exchanges.default import DefaultExchangeType
-from broker.core.exchanges.registry import EXCHANGE_TYPES
+from broker.core.exchange import (
+    Exchange,
+    check_exchange_type,
+    create_exchange,
+    is_reserved_name,
+    reserved_name_error,
+    system_exchange_deletion_error,
+)
 from broker.core.message import Message
 from broker.core.names import NameGenerator
 from broker.core.queue import Queue
@@ -37,10 +42,6 @@ def _default_exchange_refused() -> ChannelError:
     return ChannelError(ReplyCode.ACCESS_REFUSED, "operation not permitted on the default exchange")
 
 
-def _reserved(kind: str, name: str) -> ChannelError:
-    return ChannelError(ReplyCode.ACCESS_REFUSED, f"{kind} name '{name}' contains reserved prefix 'amq.*'")
-
-
 class VirtualHost:
     """Owns the entities of one vhost. Every method raises ChannelError/HardError with RabbitMQ's code and text."""
 
@@ -52,11 +53,9 @@ class VirtualHost:
         self.exchanges: dict[str, Exchange] = {}
         self.bindings = BindingTable()
         self.router = Router(self.exchanges.get)
-        default = create_exchange("", "direct", durable=True)
-        default.kind = DefaultExchangeType(self.queues.get)
-        self.exchanges[""] = default
+        self.exchanges[""] = create_exchange("", "direct", durable=True, lookup_queue=self.queues.get, vhost=name)
         for ex_name, type_name, internal in _SYSTEM_EXCHANGES:
-            self.exchanges[ex_name] = create_exchange(ex_name, type_name, durable=True, internal=internal)
+            self.exchanges[ex_name] = create_exchange(ex_name, type_name, durable=True, internal=internal, vhost=name)
 
     # -- lookups ------------------------------------------------------------------------------------------------
 
@@ -99,9 +98,7 @@ class VirtualHost:
             raise _default_exchange_refused()
         if passive:
             return self.exchange(name)
-        if type_name not in EXCHANGE_TYPES:
-            # Created only to raise RabbitMQ's unknown-type error from the one place that knows its text.
-            create_exchange(name, type_name)
+        check_exchange_type(type_name)  # first, even for an existing exchange (rabbit_channel)
         if name == "":
             raise _default_exchange_refused()
         args = dict(arguments or {})
@@ -110,21 +107,19 @@ class VirtualHost:
             existing.check_equivalent(type_name, durable, auto_delete, internal, args, self.name)
             return existing
         if is_reserved_name(name):
-            raise _reserved("exchange", name)
-        exchange = create_exchange(name, type_name, durable, auto_delete, internal, args)
+            raise reserved_name_error("exchange", name)
+        exchange = create_exchange(name, type_name, durable, auto_delete, internal, args, vhost=self.name)
         self.exchanges[name] = exchange
         return exchange
 
     def delete_exchange(self, name: str, if_unused: bool = False) -> None:
         if name == "":
             raise _default_exchange_refused()
+        if is_reserved_name(name):
+            raise system_exchange_deletion_error(name, self.name)  # checked before existence, as RabbitMQ 3.10
         exchange = self.exchanges.get(name)
         if exchange is None:
             return  # idempotent, as RabbitMQ (spec deviation, reference §2 row 4)
-        if is_reserved_name(name):
-            raise ChannelError(
-                ReplyCode.ACCESS_REFUSED, f"deletion of system exchange '{name}' in vhost '{self.name}' not allowed"
-            )
         if if_unused and self.bindings.has_bindings_from(exchange):
             raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"exchange '{name}' in vhost '{self.name}' in use")
         self._remove_exchange(exchange)
@@ -212,7 +207,7 @@ class VirtualHost:
         if passive:
             return self.queue(name, owner)
         if not server_named and is_reserved_name(name):
-            raise _reserved("queue", name)
+            raise reserved_name_error("queue", name)
         args = dict(arguments or {})
         existing = self.queues.get(name)
         if existing is not None:
@@ -264,7 +259,7 @@ class VirtualHost:
 
     # -- publishing ---------------------------------------------------------------------------------------------
 
-    def publish(self, exchange_name: str, message: Message) -> list[Any]:
+    def publish(self, exchange_name: str, message: Message) -> list[Queue]:
         """Route and enqueue; returns the queues reached (empty = unroutable) for mandatory and confirms."""
         exchange = self.exchanges.get(exchange_name)
         if exchange is None:
@@ -274,7 +269,8 @@ class VirtualHost:
                 ReplyCode.ACCESS_REFUSED,
                 f"cannot publish to internal exchange '{exchange_name}' in vhost '{self.name}'",
             )
-        queues = self.router.route(exchange, message)
+        # Only queues are bound as non-exchange destinations, so the router's destinations are queues.
+        queues = cast("list[Queue]", self.router.route(exchange, message))
         for queue in queues:
             queue.enqueue(message)
         return queues
