@@ -10,7 +10,9 @@ from broker.config import add_serve_arguments, config_from_args
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="warrenmq", description="An AMQP 0-9-1 broker that behaves like RabbitMQ.")
+    parser = argparse.ArgumentParser(
+        prog="warrenmq", description="An AMQP 0-9-1 broker that behaves like RabbitMQ."
+    )
     parser.add_argument("--version", action="version", version=f"warrenmq {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the broker in the foreground")

@@ -1,4 +1,6 @@
-"""Server configuration from flags and WARRENMQ_* environment variables (flags win), with RabbitMQ's defaults."""
+"""Server configuration from flags and WARRENMQ_* environment variables (flags win), with RabbitMQ's
+defaults.
+"""
 
 from __future__ import annotations
 
@@ -55,16 +57,25 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="USER:PASSWORD, repeatable (WARRENMQ_USERS=u1:p1,u2:p2; default guest:guest)",
     )
     parser.add_argument(
-        "--vhost", dest="vhosts", action="append", help="virtual host, repeatable (WARRENMQ_VHOSTS; default /)"
+        "--vhost",
+        dest="vhosts",
+        action="append",
+        help="virtual host, repeatable (WARRENMQ_VHOSTS; default /)",
     )
     parser.add_argument(
-        "--log-format", choices=("console", "json"), default=_env("LOG_FORMAT", "console"), help="WARRENMQ_LOG_FORMAT"
+        "--log-format",
+        choices=("console", "json"),
+        default=_env("LOG_FORMAT", "console"),
+        help="WARRENMQ_LOG_FORMAT",
     )
     parser.add_argument(
         "--log-level", choices=("debug", "info", "warning", "error"), default=_env("LOG_LEVEL", "info")
     )
     parser.add_argument(
-        "--frame-max", type=int, default=int(_env("FRAME_MAX", str(DEFAULT_FRAME_MAX))), help="WARRENMQ_FRAME_MAX"
+        "--frame-max",
+        type=int,
+        default=int(_env("FRAME_MAX", str(DEFAULT_FRAME_MAX))),
+        help="WARRENMQ_FRAME_MAX",
     )
     parser.add_argument(
         "--channel-max",

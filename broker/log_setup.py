@@ -10,7 +10,9 @@ import structlog
 
 def configure_logging(log_format: str = "console", level: str = "info") -> None:
     renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer() if log_format == "json" else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer()
+        if log_format == "json"
+        else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
         processors=[

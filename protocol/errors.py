@@ -1,4 +1,4 @@
-"""AMQP reply codes and the typed errors that carry them to the one boundary that turns them into close frames.
+"""AMQP reply codes and the typed errors that carry them to the one boundary that turns them into closes.
 
 Pure on purpose (no pamqp, no I/O): it is the error vocabulary shared by every ring, `broker.core` included.
 Soft/hard classes follow rabbitmq_codegen's amqp-rabbitmq-0.9.1.json; texts follow rabbit_channel.erl and
@@ -33,7 +33,7 @@ class ReplyCode(IntEnum):
 
     @property
     def is_hard(self) -> bool:
-        """Hard errors close the connection; soft ones close only the channel (codegen's "hard-error" class)."""
+        """Hard errors close the connection; soft ones only the channel (codegen's "hard-error" class)."""
         return self in _HARD
 
 
@@ -55,7 +55,7 @@ _HARD = frozenset(
 
 
 class AMQPError(Exception):
-    """An error with RabbitMQ's reply code and text. ``text`` is the detail; ``reply_text`` adds the code's name.
+    """An error with RabbitMQ's reply code and text. ``text`` is the detail; ``reply_text`` adds the name.
 
     ``class_id``/``method_id`` name the method that failed; the session boundary fills them in when the raiser
     did not know them.
@@ -70,8 +70,11 @@ class AMQPError(Exception):
 
     @property
     def reply_text(self) -> str:
-        # AMQP short strings hold at most 255 bytes; RabbitMQ truncates long texts the same way.
-        return f"{self.code.name} - {self.text}".encode()[:255].decode("utf-8", "ignore")
+        # A short string holds 255 bytes: RabbitMQ keeps 252 and appends "..." (rabbit_binary_generator).
+        text = f"{self.code.name} - {self.text}".encode()
+        if len(text) <= 255:
+            return text.decode("utf-8", "replace")
+        return text[:252].decode("utf-8", "ignore") + "..."
 
 
 class ChannelError(AMQPError):
@@ -83,7 +86,7 @@ class HardError(AMQPError):
 
 
 def amqp_error(code: ReplyCode, text: str) -> AMQPError:
-    """The error of the class RabbitMQ uses for ``code``: a hard code raised in a channel closes the connection."""
+    """The error class RabbitMQ uses for ``code``: a hard code raised in a channel closes the connection."""
     return HardError(code, text) if code.is_hard else ChannelError(code, text)
 
 

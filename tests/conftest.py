@@ -1,6 +1,8 @@
-"""Fixtures shared by every suite: a WarrenMQ broker process on port 0, or an external broker for differential runs.
+"""Fixtures shared by every suite: a WarrenMQ broker process on port 0, or an external broker for
+differential runs.
 
-``WARRENMQ_TEST_URL=amqp://guest:guest@127.0.0.1:5672/`` points the client-level suites (integration, tutorials)
+``WARRENMQ_TEST_URL=amqp://guest:guest@127.0.0.1:5672/`` points the client-level suites
+(integration, tutorials)
 at another broker, e.g. a real RabbitMQ, to check that the tests themselves encode RabbitMQ's behaviour.
 """
 
@@ -96,7 +98,9 @@ def unique() -> str:
 
 @pytest.fixture
 def broker_factory() -> Iterator[object]:
-    """Start dedicated WarrenMQ processes with custom flags (heartbeat, frame_max, signals); stopped after the test."""
+    """Start dedicated WarrenMQ processes with custom flags (heartbeat, frame_max, signals); stopped after
+    the test.
+    """
     started: list[BrokerProcess] = []
 
     def factory(*extra_args: str) -> BrokerProcess:

@@ -1,1 +1,3 @@
-"""The pure routing domain: exchanges, bindings, router, queues, consumers, acknowledgements. No I/O, no pamqp."""
+"""The pure routing domain: exchanges, bindings, router, queues, consumers, acknowledgements. No I/O, no
+pamqp.
+"""

@@ -12,7 +12,9 @@ from broker.core.vhost import VirtualHost
 
 
 class Broker:
-    """Entry point of the core. ``call_soon`` is the event loop's, injected so the core stays free of asyncio."""
+    """Entry point of the core. ``call_soon`` is the event loop's, injected so the core stays free of
+    asyncio.
+    """
 
     def __init__(
         self,

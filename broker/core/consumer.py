@@ -28,7 +28,16 @@ class ConsumerChannel(Protocol):
 class Consumer:
     """One basic.consume. ``unacked`` counts deliveries awaiting ack, for its per-consumer prefetch."""
 
-    __slots__ = ("arguments", "channel", "consumer_tag", "exclusive", "no_ack", "prefetch_count", "queue", "unacked")
+    __slots__ = (
+        "arguments",
+        "channel",
+        "consumer_tag",
+        "exclusive",
+        "no_ack",
+        "prefetch_count",
+        "queue",
+        "unacked",
+    )
 
     def __init__(
         self,

@@ -1,4 +1,6 @@
-"""Runs queue dispatch in bounded batches once per loop turn (design §4.6); the loop is injected, so this stays pure."""
+"""Runs queue dispatch in bounded batches once per loop turn (design §4.6); the loop is injected, so this
+stays pure.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +12,11 @@ if TYPE_CHECKING:
 
 
 class Dispatcher:
-    """Queues with work ask to be woken; one scheduled callback serves them all, each for at most ``batch`` messages.
+    """Queues with work ask to be woken; one scheduled callback serves them all, each for at most ``batch``
+    messages.
 
-    A queue that still has deliverable work after its batch is woken again, so one deep queue cannot starve the
+    A queue that still has deliverable work after its batch is woken again, so one deep queue cannot starve
+    the
     others or the socket reads of the loop.
     """
 

@@ -54,4 +54,5 @@ class Message:
         return self.delivery_mode == 2
 
     def __repr__(self) -> str:
-        return f"Message(exchange={self.exchange!r}, routing_key={self.routing_key!r}, body_size={len(self.body)})"
+        size = len(self.body)
+        return f"Message(exchange={self.exchange!r}, routing_key={self.routing_key!r}, body_size={size})"

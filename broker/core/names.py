@@ -1,4 +1,6 @@
-"""Server-generated names: `amq.gen-…` queues and `amq.ctag-…` consumer tags, seedable for deterministic tests."""
+"""Server-generated names: `amq.gen-…` queues and `amq.ctag-…` consumer tags, seedable for deterministic
+tests.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import random
 
 
 class NameGenerator:
-    """RabbitMQ's shape: a prefix plus 22 URL-safe base64 characters of 16 random bytes (rabbit_guid:binary)."""
+    """RabbitMQ's shape: a prefix and 22 URL-safe base64 characters of 16 random bytes (rabbit_guid)."""
 
     def __init__(self, seed: int | None = None) -> None:
         self._random = random.Random(seed) if seed is not None else random.SystemRandom()

@@ -1,4 +1,6 @@
-"""A queue: ready messages in publish order, a round-robin ring of consumers, and dispatch to them in batches."""
+"""A queue: ready messages in publish order, a round-robin ring of consumers, and dispatch to them in
+batches.
+"""
 
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ class Queue:
     """One queue of a vhost. ``exclusive_owner`` is the owning connection (opaque here), or None."""
 
     __slots__ = (
+        "_seq",
         "arguments",
         "auto_delete",
         "consumers",
@@ -47,7 +50,6 @@ class Queue:
         "ready",
         "unacked",
         "vhost",
-        "_seq",
     )
 
     def __init__(
@@ -92,7 +94,8 @@ class Queue:
         # RabbitMQ counts every consumer, active or not, in declare-ok (spec deviation, reference §2 row 5).
         return len(self.consumers)
 
-    # -- messages ---------------------------------------------------------------------------------------------
+    # -- messages
+    # ---------------------------------------------------------------------------------------------
 
     def enqueue(self, message: Message) -> None:
         self._seq += 1
@@ -122,13 +125,18 @@ class Queue:
         self.ready.clear()
         return count
 
-    # -- consumers --------------------------------------------------------------------------------------------
+    # -- consumers
+    # --------------------------------------------------------------------------------------------
 
     def add_consumer(self, consumer: Consumer) -> None:
         if consumer.exclusive and self.consumers:
-            raise ChannelError(ReplyCode.ACCESS_REFUSED, f"queue '{self.name}' in vhost '{self.vhost}' in exclusive use")
+            raise ChannelError(
+                ReplyCode.ACCESS_REFUSED, f"queue '{self.name}' in vhost '{self.vhost}' in exclusive use"
+            )
         if self.consumers and self.consumers[0].exclusive:
-            raise ChannelError(ReplyCode.ACCESS_REFUSED, f"queue '{self.name}' in vhost '{self.vhost}' in exclusive use")
+            raise ChannelError(
+                ReplyCode.ACCESS_REFUSED, f"queue '{self.name}' in vhost '{self.vhost}' in exclusive use"
+            )
         self.consumers.append(consumer)
         self.had_consumer = True
         self.wake()
@@ -165,7 +173,7 @@ class Queue:
         return bool(ready) and delivered >= budget
 
     def delete(self) -> int:
-        """Mark deleted, cancel every consumer (server-sent basic.cancel) and return the ready count dropped."""
+        """Mark deleted, cancel every consumer (server-sent basic.cancel); returns the ready count dropped."""
         self.deleted = True
         count = len(self.ready)
         self.ready.clear()

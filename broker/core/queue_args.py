@@ -38,7 +38,9 @@ _INT32 = range(-(2**31), 2**31)
 
 
 def field_type(value: Any) -> str:
-    """RabbitMQ's name for the field type a client would have used (pika/py-amqp pick signedint vs long by size)."""
+    """RabbitMQ's name for the field type a client would have used (pika/py-amqp pick signedint vs long by
+    size).
+    """
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int):
@@ -85,10 +87,17 @@ def inequivalent(key: str, resource: str, received: str, current: str) -> Channe
     )
 
 
-def check_queue_equivalent(queue: Queue, durable: bool, auto_delete: bool, arguments: Mapping[str, Any]) -> None:
-    """rabbit_amqqueue:assert_equivalence: durable, auto_delete, then the declare arguments in their fixed order."""
+def check_queue_equivalent(
+    queue: Queue, durable: bool, auto_delete: bool, arguments: Mapping[str, Any]
+) -> None:
+    """rabbit_amqqueue:assert_equivalence: durable, auto_delete, then the declare arguments in their fixed
+    order.
+    """
     resource = f"queue '{queue.name}' in vhost '{queue.vhost}'"
-    for key, current, received in (("durable", queue.durable, durable), ("auto_delete", queue.auto_delete, auto_delete)):
+    for key, current, received in (
+        ("durable", queue.durable, durable),
+        ("auto_delete", queue.auto_delete, auto_delete),
+    ):
         if current != received:
             raise inequivalent(key, resource, f"'{format_value(received)}'", f"'{format_value(current)}'")
     for key in EQUIVALENCE_KEYS:
@@ -99,7 +108,9 @@ def check_queue_equivalent(queue: Queue, durable: bool, auto_delete: bool, argum
             current_value, received_value = queue.arguments[key], arguments[key]
             if _type_class(current_value) == _type_class(received_value) and current_value == received_value:
                 continue
-            raise inequivalent(key, resource, f"'{format_value(received_value)}'", f"'{format_value(current_value)}'")
+            raise inequivalent(
+                key, resource, f"'{format_value(received_value)}'", f"'{format_value(current_value)}'"
+            )
         received_text = _typed(arguments[key]) if has_received else "none"
         current_text = _typed(queue.arguments[key]) if has_current else "none"
         raise inequivalent(key, resource, received_text, current_text)

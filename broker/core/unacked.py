@@ -16,7 +16,9 @@ class Delivery:
 
     __slots__ = ("consumer", "delivery_tag", "envelope", "queue")
 
-    def __init__(self, delivery_tag: int, queue: Queue, envelope: Envelope, consumer: Consumer | None) -> None:
+    def __init__(
+        self, delivery_tag: int, queue: Queue, envelope: Envelope, consumer: Consumer | None
+    ) -> None:
         self.delivery_tag = delivery_tag
         self.queue = queue
         self.envelope = envelope
@@ -53,7 +55,8 @@ class UnackedTracker:
     def settle(self, delivery_tag: int, multiple: bool) -> list[Delivery]:
         """Remove and return the deliveries an ack/nack/reject names, in tag order.
 
-        As rabbit_channel:collect_acks: ``multiple`` with tag 0 means all outstanding; otherwise the tag itself must
+        As rabbit_channel:collect_acks: ``multiple`` with tag 0 means all outstanding; otherwise the tag
+        itself must
         be outstanding, or the channel closes with 406 "unknown delivery tag N" (a double ack included).
         """
         entries = self._entries

@@ -1,4 +1,5 @@
-"""A virtual host: its exchanges, queues and bindings, and the declare/bind/delete rules RabbitMQ applies to them.
+"""A virtual host: its exchanges, queues and bindings, and the declare/bind/delete rules RabbitMQ applies to
+them.
 
 Checks follow rabbit_channel.erl's order so that the first error a client sees is RabbitMQ's first error.
 ``owner`` arguments are the calling connection (opaque), for exclusive-queue access checks.
@@ -43,7 +44,9 @@ def _default_exchange_refused() -> ChannelError:
 
 
 class VirtualHost:
-    """Owns the entities of one vhost. Every method raises ChannelError/HardError with RabbitMQ's code and text."""
+    """Owns the entities of one vhost. Every method raises ChannelError/HardError with RabbitMQ's code and
+    text.
+    """
 
     def __init__(self, name: str, dispatcher: Dispatcher, names: NameGenerator) -> None:
         self.name = name
@@ -53,11 +56,16 @@ class VirtualHost:
         self.exchanges: dict[str, Exchange] = {}
         self.bindings = BindingTable()
         self.router = Router(self.exchanges.get)
-        self.exchanges[""] = create_exchange("", "direct", durable=True, lookup_queue=self.queues.get, vhost=name)
+        self.exchanges[""] = create_exchange(
+            "", "direct", durable=True, lookup_queue=self.queues.get, vhost=name
+        )
         for ex_name, type_name, internal in _SYSTEM_EXCHANGES:
-            self.exchanges[ex_name] = create_exchange(ex_name, type_name, durable=True, internal=internal, vhost=name)
+            self.exchanges[ex_name] = create_exchange(
+                ex_name, type_name, durable=True, internal=internal, vhost=name
+            )
 
-    # -- lookups ------------------------------------------------------------------------------------------------
+    # -- lookups
+    # ------------------------------------------------------------------------------------------------
 
     def exchange(self, name: str) -> Exchange:
         exchange = self.exchanges.get(name)
@@ -77,12 +85,13 @@ class VirtualHost:
     def _locked(self, queue: Queue) -> ChannelError:
         return ChannelError(
             ReplyCode.RESOURCE_LOCKED,
-            f"cannot obtain exclusive access to locked queue '{queue.name}' in vhost '{self.name}'. It could be "
-            "originally declared on another connection or the exclusive property value does not match that of the "
-            "original declaration.",
+            f"cannot obtain exclusive access to locked queue '{queue.name}' in vhost '{self.name}'. "
+            "It could be originally declared on another connection or the exclusive property value "
+            "does not match that of the original declaration.",
         )
 
-    # -- exchanges ----------------------------------------------------------------------------------------------
+    # -- exchanges
+    # ----------------------------------------------------------------------------------------------
 
     def declare_exchange(
         self,
@@ -116,12 +125,16 @@ class VirtualHost:
         if name == "":
             raise _default_exchange_refused()
         if is_reserved_name(name):
-            raise system_exchange_deletion_error(name, self.name)  # checked before existence, as RabbitMQ 3.10
+            raise system_exchange_deletion_error(
+                name, self.name
+            )  # checked before existence, as RabbitMQ 3.10
         exchange = self.exchanges.get(name)
         if exchange is None:
             return  # idempotent, as RabbitMQ (spec deviation, reference §2 row 4)
         if if_unused and self.bindings.has_bindings_from(exchange):
-            raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"exchange '{name}' in vhost '{self.name}' in use")
+            raise ChannelError(
+                ReplyCode.PRECONDITION_FAILED, f"exchange '{name}' in vhost '{self.name}' in use"
+            )
         self._remove_exchange(exchange)
 
     def _remove_exchange(self, exchange: Exchange) -> None:
@@ -135,10 +148,15 @@ class VirtualHost:
 
     def _maybe_auto_delete(self, source: Exchange) -> None:
         """An auto-delete exchange goes when its last binding as a source goes (RabbitMQ exchanges.md)."""
-        if source.auto_delete and self.exchanges.get(source.name) is source and not self.bindings.has_bindings_from(source):
+        if (
+            source.auto_delete
+            and self.exchanges.get(source.name) is source
+            and not self.bindings.has_bindings_from(source)
+        ):
             self._remove_exchange(source)
 
-    # -- bindings -----------------------------------------------------------------------------------------------
+    # -- bindings
+    # -----------------------------------------------------------------------------------------------
 
     def _bindable_source(self, name: str) -> Exchange:
         if name == "":
@@ -146,14 +164,24 @@ class VirtualHost:
         return self.exchange(name)
 
     def bind_queue(
-        self, queue_name: str, exchange_name: str, routing_key: str, arguments: Mapping[str, Any] | None, owner: object
+        self,
+        queue_name: str,
+        exchange_name: str,
+        routing_key: str,
+        arguments: Mapping[str, Any] | None,
+        owner: object,
     ) -> None:
         source = self._bindable_source(exchange_name)
         queue = self.queue(queue_name, owner)
         self.bindings.add(source, queue, routing_key, dict(arguments or {}))
 
     def unbind_queue(
-        self, queue_name: str, exchange_name: str, routing_key: str, arguments: Mapping[str, Any] | None, owner: object
+        self,
+        queue_name: str,
+        exchange_name: str,
+        routing_key: str,
+        arguments: Mapping[str, Any] | None,
+        owner: object,
     ) -> None:
         if exchange_name == "":
             raise _default_exchange_refused()
@@ -161,7 +189,11 @@ class VirtualHost:
         source = self.exchanges.get(exchange_name)
         queue = self.queues.get(queue_name)
         args = dict(arguments or {})
-        if source is None or queue is None or Binding(source, queue, routing_key, freeze_table(args)) not in self.bindings:
+        if (
+            source is None
+            or queue is None
+            or Binding(source, queue, routing_key, freeze_table(args)) not in self.bindings
+        ):
             return
         self.queue(queue_name, owner)  # exclusive to another connection: 405
         self.bindings.remove(source, queue, routing_key, args)
@@ -186,7 +218,8 @@ class VirtualHost:
         if self.bindings.remove(source_exchange, dest_exchange, routing_key, dict(arguments or {})):
             self._maybe_auto_delete(source_exchange)
 
-    # -- queues -------------------------------------------------------------------------------------------------
+    # -- queues
+    # -------------------------------------------------------------------------------------------------
 
     def declare_queue(
         self,
@@ -201,7 +234,8 @@ class VirtualHost:
     ) -> Queue:
         """queue.declare; ``name`` is already resolved (server-named or last-declared) by the session.
 
-        Only client-chosen names are checked for the reserved prefix (rabbit_channel check_name), so redeclaring
+        Only client-chosen names are checked for the reserved prefix (rabbit_channel check_name), so
+        redeclaring
         an `amq.gen-…` name non-passively is refused as in RabbitMQ.
         """
         if passive:
@@ -245,11 +279,15 @@ class VirtualHost:
         if if_unused and queue.consumers:
             raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in vhost '{self.name}' in use")
         if if_empty and queue.ready:
-            raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in vhost '{self.name}' not empty")
+            raise ChannelError(
+                ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in vhost '{self.name}' not empty"
+            )
         return self.remove_queue(queue)
 
     def remove_queue(self, queue: Queue) -> int:
-        """Delete unconditionally (exclusive owner gone, auto-delete): bindings die with it, consumers cancelled."""
+        """Delete unconditionally (exclusive owner gone, auto-delete): bindings die with it, consumers
+        cancelled.
+        """
         self.queues.pop(queue.name, None)
         self._after_unbind(self.bindings.remove_destination(queue))
         return queue.delete()
@@ -257,7 +295,8 @@ class VirtualHost:
     def purge_queue(self, name: str, owner: object) -> int:
         return self.queue(name, owner).purge()
 
-    # -- publishing ---------------------------------------------------------------------------------------------
+    # -- publishing
+    # ---------------------------------------------------------------------------------------------
 
     def publish(self, exchange_name: str, message: Message) -> list[Queue]:
         """Route and enqueue; returns the queues reached (empty = unroutable) for mandatory and confirms."""

@@ -1,4 +1,6 @@
-"""asyncio.Protocol for one client socket: feeds the session, coalesces its writes, applies backpressure and timers."""
+"""asyncio.Protocol for one client socket: feeds the session, coalesces its writes, applies backpressure and
+timers.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ class AMQPProtocol(asyncio.Protocol):
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._heartbeat_started = False
 
-    # -- asyncio callbacks --------------------------------------------------------------------------------------
+    # -- asyncio callbacks
+    # --------------------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's TCPTransport implements asyncio.Transport without subclassing it.
@@ -50,7 +53,11 @@ class AMQPProtocol(asyncio.Protocol):
         session = self.session
         assert session is not None
         session.data_received(data)
-        if not self._heartbeat_started and session.heartbeat.interval_s and session.state is ConnectionState.OPEN:
+        if (
+            not self._heartbeat_started
+            and session.heartbeat.interval_s
+            and session.state is ConnectionState.OPEN
+        ):
             self._heartbeat_started = True
             self._schedule_heartbeat()
 
@@ -79,7 +86,8 @@ class AMQPProtocol(asyncio.Protocol):
         if self.session is not None:
             self.session.set_writable(True)
 
-    # -- Transport (used by the session) ------------------------------------------------------------------------
+    # -- Transport (used by the session)
+    # ------------------------------------------------------------------------
 
     def write(self, data: bytes) -> None:
         self._out.append(data)
@@ -109,7 +117,8 @@ class AMQPProtocol(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
-    # -- timers -------------------------------------------------------------------------------------------------
+    # -- timers
+    # -------------------------------------------------------------------------------------------------
 
     def _handshake_check(self) -> None:
         # rabbit_reader's handshake_timeout: a peer that has not opened the connection in time is dropped.
@@ -121,7 +130,9 @@ class AMQPProtocol(asyncio.Protocol):
         session = self.session
         if session is None or self._closing:
             return
-        self._timers["heartbeat"] = self.loop.call_later(session.heartbeat.interval_s / 2, self._heartbeat_tick)
+        self._timers["heartbeat"] = self.loop.call_later(
+            session.heartbeat.interval_s / 2, self._heartbeat_tick
+        )
 
     def _heartbeat_tick(self) -> None:
         if self.session is None or self._closing:

@@ -23,7 +23,9 @@ class Server:
     def __init__(self, config: ServerConfig, loop: asyncio.AbstractEventLoop) -> None:
         self.config = config
         self.loop = loop
-        self.broker = Broker(loop.call_soon, users=config.users, vhosts=config.vhosts, name_seed=config.name_seed)
+        self.broker = Broker(
+            loop.call_soon, users=config.users, vhosts=config.vhosts, name_seed=config.name_seed
+        )
         self.connections: set[AMQPProtocol] = set()
         self._server: asyncio.Server | None = None
 

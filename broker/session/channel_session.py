@@ -1,6 +1,7 @@
 """One AMQP channel: the publish → route and deliver → ack hot path, and dispatch of every other method.
 
-Hot methods (basic.publish/ack/nack/reject) are decoded by protocol.fastpath without pamqp (design §4.2); the rest
+Hot methods (basic.publish/ack/nack/reject) are decoded by protocol.fastpath without pamqp (design §4.2);
+the rest
 go through pamqp and the per-class handler modules.
 """
 
@@ -59,7 +60,8 @@ class ChannelSession:
     def __repr__(self) -> str:
         return f"ChannelSession({self.channel_id})"
 
-    # -- frames in ----------------------------------------------------------------------------------------------
+    # -- frames in
+    # ----------------------------------------------------------------------------------------------
 
     def on_method_frame(self, payload: bytes) -> None:
         if not self.assembler.idle:
@@ -105,14 +107,17 @@ class ChannelSession:
             self._published(*done)
 
     def on_method_while_closing(self, method: Frame) -> None:
-        """After the broker sent channel.close only close and close-ok count (spec 2.2.4); the rest is dropped."""
+        """After the broker sent channel.close only close and close-ok count (spec 2.2.4); the rest is
+        dropped.
+        """
         if isinstance(method, commands.Channel.Close):
             self.conn.send(self.channel_id, commands.Channel.CloseOk())
             self.conn.channels.pop(self.channel_id, None)
         elif isinstance(method, commands.Channel.CloseOk):
             self.conn.channels.pop(self.channel_id, None)
 
-    # -- publishing ---------------------------------------------------------------------------------------------
+    # -- publishing
+    # ---------------------------------------------------------------------------------------------
 
     def _published(self, context: Any, info: HeaderInfo, header_payload: bytes, body: bytes) -> None:
         exchange, routing_key, mandatory = context
@@ -148,7 +153,11 @@ class ChannelSession:
             # basic.return goes out before the confirm (confirms.md), which flush_confirms sends later.
             self.send_content(
                 encode_basic_return(
-                    self.channel_id, int(ReplyCode.NO_ROUTE), "NO_ROUTE", message.exchange, message.routing_key
+                    self.channel_id,
+                    int(ReplyCode.NO_ROUTE),
+                    "NO_ROUTE",
+                    message.exchange,
+                    message.routing_key,
                 ),
                 message,
             )
@@ -165,7 +174,8 @@ class ChannelSession:
         self.confirmed_seq = upto
         self.conn.write(encode_basic_ack(self.channel_id, upto, multiple))
 
-    # -- delivering (ConsumerChannel) ---------------------------------------------------------------------------
+    # -- delivering (ConsumerChannel)
+    # ---------------------------------------------------------------------------
 
     def can_deliver(self, consumer: Consumer) -> bool:
         if not self.conn.writable:
@@ -206,9 +216,12 @@ class ChannelSession:
         if self.consumers.pop(consumer.consumer_tag, None) is None or self.closing:
             return
         if self.conn.consumer_cancel_notify:
-            self.conn.send(self.channel_id, commands.Basic.Cancel(consumer_tag=consumer.consumer_tag, nowait=True))
+            self.conn.send(
+                self.channel_id, commands.Basic.Cancel(consumer_tag=consumer.consumer_tag, nowait=True)
+            )
 
-    # -- acknowledgements ---------------------------------------------------------------------------------------
+    # -- acknowledgements
+    # ---------------------------------------------------------------------------------------
 
     def settle(self, delivery_tag: int, multiple: bool, requeue: bool | None) -> None:
         """basic.ack (``requeue`` None), nack or reject. In a transaction the outcome waits for tx.commit."""
@@ -224,7 +237,9 @@ class ChannelSession:
             requeue_deliveries(deliveries)
 
     def wake_queues_of(self, deliveries: list[Delivery]) -> None:
-        """Prefetch capacity came back: let the queues of those deliveries (or, with a channel limit, all) dispatch."""
+        """Prefetch capacity came back: let the queues of those deliveries (or, with a channel limit, all)
+        dispatch.
+        """
         if self.global_prefetch:
             self.wake_queues()
         elif len(deliveries) == 1:
@@ -237,7 +252,8 @@ class ChannelSession:
         for queue in {consumer.queue for consumer in self.consumers.values()}:
             queue.wake()
 
-    # -- lifecycle ----------------------------------------------------------------------------------------------
+    # -- lifecycle
+    # ----------------------------------------------------------------------------------------------
 
     def resolve_queue_name(self, name: str) -> str:
         """An empty queue name means the channel's most recently declared queue (rabbit_channel)."""
@@ -248,7 +264,9 @@ class ChannelSession:
         return self.last_queue
 
     def close_with_error(self, error: ChannelError) -> None:
-        """Soft error: confirms already earned go first, then channel.close; frames are dropped until close-ok."""
+        """Soft error: confirms already earned go first, then channel.close; frames are dropped until close-
+        ok.
+        """
         self.flush_confirms()
         self.release()
         self.conn.send(
@@ -274,4 +292,3 @@ class ChannelSession:
             self.tx.rollback_settlements(self.unacked)
             self.tx = None
         requeue_deliveries(self.unacked.take_all())
-

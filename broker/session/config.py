@@ -1,4 +1,4 @@
-"""Limits and identity a connection session negotiates and enforces; one frozen value shared by all sessions."""
+"""The limits a connection session negotiates and enforces: one frozen value shared by all sessions."""
 
 from __future__ import annotations
 

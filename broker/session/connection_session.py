@@ -1,4 +1,6 @@
-"""One AMQP connection: frames in, channel sessions, errors turned into close frames (the one error boundary)."""
+"""One AMQP connection: frames in, channel sessions, errors turned into close frames (the one error
+boundary).
+"""
 
 from __future__ import annotations
 
@@ -19,13 +21,23 @@ from broker.session.transport import Transport
 from protocol.codec import decode_method, encode_method
 from protocol.connection import ConnectionState
 from protocol.errors import AMQPError, ChannelError, HardError, ProtocolHeaderError, ReplyCode
-from protocol.framing import FRAME_BODY, FRAME_HEADER, FRAME_HEARTBEAT, FRAME_METHOD, PROTOCOL_HEADER, FrameBuffer
+from protocol.framing import (
+    FRAME_BODY,
+    FRAME_HEADER,
+    FRAME_HEARTBEAT,
+    FRAME_METHOD,
+    PROTOCOL_HEADER,
+    FrameBuffer,
+    unexpected_frame,
+)
 
 log = structlog.get_logger("warrenmq.connection")
 
 
 class ConnectionSession:
-    """Per-connection AMQP state. The server feeds it bytes and ticks; it writes frames through ``transport``."""
+    """Per-connection AMQP state. The server feeds it bytes and ticks; it writes frames through
+    ``transport``.
+    """
 
     def __init__(
         self,
@@ -54,7 +66,8 @@ class ConnectionSession:
         self._confirm_channels: dict[ChannelSession, None] = {}
         self._closed = False
 
-    # -- input --------------------------------------------------------------------------------------------------
+    # -- input
+    # --------------------------------------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
         """Parse and handle every complete frame; the only place AMQP errors become close frames."""
@@ -111,11 +124,11 @@ class ConnectionSession:
     def _on_other_channel_frame(self, frame_type: int, channel_id: int, payload: bytes) -> None:
         channel = self.channels.get(channel_id)
         if frame_type == FRAME_HEARTBEAT:
-            raise HardError(ReplyCode.UNEXPECTED_FRAME, f"unexpected heartbeat frame on channel {channel_id}")
+            raise unexpected_frame(frame_type, payload)
         if frame_type != FRAME_METHOD:
             if channel is not None:
                 return  # content for a closing channel: dropped with the rest of its frames
-            raise HardError(ReplyCode.UNEXPECTED_FRAME, f"unexpected content frame on channel {channel_id}")
+            raise unexpected_frame(frame_type, payload)
         method = decode_method(payload)
         if channel is not None:
             # Closing channel: spec 2.2.4, only channel.close / close-ok are processed.
@@ -125,7 +138,8 @@ class ConnectionSession:
             if channel_id > self.channel_max:
                 raise HardError(
                     ReplyCode.NOT_ALLOWED,
-                    f"number of channels opened ({len(self.channels)}) has reached the negotiated channel_max "
+                    f"number of channels opened ({len(self.channels)}) has reached the negotiated "
+                    "channel_max "
                     f"({self.channel_max})",
                     20,
                     10,
@@ -138,7 +152,7 @@ class ConnectionSession:
     def _on_connection_frame(self, frame_type: int, channel_id: int, payload: bytes) -> None:
         if frame_type == FRAME_HEARTBEAT:
             if channel_id != 0:
-                raise HardError(ReplyCode.UNEXPECTED_FRAME, f"unexpected heartbeat frame on channel {channel_id}")
+                raise unexpected_frame(frame_type, payload)
             return
         if self.state is ConnectionState.CLOSING:
             if frame_type == FRAME_METHOD and channel_id == 0:
@@ -148,17 +162,13 @@ class ConnectionSession:
                         self.send(0, commands.Connection.CloseOk())
                     self._shutdown()
             return
-        if frame_type != FRAME_METHOD:
-            raise HardError(ReplyCode.UNEXPECTED_FRAME, f"unexpected frame type {frame_type} on channel {channel_id}")
-        method = decode_method(payload)
-        if channel_id != 0:
-            # A channel frame before connection.open-ok (rabbit_reader handles only channel 0 until then).
-            raise HardError(
-                ReplyCode.CHANNEL_ERROR, f"unexpected method on channel {channel_id} before connection.open"
-            )
-        connection_handlers.handle(self, method)
+        if frame_type != FRAME_METHOD or channel_id != 0:
+            # Content on channel 0, or any channel frame before connection.open-ok (rabbit_reader).
+            raise unexpected_frame(frame_type, payload)
+        connection_handlers.handle(self, decode_method(payload))
 
-    # -- output -------------------------------------------------------------------------------------------------
+    # -- output
+    # -------------------------------------------------------------------------------------------------
 
     def send(self, channel_id: int, method: Frame) -> None:
         self.write(encode_method(channel_id, method))
@@ -176,14 +186,15 @@ class ConnectionSession:
         for channel in channels:
             channel.flush_confirms()
 
-    # -- lifecycle ----------------------------------------------------------------------------------------------
+    # -- lifecycle
+    # ----------------------------------------------------------------------------------------------
 
     def opened(self, vhost: VirtualHost) -> None:
         self.vhost = vhost
         self.state = ConnectionState.OPEN
 
     def hard_close(self, error: AMQPError) -> None:
-        """Send connection.close with RabbitMQ's code/text and wait for close-ok; channels are torn down now."""
+        """Send connection.close with RabbitMQ's code and text, await close-ok; channels go down now."""
         if self.state in (ConnectionState.CLOSING, ConnectionState.CLOSED):
             return
         log.info("connection_error", peer=self.peer, code=int(error.code), text=error.reply_text)
@@ -220,7 +231,9 @@ class ConnectionSession:
         self.state = ConnectionState.CLOSED
 
     def abort(self) -> None:
-        """Close the socket without a close frame (failed login of a client without authentication_failure_close)."""
+        """Close the socket without a close frame (failed login of a client without
+        authentication_failure_close).
+        """
         self._shutdown()
 
     def _shutdown(self) -> None:
@@ -241,10 +254,11 @@ class ConnectionSession:
                     self.vhost.remove_queue(queue)
         self.exclusive_queues.clear()
 
-    # -- edge notifications -------------------------------------------------------------------------------------
+    # -- edge notifications
+    # -------------------------------------------------------------------------------------
 
     def set_writable(self, writable: bool) -> None:
-        """Socket backpressure: stop delivering while the peer's buffer is full; resume and wake the queues."""
+        """Socket backpressure: no deliveries while the peer's buffer is full; on resume, wake the queues."""
         self.writable = writable
         if writable:
             for channel in self.channels.values():

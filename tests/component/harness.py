@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from pamqp import commands, frame, header
 from pamqp.base import Frame
 from pamqp.body import ContentBody
+from pamqp.common import FieldTable
 
 from broker.core.broker import Broker
 from broker.session.config import SessionConfig
@@ -60,11 +61,15 @@ class Client:
 
     def handshake(self, capabilities: dict[str, Any] | None = None, frame_max: int = 131072) -> None:
         self.feed(PROTOCOL_HEADER)
-        caps = capabilities if capabilities is not None else {"authentication_failure_close": True}
+        caps: dict[str, Any] = (
+            capabilities if capabilities is not None else {"authentication_failure_close": True}
+        )
         self.send(
             0,
             commands.Connection.StartOk(
-                client_properties={"capabilities": caps}, mechanism="PLAIN", response="\0guest\0guest"
+                client_properties={"capabilities": cast("FieldTable", caps)},
+                mechanism="PLAIN",
+                response="\0guest\0guest",
             ),
         )
         channel_max = self.session.config.channel_max
@@ -89,5 +94,5 @@ def close_of(frames: list[tuple[int, Any]]) -> tuple[int, int, str]:
     """(channel, reply_code, reply_text) of the last close frame the broker sent."""
     for channel, value in reversed(frames):
         if isinstance(value, commands.Connection.Close | commands.Channel.Close):
-            return channel, value.reply_code, value.reply_text
+            return channel, int(value.reply_code or 0), str(value.reply_text)
     raise AssertionError(f"no close frame in {frames}")

@@ -53,6 +53,8 @@ def test_any_frame_from_the_peer_resets_the_count() -> None:
 def test_negotiated_heartbeat_is_the_tune_ok_value() -> None:
     client = Client()
     client.feed(b"AMQP\x00\x00\x09\x01")
-    client.send(0, commands.Connection.StartOk(client_properties={}, mechanism="PLAIN", response="\0guest\0guest"))
+    client.send(
+        0, commands.Connection.StartOk(client_properties={}, mechanism="PLAIN", response="\0guest\0guest")
+    )
     client.send(0, commands.Connection.TuneOk(channel_max=2047, frame_max=131072, heartbeat=7))
     assert client.session.heartbeat.interval_s == 7

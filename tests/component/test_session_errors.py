@@ -95,7 +95,9 @@ def test_tune_ok_channel_max_zero_is_refused_when_the_server_has_a_limit() -> No
     # rabbit_reader validate_negotiated_integer_value: 0 ("no limit") exceeds a server maximum.
     client = Client()
     client.feed(b"AMQP\x00\x00\x09\x01")
-    client.send(0, commands.Connection.StartOk(client_properties={}, mechanism="PLAIN", response="\0guest\0guest"))
+    client.send(
+        0, commands.Connection.StartOk(client_properties={}, mechanism="PLAIN", response="\0guest\0guest")
+    )
     client.send(0, commands.Connection.TuneOk(channel_max=0, frame_max=131072, heartbeat=0))
     assert close_of(client.received())[1:] == (
         530,

@@ -1,4 +1,4 @@
-"""The `warrenmq serve` process: readiness line, configuration, SIGTERM closing clients with 320 and exit 0."""
+"""The `warrenmq serve` process: readiness line, configuration, SIGTERM → clients get 320, exit 0."""
 
 from __future__ import annotations
 
@@ -23,15 +23,21 @@ def test_sigterm_closes_clients_with_320_and_exits_zero(broker_factory: Factory)
     broker = broker_factory()
     connection = pika.BlockingConnection(pika.URLParameters(broker.url))
     channel = connection.channel()
-    closed: list[Any] = []
     broker.process.send_signal(signal.SIGTERM)
     with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as caught:
-        for _ in range(100):
-            connection.process_data_events(time_limit=0.1)
-            closed.append(channel.is_open)
+        _process_until_closed(connection)
+    assert not channel.is_open
     assert caught.value.reply_code == 320
-    assert caught.value.reply_text == "CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'"
+    assert (
+        caught.value.reply_text
+        == "CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'"
+    )
     assert broker.process.wait(timeout=10) == 0
+
+
+def _process_until_closed(connection: pika.BlockingConnection) -> None:
+    for _ in range(100):
+        connection.process_data_events(time_limit=0.1)
 
 
 def test_sigint_also_stops_cleanly(broker_factory: Factory) -> None:
@@ -110,8 +116,17 @@ def test_defaults_match_rabbitmq(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("PORT", "USERS", "HEARTBEAT", "HOST", "FRAME_MAX", "CHANNEL_MAX", "VHOSTS"):
         monkeypatch.delenv(f"WARRENMQ_{name}", raising=False)
     config = _parse([])
-    assert (config.host, config.port, dict(config.users), config.vhosts) == ("0.0.0.0", 5672, {"guest": "guest"}, ("/",))
-    assert (config.session.frame_max, config.session.channel_max, config.session.heartbeat_s) == (131072, 2047, 60)
+    assert (config.host, config.port, dict(config.users), config.vhosts) == (
+        "0.0.0.0",
+        5672,
+        {"guest": "guest"},
+        ("/",),
+    )
+    assert (config.session.frame_max, config.session.channel_max, config.session.heartbeat_s) == (
+        131072,
+        2047,
+        60,
+    )
 
 
 @pytest.mark.parametrize("argv", [["--frame-max", "100"], ["--channel-max", "0"], ["--user", "nopassword"]])

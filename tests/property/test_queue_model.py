@@ -54,7 +54,9 @@ class QueueMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.consumer is None)
     @rule(prefetch=st.integers(0, 3))
     def consume(self, prefetch: int) -> None:
-        self.consumer = Consumer("c", self.queue, self.channel, no_ack=False, exclusive=False, prefetch_count=prefetch)
+        self.consumer = Consumer(
+            "c", self.queue, self.channel, no_ack=False, exclusive=False, prefetch_count=prefetch
+        )
         self.queue.add_consumer(self.consumer)
         self._pump()
 

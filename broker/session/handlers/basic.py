@@ -1,4 +1,6 @@
-"""Basic class, slow path: qos, consume, cancel, get, recover. Publish and acks take the fast path in the channel."""
+"""Basic class, slow path: qos, consume, cancel, get, recover. Publish and acks take the fast path in the
+channel.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ def _vhost(channel: ChannelSession) -> VirtualHost:
 def qos(channel: ChannelSession, method: commands.Basic.Qos) -> None:
     if method.prefetch_size:
         raise HardError(ReplyCode.NOT_IMPLEMENTED, f"prefetch_size!=0 ({method.prefetch_size})")
-    # RabbitMQ's reading of `global` (consumer-prefetch.md): false = each new consumer, true = the whole channel.
+    # RabbitMQ's reading of `global` (consumer-prefetch.md): false = each new consumer, true = the whole
+    # channel.
     if method.global_:
         channel.global_prefetch = method.prefetch_count
     else:
@@ -57,10 +60,11 @@ def consume(channel: ChannelSession, method: commands.Basic.Consume) -> None:
 
 
 def cancel(channel: ChannelSession, method: commands.Basic.Cancel) -> None:
-    consumer = channel.consumers.pop(method.consumer_tag, None)
+    tag = method.consumer_tag or ""
+    consumer = channel.consumers.pop(tag, None)
     # An unknown tag is not an error: the spec and rabbit_channel answer cancel-ok anyway.
     if not method.nowait:
-        channel.conn.send(channel.channel_id, commands.Basic.CancelOk(consumer_tag=method.consumer_tag))
+        channel.conn.send(channel.channel_id, commands.Basic.CancelOk(consumer_tag=tag))
     if consumer is not None:
         consumer.queue.remove_consumer(consumer)
 

@@ -1,4 +1,4 @@
-"""Channel class on an open channel: close, flow (open is handled by the connection before a channel exists)."""
+"""Channel class on an open channel: close and flow (the connection handles channel.open)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Connection class (channel 0): start, secure, tune, open and close, as rabbit_reader.erl drives the handshake."""
+"""Connection class (channel 0): start, secure, tune, open and close, as rabbit_reader.erl drives the
+handshake.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Method class → handler for every channel method off the fast path; a method missing here is unimplemented."""
+"""Method class → handler for every channel method off the fast path; missing = unimplemented."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Queue behaviour: FIFO, round-robin dispatch, prefetch, requeue position, auto-delete, exclusive consumers."""
+"""Queue behaviour: FIFO, round-robin, prefetch, requeue position, auto-delete, exclusive consumers."""
 
 from __future__ import annotations
 
@@ -21,8 +21,14 @@ def _queue(loop: ManualLoop, **kwargs: object) -> Queue:
 
 
 def _consumer(queue: Queue, channel: RecordingChannel, tag: str, prefetch: int = 0, **kw: bool) -> Consumer:
-    consumer = Consumer(tag, queue, channel, no_ack=kw.get("no_ack", False), exclusive=kw.get("exclusive", False),
-                        prefetch_count=prefetch)
+    consumer = Consumer(
+        tag,
+        queue,
+        channel,
+        no_ack=kw.get("no_ack", False),
+        exclusive=kw.get("exclusive", False),
+        prefetch_count=prefetch,
+    )
     queue.add_consumer(consumer)
     return consumer
 
@@ -37,7 +43,12 @@ def test_messages_are_delivered_round_robin_in_publish_order() -> None:
         queue.enqueue(_message(str(i)))
     loop.run()
     assert [(tag, body) for tag, body, _ in channel.delivered] == [
-        ("a", "0"), ("b", "1"), ("a", "2"), ("b", "3"), ("a", "4"), ("b", "5")
+        ("a", "0"),
+        ("b", "1"),
+        ("a", "2"),
+        ("b", "3"),
+        ("a", "4"),
+        ("b", "5"),
     ]
 
 
@@ -77,7 +88,8 @@ def test_requeued_messages_keep_their_original_position_and_are_redelivered() ->
     for i in range(5):
         queue.enqueue(_message(str(i)))
     first, second = queue.get(), queue.get()
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     third = queue.get()
     assert third is not None
     queue.requeue([third, first])

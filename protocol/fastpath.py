@@ -1,0 +1,338 @@
+"""Hot-path codecs on precompiled structs for every publish, delivery and ack (design §4.2-4.3).
+
+basic.publish/ack/nack/reject in; basic.deliver/get-ok/ack/nack/return out; the few content-header fields the
+broker reads. Each is proven equal to pamqp byte for byte by tests/property/test_protocol_fastpath.py. Method
+payloads start with the 4 class/method id bytes. Field layouts and the strict, no-trailing-bytes matching
+follow the generated ``decode_method_fields/2`` of rabbit_framing_amqp_0_9_1 (deps/rabbit_common/codegen.py);
+delivery tags are ``longlong`` = 64-bit unsigned there, so tags up to 2**64-1 round-trip (pamqp packs them
+signed: the same bytes).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Final, NamedTuple
+
+from pamqp import decode as pamqp_decode
+
+from protocol.erlang_terms import binary_w
+from protocol.errors import HardError, ReplyCode
+
+BASIC_CLASS: Final = 60
+BASIC_PUBLISH: Final = 0x003C0028  # (60, 40)
+BASIC_RETURN: Final = 0x003C0032  # (60, 50)
+BASIC_DELIVER: Final = 0x003C003C  # (60, 60)
+BASIC_GET_OK: Final = 0x003C0047  # (60, 71)
+BASIC_ACK: Final = 0x003C0050  # (60, 80)
+BASIC_REJECT: Final = 0x003C005A  # (60, 90)
+BASIC_NACK: Final = 0x003C0078  # (60, 120)
+
+_END: Final = b"\xce"
+_U16 = struct.Struct("!H")
+_U32 = struct.Struct("!I")
+_TAG_BITS = struct.Struct("!4xQB")  # class/method ids, delivery-tag, one octet of bits
+_DELIVER_HEAD = struct.Struct("!BHIIB")  # frame header, method id, consumer-tag length
+_TAG_BIT_LEN = struct.Struct("!QBB")  # delivery-tag, redelivered, exchange length
+# frame header, method id, delivery-tag, redelivered, exchange length
+_GET_OK_HEAD = struct.Struct("!BHIIQBB")
+_COUNT_END = struct.Struct("!IB")  # message-count, frame-end
+_ACK_FRAME = struct.Struct("!BHIIQBB")  # frame header, method id, delivery-tag, bits, frame-end
+_RETURN_HEAD = struct.Struct("!BHIIHB")  # frame header, method id, reply-code, reply-text length
+_CONTENT_HEADER = struct.Struct("!HHQH")  # class-id, weight, body-size, first property-flags word
+_SHORT_LEN: Final = tuple(bytes((n,)) for n in range(256))
+# Memo sizes: a full cache is simply cleared (cheap, and hostile streams of distinct payloads stay bounded).
+_CACHE_SIZE: Final = 1024
+_PUBLISH_CACHE: dict[bytes, tuple[str, str, bool, bool]] = {}
+
+
+def method_frame_id(payload: bytes) -> int:
+    """``(class_id << 16) | method_id`` of a method-frame payload (FrameBuffer guarantees its 4 bytes)."""
+    method_id: int = _U32.unpack_from(payload)[0]
+    return method_id
+
+
+def cannot_decode(method_id: int, payload: bytes) -> HardError:
+    """The generated decoder's fallback clause, ``rabbit_misc:frame_error/2``: 501 ``cannot decode <<...>>``
+    (~w of the fields, ids stripped) on the failing method. Only a prefix is rendered: reply texts stop at
+    255 bytes."""
+    return HardError(
+        ReplyCode.FRAME_ERROR,
+        f"cannot decode {binary_w(payload[4:132])}",
+        method_id >> 16,
+        method_id & 0xFFFF,
+    )
+
+
+def malformed_utf8() -> HardError:
+    """rabbit_binary_parser:assert_utf8/1: 501 ``Malformed UTF-8 in shortstr`` (method ``none``: ids 0).
+
+    RabbitMQ skips that check for content-bearing methods (basic.publish); pamqp does not, and we decode
+    names to ``str``, so we apply it everywhere."""
+    return HardError(ReplyCode.FRAME_ERROR, "Malformed UTF-8 in shortstr")
+
+
+def _short(value: str) -> bytes:
+    raw = value.encode()
+    if len(raw) > 255:
+        raise ValueError(f"short string longer than 255 bytes: {value[:32]!r}...")
+    return raw
+
+
+# -- decoders (client -> server) -------------------------------------------------------------------------
+
+
+def decode_basic_publish(payload: bytes) -> tuple[str, str, bool, bool]:
+    """``(exchange, routing_key, mandatory, immediate)``; the deprecated ticket (bytes 4-5) is ignored.
+
+    Publishers repeat the same few exchange/routing-key pairs, so results are memoised (bounded)."""
+    result = _PUBLISH_CACHE.get(payload)
+    if result is not None:
+        return result
+    try:
+        ex_end = 7 + payload[6]
+        rk_end = ex_end + 1 + payload[ex_end]
+        bits = payload[rk_end]
+        if rk_end + 1 != len(payload):
+            raise IndexError
+        exchange = payload[7:ex_end].decode()
+        routing_key = payload[ex_end + 1 : rk_end].decode()
+    except IndexError:
+        raise cannot_decode(BASIC_PUBLISH, payload) from None
+    except UnicodeDecodeError:
+        raise malformed_utf8() from None
+    result = (exchange, routing_key, (bits & 1) != 0, (bits & 2) != 0)
+    if len(_PUBLISH_CACHE) >= _CACHE_SIZE:
+        _PUBLISH_CACHE.clear()
+    _PUBLISH_CACHE[payload] = result
+    return result
+
+
+def decode_basic_ack(payload: bytes) -> tuple[int, bool]:
+    """``(delivery_tag, multiple)``."""
+    if len(payload) != 13:
+        raise cannot_decode(BASIC_ACK, payload)
+    tag, bits = _TAG_BITS.unpack_from(payload)
+    return tag, (bits & 1) != 0
+
+
+def decode_basic_nack(payload: bytes) -> tuple[int, bool, bool]:
+    """``(delivery_tag, multiple, requeue)``."""
+    if len(payload) != 13:
+        raise cannot_decode(BASIC_NACK, payload)
+    tag, bits = _TAG_BITS.unpack_from(payload)
+    return tag, (bits & 1) != 0, (bits & 2) != 0
+
+
+def decode_basic_reject(payload: bytes) -> tuple[int, bool]:
+    """``(delivery_tag, requeue)``."""
+    if len(payload) != 13:
+        raise cannot_decode(BASIC_REJECT, payload)
+    tag, bits = _TAG_BITS.unpack_from(payload)
+    return tag, (bits & 1) != 0
+
+
+# -- encoders (server -> client): full frames ------------------------------------------------------------
+
+
+def encode_basic_deliver(
+    channel: int, consumer_tag: str, delivery_tag: int, redelivered: bool, exchange: str, routing_key: str
+) -> bytes:
+    """A basic.deliver method frame."""
+    ct = consumer_tag.encode()
+    ex = exchange.encode()
+    rk = routing_key.encode()
+    lct, lex, lrk = len(ct), len(ex), len(rk)
+    if (lct | lex | lrk) > 255:
+        raise ValueError("basic.deliver short string longer than 255 bytes")
+    return b"".join(
+        (
+            _DELIVER_HEAD.pack(1, channel, 16 + lct + lex + lrk, BASIC_DELIVER, lct),
+            ct,
+            _TAG_BIT_LEN.pack(delivery_tag, redelivered, lex),
+            ex,
+            _SHORT_LEN[lrk],
+            rk,
+            _END,
+        )
+    )
+
+
+def encode_basic_get_ok(
+    channel: int, delivery_tag: int, redelivered: bool, exchange: str, routing_key: str, message_count: int
+) -> bytes:
+    """A basic.get-ok method frame."""
+    ex = _short(exchange)
+    rk = _short(routing_key)
+    lex, lrk = len(ex), len(rk)
+    return b"".join(
+        (
+            _GET_OK_HEAD.pack(1, channel, 19 + lex + lrk, BASIC_GET_OK, delivery_tag, redelivered, lex),
+            ex,
+            _SHORT_LEN[lrk],
+            rk,
+            _COUNT_END.pack(message_count, 0xCE),
+        )
+    )
+
+
+def encode_basic_ack(channel: int, delivery_tag: int, multiple: bool) -> bytes:
+    """A basic.ack method frame (publisher confirms)."""
+    return _ACK_FRAME.pack(1, channel, 13, BASIC_ACK, delivery_tag, multiple, 0xCE)
+
+
+def encode_basic_nack(channel: int, delivery_tag: int, multiple: bool, requeue: bool = False) -> bytes:
+    """A basic.nack method frame (publisher confirms; RabbitMQ sends requeue=false)."""
+    return _ACK_FRAME.pack(1, channel, 13, BASIC_NACK, delivery_tag, multiple | (requeue << 1), 0xCE)
+
+
+def encode_basic_return(
+    channel: int, reply_code: int, reply_text: str, exchange: str, routing_key: str
+) -> bytes:
+    """A basic.return method frame (mandatory publish that nothing routed: 312 ``NO_ROUTE``)."""
+    text = _short(reply_text)
+    ex = _short(exchange)
+    rk = _short(routing_key)
+    lt, lex, lrk = len(text), len(ex), len(rk)
+    return b"".join(
+        (
+            _RETURN_HEAD.pack(1, channel, 9 + lt + lex + lrk, BASIC_RETURN, reply_code, lt),
+            text,
+            _SHORT_LEN[lex],
+            ex,
+            _SHORT_LEN[lrk],
+            rk,
+            _END,
+        )
+    )
+
+
+# -- content header --------------------------------------------------------------------------------------
+
+
+class HeaderInfo(NamedTuple):
+    """The content-header fields the broker acts on; the raw payload is kept for delivery (design §4.3).
+
+    Immutable (a slotted named tuple), so one instance may be shared by identical headers (see the cache)."""
+
+    body_size: int
+    delivery_mode: int | None = None
+    priority: int | None = None
+    expiration: str | None = None
+    reply_to: str | None = None
+    user_id: str | None = None
+    headers: dict[str, Any] | None = None
+
+
+_new_info = tuple.__new__  # HeaderInfo's generated __new__ is a Python function; this is the C constructor
+_HEADER_CACHE: dict[bytes, HeaderInfo] = {}
+
+
+def _bad_properties(payload: bytes) -> HardError:
+    # RabbitMQ decodes the property list lazily in rabbit_channel (ensure_content_decoded); a malformed one
+    # crashes the channel process and the reader closes with 541 INTERNAL_ERROR. We answer 501 with a text.
+    return HardError(
+        ReplyCode.FRAME_ERROR, f"cannot decode content header {binary_w(payload[:64])}", BASIC_CLASS, 40
+    )
+
+
+def parse_content_header(payload: bytes) -> HeaderInfo:
+    """Read a content-header payload: class 60, weight 0, body size, then the property list in flag order.
+
+    Only delivery_mode, priority, expiration, reply_to, user_id and headers are decoded (strings are skipped
+    unread, as RabbitMQ never validates their UTF-8). Errors: wrong class or non-zero weight -> 505 as
+    ``rabbit_command_assembler:process/2``; truncated or trailing bytes -> 501. Publishers repeat the same
+    header bytes, so results without a headers table are memoised (bounded).
+    """
+    info = _HEADER_CACHE.get(payload)
+    if info is not None:
+        return info
+    try:
+        class_id, weight, body_size, flags = _CONTENT_HEADER.unpack_from(payload)
+    except struct.error:
+        raise _bad_properties(payload) from None
+    if class_id != BASIC_CLASS:
+        raise HardError(
+            ReplyCode.UNEXPECTED_FRAME,
+            f"expected content header for class 60, got one for class {class_id} instead",
+            BASIC_CLASS,
+            40,
+        )
+    if weight:
+        # process/2 only matches weight 0; anything else falls to the "non content header" clause.
+        raise HardError(
+            ReplyCode.UNEXPECTED_FRAME,
+            "expected content header for class 60, got non content header frame instead",
+            BASIC_CLASS,
+            40,
+        )
+    pos = 14
+    end = len(payload)
+    headers = delivery_mode = priority = reply_to = expiration = user_id = None
+    try:
+        if flags & 1:  # continuation: pamqp reads further flag words; no Basic property lives there
+            more = flags
+            while more & 1:
+                more = _U16.unpack_from(payload, pos)[0]
+                pos += 2
+        if flags & 0xE000:
+            if flags & 0x8000:  # content-type
+                pos += 1 + payload[pos]
+            if flags & 0x4000:  # content-encoding
+                pos += 1 + payload[pos]
+            if flags & 0x2000:  # headers
+                table_end = pos + 4 + _U32.unpack_from(payload, pos)[0]
+                if table_end > end:
+                    raise IndexError
+                headers = _decode_table(payload[pos:table_end], payload)
+                pos = table_end
+        if flags & 0x1000:  # delivery-mode
+            delivery_mode = payload[pos]
+            pos += 1
+        if flags & 0x0800:  # priority
+            priority = payload[pos]
+            pos += 1
+        if flags & 0x07FC:
+            if flags & 0x0400:  # correlation-id
+                pos += 1 + payload[pos]
+            if flags & 0x0200:  # reply-to
+                n = pos + 1 + payload[pos]
+                reply_to = payload[pos + 1 : n].decode()
+                pos = n
+            if flags & 0x0100:  # expiration
+                n = pos + 1 + payload[pos]
+                expiration = payload[pos + 1 : n].decode()
+                pos = n
+            if flags & 0x0080:  # message-id
+                pos += 1 + payload[pos]
+            if flags & 0x0040:  # timestamp
+                pos += 8
+            if flags & 0x0020:  # type
+                pos += 1 + payload[pos]
+            if flags & 0x0010:  # user-id
+                n = pos + 1 + payload[pos]
+                user_id = payload[pos + 1 : n].decode()
+                pos = n
+            if flags & 0x0008:  # app-id
+                pos += 1 + payload[pos]
+            if flags & 0x0004:  # cluster-id
+                pos += 1 + payload[pos]
+    except (IndexError, struct.error):
+        raise _bad_properties(payload) from None
+    except UnicodeDecodeError:
+        raise malformed_utf8() from None
+    if pos != end:
+        raise _bad_properties(payload)
+    info = _new_info(HeaderInfo, (body_size, delivery_mode, priority, expiration, reply_to, user_id, headers))
+    if headers is None:  # a headers dict is mutable: never share it
+        if len(_HEADER_CACHE) >= _CACHE_SIZE:
+            _HEADER_CACHE.clear()
+        _HEADER_CACHE[payload] = info
+    return info
+
+
+def _decode_table(raw: bytes, payload: bytes) -> dict[str, Any]:
+    """A field table with its length prefix, decoded by pamqp (RabbitMQ's type codes, errata §17)."""
+    try:
+        return pamqp_decode.field_table(raw)[1]
+    except Exception:  # pamqp raises ValueError, struct.error, OverflowError, RecursionError on hostile input
+        raise _bad_properties(payload) from None

@@ -1,0 +1,169 @@
+"""Split an AMQP 0-9-1 byte stream into ``(type, channel, payload)`` frames with RabbitMQ's frame checks.
+
+Mirrors ``rabbit_reader:handle_input/3`` (deps/rabbit/src/rabbit_reader.erl): the 7-byte frame header is
+checked against the negotiated frame_max before any of the payload is buffered, then the frame-end octet,
+then the frame type and minimum payload (``rabbit_command_assembler:analyze_frame/2``). Sans-I/O.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+from protocol.erlang_terms import binary_tp, payload_snippet
+from protocol.errors import FrameError, HardError, ProtocolHeaderError, ReplyCode
+
+FRAME_METHOD: Final = 1
+FRAME_HEADER: Final = 2
+FRAME_BODY: Final = 3
+FRAME_HEARTBEAT: Final = 8
+FRAME_END: Final = 0xCE
+FRAME_MIN_SIZE: Final = 4096
+FRAME_HEADER_SIZE: Final = 7
+# ?EMPTY_FRAME_SIZE in rabbit_framing.hrl: header (7) + frame-end (1).
+EMPTY_FRAME_SIZE: Final = 8
+PROTOCOL_HEADER: Final = b"AMQP\x00\x00\x09\x01"
+# rabbit_reader:version_negotiation/2 accepts 0-9-1 and treats the 0-9 header {1,1,0,9} as 0-9-1.
+_ACCEPTED_HEADERS: Final = frozenset({PROTOCOL_HEADER, b"AMQP\x01\x01\x00\x09"})
+
+Frame = tuple[int, int, bytes]
+
+_FRAME_HEADER = struct.Struct("!BHI")
+_NO_LIMIT = 0xFFFFFFFF
+
+# analyze_frame/2: a method payload holds at least class+method ids, a content header at least class,
+# weight and body size; a heartbeat is exactly empty (checked apart); other types are ``error``.
+_MIN_PAYLOAD: Final = [1 << 40] * 256
+_MIN_PAYLOAD[FRAME_METHOD] = 4
+_MIN_PAYLOAD[FRAME_HEADER] = 12
+_MIN_PAYLOAD[FRAME_BODY] = 0
+_MIN_PAYLOAD[FRAME_HEARTBEAT] = 0
+
+
+class FrameSyncError(FrameError):
+    """A 501 after which the stream cannot resynchronise ("we've lost sync with the client", rabbit_reader).
+
+    ``frames`` holds the complete frames that preceded the bad one in the same ``feed`` call: RabbitMQ handles
+    those before it fails, so a session that wants that fidelity dispatches them before closing.
+    """
+
+    def __init__(self, text: str, frames: list[Frame] | None = None) -> None:
+        super().__init__(text)
+        self.frames: list[Frame] = frames if frames is not None else []
+
+
+def frame_error(
+    frame_type: int, payload: bytes, error: str, frames: list[Frame] | None = None
+) -> FrameSyncError:
+    """rabbit_reader:frame_error/5, e.g. ``type 1, all octets = <<...>>: {invalid_frame_end_marker,0}``."""
+    which, snippet = payload_snippet(payload)
+    return FrameSyncError(f"type {frame_type}, {which} octets = {binary_tp(snippet)}: {error}", frames)
+
+
+def unexpected_frame(frame_type: int, payload: bytes) -> HardError:
+    """rabbit_reader:unexpected_frame/4 (505): a heartbeat on a channel other than 0, a content frame on
+    channel 0, or any frame on a channel before the connection is open: ``type 8, all octets = <<>>``."""
+    which, snippet = payload_snippet(payload)
+    return HardError(ReplyCode.UNEXPECTED_FRAME, f"type {frame_type}, {which} octets = {binary_tp(snippet)}")
+
+
+def _describe_bad_header(header: bytes) -> str:
+    # The reasons rabbit_reader logs for handle_input(handshake, ...) and version_negotiation/2.
+    if header.startswith(b"GET "):
+        return "bad_header detected_http_get"
+    if header[0] == 0x16 and header[1] == 0x03 and header[5] == 0x01:
+        return "bad_header detected_tls"
+    if header.startswith(b"AMQP"):
+        return "bad_version {" + ",".join(str(b) for b in header[4:]) + "}"
+    return f"bad_header {header!r}"
+
+
+class FrameBuffer:
+    """Accumulates received bytes and returns every complete frame; partial frames stay buffered.
+
+    ``max_frame_size`` is the negotiated frame_max (pre-auth: 4096, RabbitMQ's initial_frame_max); 0 means no
+    limit, as in RabbitMQ. The session raises it after tune-ok.
+    """
+
+    __slots__ = ("_buf", "_header_pending", "_need", "max_frame_size")
+
+    def __init__(self, max_frame_size: int, expect_protocol_header: bool = True) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._header_pending = expect_protocol_header
+        # Bytes the buffer must hold before parsing can make progress: a whole protocol header, frame header
+        # or frame. Partial frames are only appended to, so a large frame arriving in pieces costs O(size).
+        self._need = len(PROTOCOL_HEADER) if expect_protocol_header else FRAME_HEADER_SIZE
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes received but not yet returned as frames (for the per-connection buffer limit)."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[Frame]:
+        """Append ``data``; return the complete frames in order as ``(frame_type, channel, payload)``.
+
+        Raises ``ProtocolHeaderError`` for a bad protocol header (answer ``PROTOCOL_HEADER`` and close) and
+        ``FrameSyncError`` (a ``FrameError``, 501) for an oversized frame, bad frame-end or unknown frame.
+        """
+        if data.__class__ is not bytes:  # a bytearray/memoryview would leak into the payloads
+            data = bytes(data)
+        buf = self._buf
+        if buf:
+            buf += data
+            if len(buf) < self._need:
+                return []
+            data = bytes(buf)
+            buf.clear()
+        elif len(data) < self._need:
+            buf += data
+            return []
+        pos = 0
+        if self._header_pending:
+            pos = self._accept_protocol_header(data)
+        frames: list[Frame] = []
+        append = frames.append
+        unpack = _FRAME_HEADER.unpack_from
+        limit = self.max_frame_size or _NO_LIMIT
+        min_payload = _MIN_PAYLOAD
+        n = len(data)
+        need = FRAME_HEADER_SIZE
+        while n - pos >= FRAME_HEADER_SIZE:
+            frame_type, channel, size = unpack(data, pos)
+            if size > limit:
+                raise self._too_large(frame_type, size, frames)
+            start = pos + FRAME_HEADER_SIZE
+            end = start + size
+            if end >= n:
+                need = end + 1 - pos
+                break
+            if data[end] != FRAME_END:
+                raise frame_error(
+                    frame_type, data[start:end], f"{{invalid_frame_end_marker,{data[end]}}}", frames
+                )
+            if size < min_payload[frame_type] or (frame_type == FRAME_HEARTBEAT and size):
+                raise frame_error(frame_type, data[start:end], "unknown_frame", frames)
+            append((frame_type, channel, data[start:end]))
+            pos = end + 1
+        if pos < n:
+            buf += memoryview(data)[pos:]
+        self._need = need
+        return frames
+
+    def _accept_protocol_header(self, data: bytes) -> int:
+        header = data[: len(PROTOCOL_HEADER)]
+        if header not in _ACCEPTED_HEADERS:
+            raise ProtocolHeaderError(_describe_bad_header(header))
+        self._header_pending = False
+        return len(PROTOCOL_HEADER)
+
+    def _too_large(self, frame_type: int, size: int, frames: list[Frame]) -> FrameSyncError:
+        # handle_input(frame_header, ...) when PayloadSize > FrameMax - ?EMPTY_FRAME_SIZE + ?FRAME_SIZE_FUDGE:
+        # the fudge (8) tolerates clients off by one frame overhead, so a payload may equal frame_max.
+        # The error reports the payload limit (FrameMax - 8) and an empty snippet: the payload is never read.
+        return frame_error(
+            frame_type,
+            b"",
+            f"{{frame_too_large,{size},{self.max_frame_size - EMPTY_FRAME_SIZE}}}",
+            frames,
+        )
