@@ -1,0 +1,29 @@
+"""Fixtures for the differential suite: a private RabbitMQ node (the oracle) started once per session."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from .rabbitmq_node import RABBITMQ_SERVER, RabbitMQNode, rabbitmq_available
+
+
+@pytest.fixture(scope="session")
+def rabbitmq_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The oracle: ``WARRENMQ_COMPAT_RABBITMQ_URL`` if set, else a private node from the Debian package."""
+    external = os.environ.get("WARRENMQ_COMPAT_RABBITMQ_URL")
+    if external:
+        yield external
+        return
+    if not rabbitmq_available():
+        pytest.skip(
+            f"no RabbitMQ to compare with: {RABBITMQ_SERVER} is missing (apt-get install rabbitmq-server)"
+        )
+    node = RabbitMQNode(tmp_path_factory.mktemp("rabbitmq"))
+    node.start()
+    try:
+        yield node.url
+    finally:
+        node.stop()
