@@ -40,7 +40,7 @@ class Exchange:
         "type_name",
     )
 
-    def __init__(  # noqa: PLR0917 (mirrors exchange.declare's fields)
+    def __init__(
         self,
         name: str,
         type_name: str,
@@ -84,7 +84,7 @@ class Exchange:
             return as_text(value)
         return self._policy_alternate_exchange
 
-    def check_equivalent(  # noqa: PLR0917 (the API the vhost calls)
+    def check_equivalent(
         self,
         type_name: str,
         durable: bool,
@@ -229,7 +229,7 @@ def check_alternate_exchange_argument(name: str, arguments: Mapping[str, Any] | 
         )
 
 
-def create_exchange(  # noqa: PLR0917 (the API the vhost calls)
+def create_exchange(
     name: str,
     type_name: str,
     durable: bool = False,
