@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from broker.core.dispatcher import Dispatcher
+from broker.core.events import EventBus
 from broker.core.names import NameGenerator
 from broker.core.vhost import VirtualHost
 
@@ -24,6 +25,7 @@ class Broker:
         name_seed: int | None = None,
     ) -> None:
         self.dispatcher = Dispatcher(call_soon)
+        self.events = EventBus()
         self.names = NameGenerator(name_seed)
         self.users: dict[str, str] = dict(users if users is not None else {"guest": "guest"})
         self.vhosts: dict[str, VirtualHost] = {}
@@ -33,7 +35,7 @@ class Broker:
     def add_vhost(self, name: str) -> VirtualHost:
         vhost = self.vhosts.get(name)
         if vhost is None:
-            vhost = self.vhosts[name] = VirtualHost(name, self.dispatcher, self.names)
+            vhost = self.vhosts[name] = VirtualHost(name, self.dispatcher, self.names, self.events)
         return vhost
 
     def authenticate(self, username: str, password: str) -> bool:

@@ -21,6 +21,7 @@ class Message:
         "expiration",
         "header_payload",
         "headers",
+        "message_id",
         "priority",
         "routing_key",
     )
@@ -44,6 +45,7 @@ class Message:
         self.delivery_mode = delivery_mode
         self.priority = priority
         self.expiration = expiration
+        self.message_id = 0  # set by the EventBus when an observer first sees it
 
     @property
     def body_size(self) -> int:

@@ -15,6 +15,7 @@ from protocol.errors import ChannelError, ReplyCode
 if TYPE_CHECKING:
     from broker.core.consumer import Consumer
     from broker.core.dispatcher import Dispatcher
+    from broker.core.events import EventBus
 
 
 class Envelope:
@@ -43,6 +44,7 @@ class Queue:
         "deleted",
         "dispatcher",
         "durable",
+        "events",
         "exclusive_owner",
         "had_consumer",
         "name",
@@ -77,6 +79,7 @@ class Queue:
         self.deleted = False
         self.had_consumer = False
         self._seq = 0
+        self.events: EventBus | None = None  # the vhost's bus, set when the vhost creates the queue
 
     def __repr__(self) -> str:
         return f"Queue({self.name!r}, ready={len(self.ready)}, consumers={len(self.consumers)})"

@@ -13,6 +13,7 @@ from typing import Any, cast
 from broker.core.arguments import freeze_table
 from broker.core.bindings import Binding, BindingTable
 from broker.core.dispatcher import Dispatcher
+from broker.core.events import EventBus, Fate, Topology
 from broker.core.exchange import (
     Exchange,
     check_exchange_type,
@@ -23,7 +24,7 @@ from broker.core.exchange import (
 )
 from broker.core.message import Message
 from broker.core.names import NameGenerator
-from broker.core.queue import Queue
+from broker.core.queue import Envelope, Queue
 from broker.core.queue_args import check_queue_equivalent
 from broker.core.router import Router
 from protocol.errors import ChannelError, ReplyCode, no_exchange, no_queue
@@ -48,8 +49,11 @@ class VirtualHost:
     text.
     """
 
-    def __init__(self, name: str, dispatcher: Dispatcher, names: NameGenerator) -> None:
+    def __init__(
+        self, name: str, dispatcher: Dispatcher, names: NameGenerator, events: EventBus | None = None
+    ) -> None:
         self.name = name
+        self.events = events if events is not None else EventBus()
         self.dispatcher = dispatcher
         self.names = names
         self.queues: dict[str, Queue] = {}
@@ -119,6 +123,15 @@ class VirtualHost:
             raise reserved_name_error("exchange", name)
         exchange = create_exchange(name, type_name, durable, auto_delete, internal, args, vhost=self.name)
         self.exchanges[name] = exchange
+        if self.events.observers:
+            self.events.topology(
+                Topology.EXCHANGE_DECLARED,
+                self.name,
+                exchange=name,
+                type=type_name,
+                durable=durable,
+                arguments=args,
+            )
         return exchange
 
     def delete_exchange(self, name: str, if_unused: bool = False) -> None:
@@ -139,8 +152,41 @@ class VirtualHost:
 
     def _remove_exchange(self, exchange: Exchange) -> None:
         del self.exchanges[exchange.name]
-        self.bindings.remove_source(exchange)
-        self._after_unbind(self.bindings.remove_destination(exchange))
+        self._unbound(self.bindings.remove_source(exchange))
+        removed = self.bindings.remove_destination(exchange)
+        self._unbound(removed)
+        if self.events.observers:
+            self.events.topology(Topology.EXCHANGE_DELETED, self.name, exchange=exchange.name)
+        self._after_unbind(removed)
+
+    def _bound(
+        self, source: Exchange, destination: Queue | Exchange, routing_key: str, arguments: Any
+    ) -> None:
+        if self.events.observers:
+            kind = "exchange" if isinstance(destination, Exchange) else "queue"
+            self.events.topology(
+                Topology.BOUND,
+                self.name,
+                source=source.name,
+                destination=destination.name,
+                destination_type=kind,
+                routing_key=routing_key,
+                arguments=dict(arguments),
+            )
+
+    def _unbound(self, removed: list[Binding]) -> None:
+        if self.events.observers:
+            for binding in removed:
+                destination = binding.destination
+                self.events.topology(
+                    Topology.UNBOUND,
+                    self.name,
+                    source=binding.source.name,
+                    destination=getattr(destination, "name", ""),
+                    destination_type="exchange" if binding.is_e2e else "queue",
+                    routing_key=binding.routing_key,
+                    arguments=binding.args,
+                )
 
     def _after_unbind(self, removed: list[Binding]) -> None:
         for binding in removed:
@@ -173,7 +219,9 @@ class VirtualHost:
     ) -> None:
         source = self._bindable_source(exchange_name)
         queue = self.queue(queue_name, owner)
-        self.bindings.add(source, queue, routing_key, dict(arguments or {}))
+        args = dict(arguments or {})
+        if self.bindings.add(source, queue, routing_key, args):
+            self._bound(source, queue, routing_key, args)
 
     def unbind_queue(
         self,
@@ -197,6 +245,7 @@ class VirtualHost:
             return
         self.queue(queue_name, owner)  # exclusive to another connection: 405
         self.bindings.remove(source, queue, routing_key, args)
+        self._unbound([Binding(source, queue, routing_key, freeze_table(args))])
         self._maybe_auto_delete(source)
 
     def bind_exchange(
@@ -204,7 +253,9 @@ class VirtualHost:
     ) -> None:
         dest_exchange = self._bindable_source(destination)
         source_exchange = self._bindable_source(source)
-        self.bindings.add(source_exchange, dest_exchange, routing_key, dict(arguments or {}))
+        args = dict(arguments or {})
+        if self.bindings.add(source_exchange, dest_exchange, routing_key, args):
+            self._bound(source_exchange, dest_exchange, routing_key, args)
 
     def unbind_exchange(
         self, destination: str, source: str, routing_key: str, arguments: Mapping[str, Any] | None
@@ -215,7 +266,9 @@ class VirtualHost:
         source_exchange = self.exchanges.get(source)
         if dest_exchange is None or source_exchange is None:
             return  # missing ends: nothing to unbind (RabbitMQ 3.x is idempotent here)
-        if self.bindings.remove(source_exchange, dest_exchange, routing_key, dict(arguments or {})):
+        args = dict(arguments or {})
+        if self.bindings.remove(source_exchange, dest_exchange, routing_key, args):
+            self._unbound([Binding(source_exchange, dest_exchange, routing_key, freeze_table(args))])
             self._maybe_auto_delete(source_exchange)
 
     # -- queues
@@ -260,7 +313,18 @@ class VirtualHost:
             arguments=args,
             on_unused=self._auto_delete_queue,
         )
+        queue.events = self.events
         self.queues[name] = queue
+        if self.events.observers:
+            self.events.topology(
+                Topology.QUEUE_DECLARED,
+                self.name,
+                queue=name,
+                durable=durable,
+                exclusive=exclusive,
+                auto_delete=auto_delete,
+                arguments=args,
+            )
         return queue
 
     def new_queue_name(self) -> str:
@@ -289,11 +353,23 @@ class VirtualHost:
         cancelled.
         """
         self.queues.pop(queue.name, None)
-        self._after_unbind(self.bindings.remove_destination(queue))
+        removed = self.bindings.remove_destination(queue)
+        self._unbound(removed)
+        self._after_unbind(removed)
+        if self.events.observers:
+            self._dropped(queue, list(queue.ready), "queue_deleted")
+            self.events.topology(Topology.QUEUE_DELETED, self.name, queue=queue.name)
         return queue.delete()
 
+    def _dropped(self, queue: Queue, envelopes: list[Envelope], reason: str) -> None:
+        for envelope in envelopes:
+            self.events.message(Fate.DROPPED, self.name, envelope.message, queue.name, reason=reason)
+
     def purge_queue(self, name: str, owner: object) -> int:
-        return self.queue(name, owner).purge()
+        queue = self.queue(name, owner)
+        if self.events.observers:
+            self._dropped(queue, list(queue.ready), "purged")
+        return queue.purge()
 
     # -- publishing
     # ---------------------------------------------------------------------------------------------

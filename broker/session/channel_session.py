@@ -13,10 +13,12 @@ from pamqp import commands
 from pamqp.base import Frame
 
 from broker.core.consumer import Consumer
+from broker.core.events import Fate
 from broker.core.expiration import parse_expiration
 from broker.core.message import Message
 from broker.core.queue import Envelope, Queue
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
+from broker.session.fates import settled_events
 from broker.session.handlers.table import HANDLERS
 from broker.session.tx import Transaction
 from protocol.channel_state import ContentAssembler
@@ -149,6 +151,18 @@ class ChannelSession:
         vhost = self.conn.vhost
         assert vhost is not None
         queues = vhost.publish(message.exchange, message)
+        events = vhost.events
+        if events.observers:
+            events.message(
+                Fate.PUBLISHED,
+                vhost.name,
+                message,
+                exchange=message.exchange,
+                routing_key=message.routing_key,
+            )
+            events.message(Fate.ROUTED, vhost.name, message, queues=[queue.name for queue in queues])
+            if not queues and mandatory:
+                events.message(Fate.RETURNED, vhost.name, message, reply_code=int(ReplyCode.NO_ROUTE))
         if not queues and mandatory:
             # basic.return goes out before the confirm (confirms.md), which flush_confirms sends later.
             self.send_content(
@@ -193,6 +207,9 @@ class ChannelSession:
         if not consumer.no_ack:
             tracker.track(Delivery(tag, queue, envelope, consumer))
         message = envelope.message
+        events = queue.events
+        if events is not None and events.observers:
+            self.delivered_event(queue, envelope, tag, consumer.consumer_tag, consumer.no_ack)
         self.send_content(
             encode_basic_deliver(
                 self.channel_id,
@@ -204,6 +221,23 @@ class ChannelSession:
             ),
             message,
         )
+
+    def delivered_event(
+        self, queue: Queue, envelope: Envelope, delivery_tag: int, consumer_tag: str | None, no_ack: bool
+    ) -> None:
+        assert queue.events is not None
+        queue.events.message(
+            Fate.DELIVERED,
+            queue.vhost,
+            envelope.message,
+            queue.name,
+            consumer_tag=consumer_tag,
+            delivery_tag=delivery_tag,
+            redelivered=envelope.redelivered,
+            no_ack=no_ack,
+        )
+        if no_ack:
+            queue.events.message(Fate.ACKED, queue.vhost, envelope.message, queue.name, auto=True)
 
     def send_content(self, method_frame: bytes, message: Message) -> None:
         conn = self.conn
@@ -233,6 +267,9 @@ class ChannelSession:
         self.wake_queues_of(deliveries)
 
     def finish_settle(self, deliveries: list[Delivery], requeue: bool | None) -> None:
+        vhost = self.conn.vhost
+        if vhost is not None and vhost.events.observers:
+            settled_events(vhost.events, deliveries, requeue)
         if requeue:
             requeue_deliveries(deliveries)
 
@@ -291,4 +328,8 @@ class ChannelSession:
         if self.tx is not None:
             self.tx.rollback_settlements(self.unacked)
             self.tx = None
-        requeue_deliveries(self.unacked.take_all())
+        deliveries = self.unacked.take_all()
+        vhost = self.conn.vhost
+        if vhost is not None and vhost.events.observers:
+            settled_events(vhost.events, deliveries, True, closed=True)
+        requeue_deliveries(deliveries)

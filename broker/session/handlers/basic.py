@@ -10,6 +10,7 @@ from pamqp import commands
 
 from broker.core.consumer import Consumer
 from broker.core.unacked import Delivery, requeue_deliveries
+from broker.session.fates import settled_events
 from protocol.errors import HardError, ReplyCode
 from protocol.fastpath import encode_basic_get_ok
 
@@ -78,6 +79,8 @@ def get(channel: ChannelSession, method: commands.Basic.Get) -> None:
     tag = channel.unacked.allocate_tag()
     if not method.no_ack:
         channel.unacked.track(Delivery(tag, queue, envelope, None))
+    if queue.events is not None and queue.events.observers:
+        channel.delivered_event(queue, envelope, tag, None, method.no_ack)
     message = envelope.message
     channel.send_content(
         encode_basic_get_ok(
@@ -95,6 +98,10 @@ def get(channel: ChannelSession, method: commands.Basic.Get) -> None:
 def recover(channel: ChannelSession, method: commands.Basic.Recover | commands.Basic.RecoverAsync) -> None:
     if not method.requeue:
         raise HardError(ReplyCode.NOT_IMPLEMENTED, "requeue=false")
-    requeue_deliveries(channel.unacked.take_all())
+    deliveries = channel.unacked.take_all()
+    vhost = channel.conn.vhost
+    if vhost is not None and vhost.events.observers:
+        settled_events(vhost.events, deliveries, True, closed=True)
+    requeue_deliveries(deliveries)
     if isinstance(method, commands.Basic.Recover):
         channel.conn.send(channel.channel_id, commands.Basic.RecoverOk())

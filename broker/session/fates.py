@@ -1,0 +1,25 @@
+"""Events for how deliveries were settled (ack, nack/reject, requeue on close), for attached observers."""
+
+from __future__ import annotations
+
+from broker.core.events import EventBus, Fate
+from broker.core.unacked import Delivery
+
+
+def settled_events(
+    events: EventBus, deliveries: list[Delivery], requeue: bool | None, closed: bool = False
+) -> None:
+    """ACKED for acks; NACKED then REQUEUED or DROPPED for nacks and rejects; REQUEUED on channel close."""
+    for delivery in deliveries:
+        queue, message = delivery.queue, delivery.envelope.message
+        if not closed:
+            if requeue is None:
+                events.message(
+                    Fate.ACKED, queue.vhost, message, queue.name, delivery_tag=delivery.delivery_tag
+                )
+                continue
+            events.message(Fate.NACKED, queue.vhost, message, queue.name, requeue=requeue)
+        if requeue:
+            events.message(Fate.REQUEUED, queue.vhost, message, queue.name)
+        else:
+            events.message(Fate.DROPPED, queue.vhost, message, queue.name, reason="rejected")
