@@ -17,6 +17,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the broker in the foreground")
     add_serve_arguments(serve)
+    from broker.bench.runner import build_parser as build_bench_parser
+
+    build_bench_parser(commands.add_parser("bench", help="measure a broker's throughput and latency"))
     return parser
 
 
@@ -29,4 +32,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = config_from_args(args)
         configure_logging(config.log_format, config.log_level)
         return run(config)
+    if args.command == "bench":
+        from broker.bench.runner import run as run_bench
+
+        return run_bench(args)
     return 2  # pragma: no cover - argparse rejects unknown commands first

@@ -1,0 +1,72 @@
+"""`warrenmq bench` runs every scenario against a live broker, small, and reports sane figures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from broker.bench import scenarios
+from broker.bench.client import BenchError, Connection
+
+
+@pytest.mark.slow
+def test_every_scenario_runs_and_writes_json(amqp_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "bench.jsonl"
+    names = ["pub16", "pubsub", "ack1", "ack50", "fanout", "topic", "confirm1", "conns"]
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "broker",
+            "bench",
+            "--url",
+            amqp_url,
+            "--scale",
+            "0.01",
+            "--json",
+            str(out),
+            *names,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [row["name"] for row in rows] == names
+    assert all(row["rate"] > 0 for row in rows)
+    fanout = next(row for row in rows if row["name"] == "fanout")
+    assert fanout["deliveries_per_s"] == pytest.approx(fanout["rate"] * 10)
+    assert next(row for row in rows if row["name"] == "topic")["extra"]["exact_counts"] is True
+
+
+def test_topic_reference_matcher_follows_rabbitmq_wildcards() -> None:
+    match = scenarios._topic_matches
+    assert match("a.*.c", "a.b.c")
+    assert not match("a.*.c", "a.c")
+    assert match("a.#.c", "a.c")
+    assert match("a.#.c", "a.b.b.c")
+    assert match("#", "a.b")
+    assert not match("a.*", "a.b.c")
+
+
+def test_unknown_scenario_is_exit_2(amqp_url: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "broker", "bench", "--url", amqp_url, "nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "unknown scenario" in result.stderr
+
+
+def test_non_amqp_urls_are_refused() -> None:
+    with pytest.raises(BenchError):
+        Connection("http://127.0.0.1:1/")
