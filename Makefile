@@ -7,7 +7,7 @@ HOST ?= 0.0.0.0
 PORT ?= 5672
 PYTEST_ARGS ?=
 
-.PHONY: run test lint typecheck contracts pytest clean
+.PHONY: run test lint typecheck contracts pytest bench benchmarks clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,8 @@ run: $(STAMP)
 	$(VENV)/bin/warrenmq serve --host $(HOST) --port $(PORT)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check protocol broker tests
-	$(VENV)/bin/ruff format --check protocol broker tests
+	$(VENV)/bin/ruff check protocol broker tests benchmarks
+	$(VENV)/bin/ruff format --check protocol broker tests benchmarks
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
@@ -34,6 +34,14 @@ pytest: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test: lint typecheck contracts pytest
+
+# Routing-core and codec microbenchmarks (pytest-benchmark); reported, never asserted as times.
+bench: $(STAMP)
+	$(PY) -m pytest benchmarks -p no:cacheprovider --benchmark-columns=mean,stddev,ops,rounds --benchmark-sort=name
+
+# Side-by-side broker comparison with amqpperf (needs librabbitmq-dev and rabbitmq-server); writes docs/benchmarks.md.
+benchmarks: $(STAMP)
+	$(PY) perf/compare.py --output docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,205 @@
+"""Compare WarrenMQ and RabbitMQ with amqpperf in one sitting and write docs/benchmarks.md.
+
+Each scenario runs on a freshly started broker (no carry-over between scenarios), the two brokers alternating
+within every round; the table reports medians over rounds and the WarrenMQ/RabbitMQ ratio. Requires
+librabbitmq-dev (amqpperf) and Debian's rabbitmq-server. Usage: `make benchmarks` or
+`python perf/compare.py --rounds 3 --output docs/benchmarks.md`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RUN = HERE / "run.sh"
+RABBITMQ = HERE / "brokers" / "rabbitmq.sh"
+
+# scenario -> (label, metric extractor, unit, higher is better)
+METRICS = {
+    "pub16": ("publish-only, 16 B", lambda d: d["rate"], "msg/s", True),
+    "pub1k": ("publish-only, 1 KiB", lambda d: d["rate"], "msg/s", True),
+    "pubsub": ("publish → consume, autoack", lambda d: d["rate"], "msg/s", True),
+    "ack1": ("manual ack each, prefetch 100", lambda d: d["rate"], "msg/s", True),
+    "ack50": ("manual ack multiple/50, prefetch 100", lambda d: d["rate"], "msg/s", True),
+    "fanout": ("fanout to 10 queues", lambda d: d["deliveries_per_s"], "deliveries/s", True),
+    "topic": ("topic, 10,000 bindings", lambda d: d["rate"], "msg/s", True),
+    "confirm": ("persistent 1 KiB + confirms, 1,000 in flight", lambda d: d["rate"], "msg/s", True),
+    "confirm1": ("persistent 1 KiB + confirms, 1 in flight", lambda d: d["rate"], "msg/s", True),
+    "pubsub-lat": ("p99 latency at 10k msg/s", lambda d: d["lat_us"]["p99"], "µs", False),
+    "conns": ("memory per idle connection (1,000)", lambda d: d["kb_per_conn"], "KiB", False),
+    "coldstart": (
+        "cold start to first handshake",
+        lambda d: d["startup_ms"] if d.get("ready") else None,
+        "ms",
+        False,
+    ),
+}
+DEFAULT = list(METRICS)
+# Rows whose comparison is not like-for-like yet, with the reason printed under the table.
+CAVEATS = {
+    "confirm": "WarrenMQ has no disk store yet (issue #4): it confirms persistent messages from memory, RabbitMQ after "
+    "fsync. Not a like-for-like comparison until durability lands.",
+}
+CAVEATS["confirm1"] = CAVEATS["confirm"]
+
+
+def _free(port: int) -> None:
+    for _ in range(100):
+        out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout
+        if not out.strip():
+            return
+        time.sleep(0.1)
+
+
+def _warrenmq_cmd(port: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "broker",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "error",
+    ]
+
+
+def _amqpperf(port: int, scenario: str, env: dict[str, str]) -> dict[str, object]:
+    out = subprocess.run(
+        ["bash", str(RUN), "127.0.0.1", str(port), scenario],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    ).stdout
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1]) if lines else {"error": "no output"}
+
+
+def run_scenario(broker: str, scenario: str, port: int) -> dict[str, object]:
+    env = dict(os.environ)
+    if scenario == "coldstart":
+        if broker == "warrenmq":
+            env["BROKER_CMD"] = " ".join(_warrenmq_cmd(port))
+        else:
+            env["BROKER_CMD"] = f"bash {RABBITMQ} fg {port}"
+        _free(port)
+        return _amqpperf(port, scenario, env)
+    if broker == "warrenmq":
+        process = subprocess.Popen(
+            _warrenmq_cmd(port), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        assert process.stdout is not None
+        process.stdout.readline()
+        try:
+            env["BROKER_PID"] = str(process.pid)
+            return _amqpperf(port, scenario, env)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
+            _free(port)
+    subprocess.run(["bash", str(RABBITMQ), "start", str(port)], check=True, capture_output=True, timeout=180)
+    try:
+        return _amqpperf(port, scenario, env)
+    finally:
+        subprocess.run(["bash", str(RABBITMQ), "stop", str(port)], capture_output=True, timeout=120)
+        _free(port)
+
+
+def _version(cmd: list[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def render(results: dict[str, dict[str, list[float]]], rounds: int, argv: list[str]) -> str:
+    today = datetime.date.today().isoformat()
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), ""
+    )
+    rabbit = _version(["dpkg-query", "-W", "-f", "${Version}", "rabbitmq-server"])
+    lines = [
+        "# Benchmarks: WarrenMQ vs RabbitMQ, same machine, same generator, one sitting",
+        "",
+        f"Measured {today} on {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
+        f"RabbitMQ {rabbit} (Debian, default config, no plugins). Broker and generator share the cores.",
+        f"Generator: amqpperf (`perf/amqpperf.c`, librabbitmq). Medians of {rounds} round(s); each scenario runs on",
+        "a freshly started broker, the two brokers alternating within each round. Ratio = WarrenMQ / RabbitMQ for",
+        "rates; for latency, memory and start-up, RabbitMQ / WarrenMQ (so above 1 means WarrenMQ is better).",
+        "",
+        "| Scenario | WarrenMQ | RabbitMQ | Ratio | Unit |",
+        "|---|---|---|---|---|",
+    ]
+    for scenario, (label, _, unit, higher) in METRICS.items():
+        if scenario not in results:
+            continue
+        w, r = results[scenario].get("warrenmq", []), results[scenario].get("rabbitmq", [])
+        if not w or not r:
+            continue
+        wm, rm = statistics.median(w), statistics.median(r)
+        ratio = (wm / rm if higher else rm / wm) if wm and rm else float("nan")
+        mark = " ¹" if scenario in CAVEATS else ""
+        lines.append(f"| {label}{mark} | {wm:,.1f} | {rm:,.1f} | {ratio:.2f}× | {unit} |")
+    notes = sorted({CAVEATS[s] for s in results if s in CAVEATS})
+    lines += ["", *(f"¹ {note}" for note in notes)]
+    lines += [
+        "",
+        "Reproduce: `make benchmarks` (this file), or by hand:",
+        "",
+        "```sh",
+        "apt-get install -y librabbitmq-dev amqp-tools rabbitmq-server",
+        f"python perf/compare.py {' '.join(argv)}".rstrip(),
+        "bash perf/run.sh 127.0.0.1 PORT pub16 pubsub ...     # one broker, raw JSON lines",
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("scenarios", nargs="*", default=DEFAULT)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--port", type=int, default=5698)
+    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    parser.add_argument("--raw", type=Path, default=None, help="append every raw JSON result here")
+    args = parser.parse_args()
+    results: dict[str, dict[str, list[float]]] = {}
+    for round_index in range(args.rounds):
+        for scenario in args.scenarios:
+            order = ["warrenmq", "rabbitmq"] if round_index % 2 == 0 else ["rabbitmq", "warrenmq"]
+            for broker in order:
+                data = run_scenario(broker, scenario, args.port)
+                data["broker"], data["round"] = broker, round_index
+                if args.raw:
+                    with args.raw.open("a") as raw:
+                        raw.write(json.dumps(data) + "\n")
+                try:
+                    value = float(METRICS[scenario][1](data))  # type: ignore[no-untyped-call]
+                except (KeyError, TypeError, ValueError):
+                    print(f"{broker} {scenario}: no figure ({data.get('error', data)})", file=sys.stderr)
+                    continue
+                results.setdefault(scenario, {}).setdefault(broker, []).append(value)
+                print(f"round {round_index + 1} {broker:8} {scenario:10} {value:,.1f}", flush=True)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(render(results, args.rounds, sys.argv[1:]))
+    print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
