@@ -21,8 +21,8 @@ run: $(STAMP)
 	$(VENV)/bin/warrenmq serve --host $(HOST) --port $(PORT)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check protocol broker tests benchmarks
-	$(VENV)/bin/ruff format --check protocol broker tests benchmarks
+	$(VENV)/bin/ruff check protocol broker tests benchmarks perf/compare.py
+	$(VENV)/bin/ruff format --check protocol broker tests benchmarks perf/compare.py
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

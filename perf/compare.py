@@ -48,15 +48,17 @@ METRICS = {
 DEFAULT = list(METRICS)
 # Rows whose comparison is not like-for-like yet, with the reason printed under the table.
 CAVEATS = {
-    "confirm": "WarrenMQ has no disk store yet (issue #4): it confirms persistent messages from memory, RabbitMQ after "
-    "fsync. Not a like-for-like comparison until durability lands.",
+    "confirm": "WarrenMQ has no disk store yet (issue #4): it confirms persistent messages from memory, "
+    "RabbitMQ after fsync. Not a like-for-like comparison until durability lands.",
 }
 CAVEATS["confirm1"] = CAVEATS["confirm"]
 
 
 def _free(port: int) -> None:
     for _ in range(100):
-        out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout
+        out = subprocess.run(
+            ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=False
+        ).stdout
         if not out.strip():
             return
         time.sleep(0.1)
@@ -84,6 +86,7 @@ def _amqpperf(port: int, scenario: str, env: dict[str, str]) -> dict[str, object
         text=True,
         env=env,
         timeout=300,
+        check=False,
     ).stdout
     lines = [line for line in out.splitlines() if line.startswith("{")]
     return json.loads(lines[-1]) if lines else {"error": "no output"}
@@ -115,31 +118,36 @@ def run_scenario(broker: str, scenario: str, port: int) -> dict[str, object]:
     try:
         return _amqpperf(port, scenario, env)
     finally:
-        subprocess.run(["bash", str(RABBITMQ), "stop", str(port)], capture_output=True, timeout=120)
+        subprocess.run(
+            ["bash", str(RABBITMQ), "stop", str(port)], capture_output=True, timeout=120, check=False
+        )
         _free(port)
 
 
 def _version(cmd: list[str]) -> str:
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[0]
+        return (
+            subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+            .stdout.strip()
+            .splitlines()[0]
+        )
     except (OSError, IndexError, subprocess.TimeoutExpired):
         return "unknown"
 
 
 def render(results: dict[str, dict[str, list[float]]], rounds: int, argv: list[str]) -> str:
     today = datetime.date.today().isoformat()
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), ""
-    )
+    with open("/proc/cpuinfo") as cpuinfo:
+        cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
     rabbit = _version(["dpkg-query", "-W", "-f", "${Version}", "rabbitmq-server"])
     lines = [
         "# Benchmarks: WarrenMQ vs RabbitMQ, same machine, same generator, one sitting",
         "",
-        f"Measured {today} on {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
+        f"Measured {today} on {os.cpu_count()} cores ({cpu}), Python {platform.python_version()},",
         f"RabbitMQ {rabbit} (Debian, default config, no plugins). Broker and generator share the cores.",
-        f"Generator: amqpperf (`perf/amqpperf.c`, librabbitmq). Medians of {rounds} round(s); each scenario runs on",
-        "a freshly started broker, the two brokers alternating within each round. Ratio = WarrenMQ / RabbitMQ for",
-        "rates; for latency, memory and start-up, RabbitMQ / WarrenMQ (so above 1 means WarrenMQ is better).",
+        f"Generator: amqpperf (`perf/amqpperf.c`, librabbitmq). Medians of {rounds} round(s); each scenario",
+        "runs on a freshly started broker, the two brokers alternating within each round. Ratio = WarrenMQ /",
+        "RabbitMQ for rates; for latency, memory and start-up RabbitMQ / WarrenMQ (above 1: WarrenMQ wins).",
         "",
         "| Scenario | WarrenMQ | RabbitMQ | Ratio | Unit |",
         "|---|---|---|---|---|",
@@ -153,7 +161,7 @@ def render(results: dict[str, dict[str, list[float]]], rounds: int, argv: list[s
         wm, rm = statistics.median(w), statistics.median(r)
         ratio = (wm / rm if higher else rm / wm) if wm and rm else float("nan")
         mark = " ¹" if scenario in CAVEATS else ""
-        lines.append(f"| {label}{mark} | {wm:,.1f} | {rm:,.1f} | {ratio:.2f}× | {unit} |")
+        lines.append(f"| {label}{mark} | {wm:,.1f} | {rm:,.1f} | {ratio:.2f}× | {unit} |")  # noqa: RUF001
     notes = sorted({CAVEATS[s] for s in results if s in CAVEATS})
     lines += ["", *(f"¹ {note}" for note in notes)]
     lines += [
