@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -27,6 +28,11 @@ def build_spark(
     if master is not None and master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the hostname may resolve to loopback: no WARN
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        # Python workers must import the same broker package as the driver (replay runs broker.core there).
+        root = str(Path(__file__).resolve().parents[2])
+        paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if root not in paths:
+            os.environ["PYTHONPATH"] = os.pathsep.join([root, *filter(None, paths)])
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
