@@ -52,7 +52,8 @@ def test_compact_mode_writes_one_row_per_delivery_with_publish_deliver_and_settl
     assert (row["outcome"], row["exchange"], row["routing_key"], row["queue"]) == ("ack", "", "q", "q")
     assert (row["fanout"], row["body_size"], row["redelivered"]) == (1, 5, False)
     assert row["publish_ts"] < row["deliver_ts"] < row["ts"]
-    assert recorder.live == {} and recorder.inflight == {}
+    assert recorder.live == {}
+    assert recorder.inflight == {}
 
 
 def test_compact_mode_nack_requeue_then_ack_gives_two_attempts_and_the_second_is_redelivered() -> None:
@@ -102,8 +103,11 @@ def test_full_mode_writes_every_event_with_the_publish_time_carried() -> None:
     ]
     publish_ts = events[0]["ts"]
     assert {e["publish_ts"] for e in events} == {publish_ts}
-    assert events[1]["fanout"] == 1 and events[2]["delivery_tag"] == 1 and events[4]["reason"] == "rejected"
-    assert events[0]["connection"] == "test" and events[0]["channel"] == 1
+    assert events[1]["fanout"] == 1
+    assert events[2]["delivery_tag"] == 1
+    assert events[4]["reason"] == "rejected"
+    assert events[0]["connection"] == "test"
+    assert events[0]["channel"] == 1
     topology = [r["event"] for r in sink.rows[EVENTS] if r["msg_seq"] is None]
     assert topology == ["queue_declared"]
 
@@ -113,7 +117,7 @@ def test_sampling_keeps_all_or_none_of_a_messages_rows() -> None:
     client, recorder, sink = setup(mode="full", sample=0.5, rng=lambda: next(draws))
     for body in (b"1", b"22", b"333", b"4444"):
         client.publish(1, body, "q")
-    for tag in range(1, 5):
+    for _tag in range(1, 5):
         client.send(1, commands.Basic.Get(queue="q", no_ack=True))
     recorder.flush()
     rows = [r for r in sink.rows[EVENTS] if r["msg_seq"] is not None]

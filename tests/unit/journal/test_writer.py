@@ -1,4 +1,4 @@
-"""The journal writer: dot-prefixed in-progress files, rotation by size, age and hour, counted drops, versions."""
+"""The journal writer: dot-prefixed in-progress files, rotation (size, age, hour), counted drops, versions."""
 
 from __future__ import annotations
 
@@ -159,7 +159,8 @@ def test_empty_files_are_not_published(tmp_path: Path) -> None:
     writer.start()
     writer.submit(DELIVERIES, [])
     writer.close()
-    assert published(tmp_path) == [] and hidden(tmp_path) == []
+    assert published(tmp_path) == []
+    assert hidden(tmp_path) == []
 
 
 def test_default_format_is_parquet_when_pyarrow_is_installed() -> None:
