@@ -14,7 +14,7 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,journal,analytics]'
 	touch $(STAMP)
 
 run: $(STAMP)

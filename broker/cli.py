@@ -1,8 +1,9 @@
-"""The `warrenmq` command: `serve` runs the broker."""
+"""The `warrenmq` command: `serve` runs the broker, `bench` measures one, `analytics` runs Spark jobs."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from broker import __version__
@@ -20,10 +21,21 @@ def build_parser() -> argparse.ArgumentParser:
     from broker.bench.runner import build_parser as build_bench_parser
 
     build_bench_parser(commands.add_parser("bench", help="measure a broker's throughput and latency"))
+    analytics = commands.add_parser(
+        "analytics", help="PySpark jobs over the event journal (needs the `analytics` extra)", add_help=False
+    )
+    analytics.add_argument("job_args", nargs=argparse.REMAINDER)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["analytics"]:
+        # Everything after `analytics` (--help included) belongs to the analytics CLI, imported only here:
+        # the broker itself never loads Spark (import-linter contract).
+        from broker.analytics.cli import main as analytics_main
+
+        return analytics_main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         from broker.log_setup import configure_logging

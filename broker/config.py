@@ -22,6 +22,19 @@ MAX_CHANNEL_MAX = 65535
 
 
 @dataclass(frozen=True)
+class JournalConfig:
+    """The event journal (broker/journal); ``None`` in ServerConfig = off, the default."""
+
+    directory: str
+    mode: str = "compact"
+    sample: float = 1.0
+    capture_routing: bool = False
+    format: str | None = None  # None: Parquet when pyarrow is installed, else JSON Lines
+    rotate_s: float = 60.0
+    rotate_bytes: int = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
 class ServerConfig:
     host: str = "0.0.0.0"
     port: int = 5672
@@ -31,6 +44,7 @@ class ServerConfig:
     log_level: str = "info"
     name_seed: int | None = None
     session: SessionConfig = field(default_factory=SessionConfig)
+    journal: JournalConfig | None = None
 
 
 def _env(name: str, default: str) -> str:
@@ -96,6 +110,51 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="bytes (WARRENMQ_MAX_MESSAGE_SIZE)",
     )
     parser.add_argument("--name-seed", type=int, default=None, help="seed for server-generated names (tests)")
+    add_journal_arguments(parser)
+
+
+def add_journal_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("event journal (off unless --journal-dir is given)")
+    group.add_argument("--journal-dir", default=_env("JOURNAL_DIR", "") or None, help="WARRENMQ_JOURNAL_DIR")
+    group.add_argument(
+        "--journal-mode",
+        choices=("compact", "full"),
+        default=_env("JOURNAL_MODE", "compact"),
+        help="compact: one row per delivery; full: every event (WARRENMQ_JOURNAL_MODE)",
+    )
+    group.add_argument(
+        "--journal-sample",
+        type=float,
+        default=float(_env("JOURNAL_SAMPLE", "1.0")),
+        help="fraction of messages journaled, decided per message at publish (WARRENMQ_JOURNAL_SAMPLE)",
+    )
+    group.add_argument(
+        "--journal-capture-routing",
+        action="store_true",
+        default=_env("JOURNAL_CAPTURE_ROUTING", "") in ("1", "true"),
+        help="also record exchange, routing key, headers and queues reached, for route replay",
+    )
+    group.add_argument("--journal-format", choices=("parquet", "jsonl"), default=None)
+    group.add_argument("--journal-rotate-seconds", type=float, default=60.0)
+    group.add_argument("--journal-rotate-mb", type=float, default=64.0)
+
+
+def journal_config_from_args(args: argparse.Namespace) -> JournalConfig | None:
+    if not args.journal_dir:
+        return None
+    if not 0.0 < args.journal_sample <= 1.0:
+        raise SystemExit("warrenmq: --journal-sample must be within (0, 1]")
+    if args.journal_rotate_seconds <= 0 or args.journal_rotate_mb <= 0:
+        raise SystemExit("warrenmq: journal rotation limits must be positive")
+    return JournalConfig(
+        directory=args.journal_dir,
+        mode=args.journal_mode,
+        sample=args.journal_sample,
+        capture_routing=args.journal_capture_routing,
+        format=args.journal_format,
+        rotate_s=args.journal_rotate_seconds,
+        rotate_bytes=int(args.journal_rotate_mb * 1024 * 1024),
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
@@ -124,4 +183,5 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             heartbeat_s=args.heartbeat,
             max_message_size=args.max_message_size,
         ),
+        journal=journal_config_from_args(args),
     )

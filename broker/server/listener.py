@@ -12,6 +12,7 @@ import structlog
 
 from broker.config import ServerConfig
 from broker.core.broker import Broker
+from broker.journal.service import JournalService
 from broker.server.amqp_protocol import AMQPProtocol
 
 log = structlog.get_logger("warrenmq.server")
@@ -28,8 +29,13 @@ class Server:
         )
         self.connections: set[AMQPProtocol] = set()
         self._server: asyncio.Server | None = None
+        self.journal: JournalService | None = None
+        if config.journal is not None:
+            self.journal = JournalService(config.journal, self.broker.events, loop)
 
     async def start(self) -> tuple[str, int]:
+        if self.journal is not None:
+            self.journal.start()
         self._server = await self.loop.create_server(
             lambda: AMQPProtocol(self),
             host=self.config.host,
@@ -54,6 +60,8 @@ class Server:
             protocol.close()
         if self._server is not None:
             await self._server.wait_closed()
+        if self.journal is not None:
+            self.journal.stop()
 
 
 async def serve(config: ServerConfig, on_ready: Callable[[str, int], None] | None = None) -> None:

@@ -159,8 +159,12 @@ class ChannelSession:
                 message,
                 exchange=message.exchange,
                 routing_key=message.routing_key,
+                channel=self.channel_id,
+                connection=self.conn.peer,
             )
-            events.message(Fate.ROUTED, vhost.name, message, queues=[queue.name for queue in queues])
+            events.message(
+                Fate.ROUTED, vhost.name, message, queues=[queue.name for queue in queues], mandatory=mandatory
+            )
             if not queues and mandatory:
                 events.message(Fate.RETURNED, vhost.name, message, reply_code=int(ReplyCode.NO_ROUTE))
         if not queues and mandatory:

@@ -1,0 +1,82 @@
+"""The journal's lifetime on the loop: attach the recorder, flush it on a timer, close the writer at stop."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable
+
+import structlog
+
+from broker.config import JournalConfig
+from broker.core.events import EventBus
+from broker.journal.recorder import JournalRecorder
+from broker.journal.writer import JournalStats, JournalWriter, wall_clock_us
+
+log = structlog.get_logger("warrenmq.journal")
+
+FLUSH_INTERVAL_S = 1.0
+
+
+class JournalService:
+    def __init__(self, config: JournalConfig, events: EventBus, loop: asyncio.AbstractEventLoop) -> None:
+        self.config = config
+        self.loop = loop
+        self.node = f"warrenmq@{socket.gethostname()}"
+        self.writer = JournalWriter(
+            config.directory,
+            self.node,
+            fmt=config.format,
+            rotate_s=config.rotate_s,
+            rotate_bytes=config.rotate_bytes,
+        )
+        self.recorder = JournalRecorder(
+            self.writer,
+            wall_clock_us,
+            mode=config.mode,
+            sample=config.sample,
+            capture_routing=config.capture_routing,
+        )
+        self._events = events
+        self._detach: Callable[[], None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def stats(self) -> JournalStats:
+        return self.writer.stats
+
+    def start(self) -> None:
+        self.writer.start()
+        self._detach = self._events.attach(self.recorder)
+        self._timer = self.loop.call_later(FLUSH_INTERVAL_S, self._tick)
+        log.info(
+            "journal_started",
+            directory=self.config.directory,
+            mode=self.config.mode,
+            format=self.writer.format,
+            sample=self.config.sample,
+            capture_routing=self.config.capture_routing,
+        )
+
+    def _tick(self) -> None:
+        self.recorder.flush()
+        self._timer = self.loop.call_later(FLUSH_INTERVAL_S, self._tick)
+
+    def stop(self) -> None:
+        """Detach, hand over the last rows and wait for the writer to complete its files (shutdown only)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._detach is not None:
+            self._detach()
+            self._detach = None
+        self.recorder.flush()
+        self.writer.close()
+        stats = self.writer.stats
+        log.info(
+            "journal_stopped",
+            rows_written=stats.rows_written,
+            files=stats.files_completed,
+            batches_dropped=stats.batches_dropped,
+            rows_dropped=stats.rows_dropped,
+        )

@@ -1,0 +1,172 @@
+"""The journal writer: dot-prefixed in-progress files, rotation (size, age, hour), counted drops, versions."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from broker.journal import files
+from broker.journal.schema import DELIVERIES, EVENTS, JOURNAL_DROP, METADATA_KEY, SCHEMA_VERSION, row_width
+from broker.journal.writer import JournalWriter
+
+T0 = 1_700_000_000_000_000  # µs, 2023-11-14T22:13:20Z
+
+
+def delivery_row(ts: int, seq: int) -> tuple[Any, ...]:
+    return (ts, "ack", "/", seq, "ex", "rk", "q", 1, 16, ts - 500, ts - 100, False, None)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def published(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+def hidden(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob(".*") if p.is_file())
+
+
+def wait_written(writer: JournalWriter, rows: int) -> None:
+    # The writer thread is asynchronous: poll its counter with a deadline (no fixed sleep).
+    done = threading.Event()
+    for _ in range(500):
+        if writer.stats.rows_written >= rows:
+            done.set()
+            break
+        done.wait(0.01)
+    assert writer.stats.rows_written >= rows, "writer did not write in time"
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_file_is_dot_prefixed_until_complete_then_renamed(tmp_path: Path, fmt: str) -> None:
+    writer = JournalWriter(tmp_path, "node-1", fmt=fmt, clock_us=Clock(), tick_s=0.01)
+    writer.start()
+    writer.submit(DELIVERIES, [delivery_row(T0, 1), delivery_row(T0 + 1, 2)])
+    wait_written(writer, 2)
+    assert published(tmp_path) == []
+    [in_progress] = hidden(tmp_path)
+    assert in_progress.name.endswith(f".{fmt}.inprogress")
+    writer.close()
+    assert hidden(tmp_path) == []
+    [final] = published(tmp_path)
+    assert final.parent.relative_to(tmp_path).as_posix() == "deliveries/date=2023-11-14/hour=22"
+    assert final.name == f"node-1-{T0}-1.{fmt}"
+
+
+def test_parquet_rows_carry_schema_version_node_and_utc_microsecond_timestamps(tmp_path: Path) -> None:
+    writer = JournalWriter(tmp_path, "n", fmt="parquet", clock_us=Clock())
+    writer.start()
+    writer.submit(DELIVERIES, [delivery_row(T0, 7)])
+    writer.close()
+    table = pq.read_table(published(tmp_path)[0])
+    assert table.schema.metadata[METADATA_KEY] == str(SCHEMA_VERSION).encode()
+    assert str(table.schema.field("ts").type) == "timestamp[us, tz=UTC]"
+    row = table.to_pylist()[0]
+    assert (row["v"], row["node"], row["msg_seq"], row["outcome"]) == (SCHEMA_VERSION, "n", 7, "ack")
+    assert int(row["ts"].timestamp() * 1_000_000) == T0
+
+
+def test_jsonl_rows_are_flat_objects_with_integer_timestamps(tmp_path: Path) -> None:
+    writer = JournalWriter(tmp_path, "n", fmt="jsonl", clock_us=Clock())
+    writer.start()
+    writer.submit(DELIVERIES, [delivery_row(T0, 7)])
+    writer.close()
+    [line] = published(tmp_path)[0].read_text().splitlines()
+    row = json.loads(line)
+    assert row["v"] == SCHEMA_VERSION
+    assert (row["ts"], row["publish_ts"], row["queue"]) == (T0, T0 - 500, "q")
+
+
+def test_rotates_when_a_file_reaches_the_size_limit(tmp_path: Path) -> None:
+    writer = JournalWriter(tmp_path, "n", fmt="jsonl", rotate_bytes=1, clock_us=Clock())
+    writer.start()
+    for seq in range(3):
+        writer.submit(DELIVERIES, [delivery_row(T0 + seq, seq)])
+    writer.close()
+    assert len(published(tmp_path)) == 3
+    assert writer.stats.files_completed == 3
+
+
+def test_rotates_by_age_even_without_new_rows(tmp_path: Path) -> None:
+    clock = Clock()
+    writer = JournalWriter(tmp_path, "n", fmt="jsonl", rotate_s=60, clock_us=clock, tick_s=0.01)
+    writer.start()
+    writer.submit(DELIVERIES, [delivery_row(T0, 1)])
+    wait_written(writer, 1)
+    clock.now += 61_000_000
+    for _ in range(500):  # the writer's idle tick completes the old file
+        if published(tmp_path):
+            break
+        threading.Event().wait(0.01)
+    assert len(published(tmp_path)) == 1
+    writer.close()
+
+
+def test_rotates_when_the_hour_partition_changes(tmp_path: Path) -> None:
+    writer = JournalWriter(tmp_path, "n", fmt="jsonl", clock_us=Clock())
+    writer.start()
+    writer.submit(DELIVERIES, [delivery_row(T0, 1)])
+    writer.submit(DELIVERIES, [delivery_row(T0 + 3_600_000_000, 2)])
+    writer.close()
+    hours = [p.parent.name for p in published(tmp_path)]
+    assert hours == ["hour=22", "hour=23"]
+
+
+def test_batches_are_dropped_and_counted_when_the_writer_is_behind(tmp_path: Path) -> None:
+    writer = JournalWriter(tmp_path, "n", fmt="jsonl", max_batches=2, clock_us=Clock())
+    # Not started yet: nothing drains the queue, as when the thread is stuck on a slow disk.
+    accepted = [writer.submit(DELIVERIES, [delivery_row(T0, i)] * 10) for i in range(5)]
+    assert accepted == [True, True, False, False, False]
+    assert (writer.stats.batches_dropped, writer.stats.rows_dropped) == (3, 30)
+    writer.start()
+    writer.close()
+    events = [json.loads(line) for p in published(tmp_path / EVENTS) for line in p.read_text().splitlines()]
+    assert [(e["event"], e["count"], e["reason"]) for e in events] == [(JOURNAL_DROP, 30, "backpressure")]
+    assert writer.stats.rows_written == 20 + 1
+
+
+def test_submit_never_blocks_the_caller(tmp_path: Path) -> None:
+    writer = JournalWriter(tmp_path, "n", fmt="jsonl", max_batches=1, clock_us=Clock())
+    rows: Sequence[tuple[Any, ...]] = [delivery_row(T0, 1)]
+    finished = threading.Event()
+
+    def flood() -> None:
+        for _ in range(1000):
+            writer.submit(DELIVERIES, rows)
+        finished.set()
+
+    thread = threading.Thread(target=flood)
+    thread.start()
+    assert finished.wait(5.0)
+    thread.join()
+    assert writer.stats.batches_dropped == 999
+
+
+def test_empty_files_are_not_published(tmp_path: Path) -> None:
+    writer = JournalWriter(tmp_path, "n", fmt="parquet", clock_us=Clock())
+    writer.start()
+    writer.submit(DELIVERIES, [])
+    writer.close()
+    assert published(tmp_path) == []
+    assert hidden(tmp_path) == []
+
+
+def test_default_format_is_parquet_when_pyarrow_is_installed() -> None:
+    assert files.default_format() == "parquet"
+
+
+def test_row_width_matches_the_columns_the_recorder_fills() -> None:
+    assert row_width(EVENTS) == 17
+    assert row_width(DELIVERIES) == len(delivery_row(T0, 1))
