@@ -111,3 +111,15 @@ def broker_factory() -> Iterator[object]:
     yield factory
     for broker in started:
         broker.stop()
+
+
+def _plugin_entry_point_installed() -> bool:
+    from importlib.metadata import entry_points
+
+    return any(ep.name == "warrenmq" for ep in entry_points(group="pytest11"))
+
+
+# The plugin is registered by the `pytest11` entry point once the project is (re)installed; a venv installed
+# from an older checkout lacks it, so load it by module name then (loading it twice would be an error).
+if not _plugin_entry_point_installed():
+    pytest_plugins = ["broker.testing.pytest_plugin"]
