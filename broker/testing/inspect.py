@@ -273,6 +273,9 @@ class Inspector:
         """Barrier: every byte clients have sent so far is read and processed, every resulting dispatch pass
         has run and every resulting frame was handed to the socket.
 
+        "Sent" means handed to this host's TCP stack: bytes a client's kernel still holds back (Nagle's
+        algorithm on a socket without TCP_NODELAY; pika and asyncio clients set it) have not been received.
+
         Quiet means: no socket the loop reads has unread input, the dispatcher has no pass scheduled (its
         `call_soon` batches re-arm while work remains) and no connection has frames waiting for its
         once-per-turn coalesced write. Any of those can create another, so quiet must hold on two

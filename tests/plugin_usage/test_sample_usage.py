@@ -23,11 +23,11 @@ def _channel(url: str) -> tuple[pika.BlockingConnection, pika.adapters.blocking_
 def test_published_messages_are_counted_after_settle(warrenmq_url: str, warrenmq_vhost: VhostHandle) -> None:
     connection, channel = _channel(warrenmq_url)
     channel.queue_declare("orders")
-    for number in range(200):
+    for number in range(5000):
         channel.basic_publish("", "orders", f"order {number}".encode())
     # basic_publish returns before the broker has read the frames; settle() is the barrier.
     warrenmq_vhost.settle()
-    assert warrenmq_vhost.queue("orders").messages_ready == 200
+    assert warrenmq_vhost.queue("orders").messages_ready == 5000
     connection.close()
 
 
@@ -57,7 +57,9 @@ def test_routing_keys_are_honoured(warrenmq_url: str, warrenmq_vhost: VhostHandl
     connection.close()
 
 
-async def test_worker_acks_are_awaited_without_sleeping(warrenmq_url: str, warrenmq_vhost: VhostHandle) -> None:
+async def test_worker_acks_are_awaited_without_sleeping(
+    warrenmq_url: str, warrenmq_vhost: VhostHandle
+) -> None:
     connection = await aio_pika.connect(warrenmq_url)
     channel = await connection.channel()
     queue = await channel.declare_queue("jobs")
@@ -75,7 +77,9 @@ async def test_worker_acks_are_awaited_without_sleeping(warrenmq_url: str, warre
     await connection.close()
 
 
-def test_message_fates_record_nacks_requeues_and_rejects(warrenmq_url: str, warrenmq_vhost: VhostHandle) -> None:
+def test_message_fates_record_nacks_requeues_and_rejects(
+    warrenmq_url: str, warrenmq_vhost: VhostHandle
+) -> None:
     connection, channel = _channel(warrenmq_url)
     channel.queue_declare("work")
     for body in (b"ok", b"retry", b"poison"):
@@ -83,7 +87,9 @@ def test_message_fates_record_nacks_requeues_and_rejects(warrenmq_url: str, warr
     ok = channel.basic_get("work")[0]
     retry = channel.basic_get("work")[0]
     poison = channel.basic_get("work")[0]
-    assert ok is not None and retry is not None and poison is not None
+    assert ok is not None
+    assert retry is not None
+    assert poison is not None
     channel.basic_ack(ok.delivery_tag)
     channel.basic_nack(retry.delivery_tag, requeue=True)
     channel.basic_reject(poison.delivery_tag, requeue=False)
