@@ -34,6 +34,7 @@ class Server:
         )
         self.connections: set[AMQPProtocol] = set()
         self._server: asyncio.Server | None = None
+        self.port = 0  # the bound AMQP port once started
         # Test fault injection (broker.testing.faults); None = off, and sessions skip every fault hook.
         self.faults: SessionFaults | None = None
 
@@ -46,6 +47,7 @@ class Server:
             backlog=1024,
         )
         host, port = self._server.sockets[0].getsockname()[:2]
+        self.port = int(port)
         return str(host), int(port)
 
     async def stop(self, grace_s: float = 2.0) -> None:
@@ -91,7 +93,7 @@ async def serve(
     for addon in addons:
         await addon.before_listen(server)
     host, port = await server.start()
-    ready: dict[str, Any] = {"amqp_host": host, "amqp_port": port}
+    ready: dict[str, Any] = {"amqp_host": host, "amqp_port": port, "management_port": None}
     for addon in addons:
         ready.update(await addon.after_listen(server))
     stop = asyncio.Event()
