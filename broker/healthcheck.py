@@ -28,6 +28,8 @@ class _Conn:
     def __init__(self, host: str, port: int, deadline: float) -> None:
         self.deadline = deadline
         self.sock = socket.create_connection((host, port), timeout=max(0.01, deadline - time.monotonic()))
+        # tune-ok and open go back to back: without this, Nagle holds open-ok back by a delayed ACK (40 ms).
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buffer = b""
 
     def send(self, value: Frame | header.ProtocolHeader) -> None:
