@@ -25,6 +25,11 @@ def build_parser() -> argparse.ArgumentParser:
         "analytics", help="PySpark jobs over the event journal (needs the `analytics` extra)", add_help=False
     )
     analytics.add_argument("job_args", nargs=argparse.REMAINDER)
+    health = commands.add_parser("healthcheck", help="exit 0 if a broker completes an AMQP handshake")
+    health.add_argument(
+        "--url", default=None, help="amqp://user:pass@host:port/vhost (default: local broker)"
+    )
+    health.add_argument("--timeout", type=float, default=5.0, help="seconds (default 5)")
     return parser
 
 
@@ -39,13 +44,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         from broker.log_setup import configure_logging
+        from broker.management.addons import addons_for
         from broker.server.listener import run
 
         config = config_from_args(args)
         configure_logging(config.log_format, config.log_level)
-        return run(config)
+        return run(config, addons_for(config))
     if args.command == "bench":
         from broker.bench.runner import run as run_bench
 
         return run_bench(args)
+    if args.command == "healthcheck":
+        from broker.healthcheck import main as healthcheck
+
+        return healthcheck(args.url, args.timeout)
     return 2  # pragma: no cover - argparse rejects unknown commands first

@@ -43,6 +43,8 @@ class ServerConfig:
     log_format: str = "console"
     log_level: str = "info"
     name_seed: int | None = None
+    management_port: int | None = 15672  # None: no management HTTP listener
+    definitions: str | None = None
     session: SessionConfig = field(default_factory=SessionConfig)
     journal: JournalConfig | None = None
 
@@ -110,6 +112,17 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="bytes (WARRENMQ_MAX_MESSAGE_SIZE)",
     )
     parser.add_argument("--name-seed", type=int, default=None, help="seed for server-generated names (tests)")
+    parser.add_argument(
+        "--management-port",
+        type=int,
+        default=int(_env("MANAGEMENT_PORT", "15672")),
+        help="management HTTP API port, 0 = ephemeral, -1 = off (WARRENMQ_MANAGEMENT_PORT)",
+    )
+    parser.add_argument(
+        "--definitions",
+        default=_env("DEFINITIONS", "") or None,
+        help="RabbitMQ definitions JSON applied at boot (WARRENMQ_DEFINITIONS)",
+    )
     add_journal_arguments(parser)
 
 
@@ -177,6 +190,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         log_format=args.log_format,
         log_level=args.log_level,
         name_seed=args.name_seed,
+        management_port=None if args.management_port < 0 else args.management_port,
+        definitions=args.definitions,
         session=SessionConfig(
             frame_max=args.frame_max,
             channel_max=args.channel_max,

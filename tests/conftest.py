@@ -28,6 +28,7 @@ class BrokerProcess:
     process: subprocess.Popen[str]
     host: str
     port: int
+    management_port: int | None = None
 
     @property
     def url(self) -> str:
@@ -46,7 +47,20 @@ class BrokerProcess:
 
 def start_broker_process(*extra_args: str, env: dict[str, str] | None = None) -> BrokerProcess:
     """Start `python -m broker serve --port 0` and wait for its one-line JSON readiness report on stdout."""
-    cmd = [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", "0", *extra_args]
+    # An ephemeral management port unless the test chose one: parallel brokers must not fight over 15672.
+    management = [] if "--management-port" in extra_args else ["--management-port", "0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "broker",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        *management,
+        *extra_args,
+    ]
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
@@ -60,7 +74,12 @@ def start_broker_process(*extra_args: str, env: dict[str, str] | None = None) ->
         proc.wait(timeout=10)
         raise RuntimeError(f"broker exited with {proc.returncode} before reporting readiness: {cmd}")
     ready = json.loads(line)
-    return BrokerProcess(process=proc, host=ready["amqp_host"], port=int(ready["amqp_port"]))
+    return BrokerProcess(
+        process=proc,
+        host=ready["amqp_host"],
+        port=int(ready["amqp_port"]),
+        management_port=ready.get("management_port"),
+    )
 
 
 @pytest.fixture(scope="session")
@@ -111,3 +130,15 @@ def broker_factory() -> Iterator[object]:
     yield factory
     for broker in started:
         broker.stop()
+
+
+def _plugin_entry_point_installed() -> bool:
+    from importlib.metadata import entry_points
+
+    return any(ep.name == "warrenmq" for ep in entry_points(group="pytest11"))
+
+
+# The plugin is registered by the `pytest11` entry point once the project is (re)installed; a venv installed
+# from an older checkout lacks it, so load it by module name then (loading it twice would be an error).
+if not _plugin_entry_point_installed():
+    pytest_plugins = ["broker.testing.pytest_plugin"]

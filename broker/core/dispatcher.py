@@ -32,6 +32,11 @@ class Dispatcher:
             self._scheduled = True
             self._call_soon(self.run)
 
+    @property
+    def idle(self) -> bool:
+        """No dispatch pass is scheduled (the test `settle()` barrier waits for this)."""
+        return not self._scheduled and not self._pending
+
     def run(self) -> None:
         pending = self._pending
         self._pending = {}

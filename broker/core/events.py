@@ -37,6 +37,8 @@ class Topology(Enum):
     QUEUE_DELETED = "queue_deleted"
     BOUND = "bound"
     UNBOUND = "unbound"
+    CONSUMER_ADDED = "consumer_added"  # detail: queue, consumer_tag
+    CONSUMER_REMOVED = "consumer_removed"  # detail: queue, consumer_tag
 
 
 @dataclass(slots=True)

@@ -14,6 +14,10 @@ class NameGenerator:
     def __init__(self, seed: int | None = None) -> None:
         self._random = random.Random(seed) if seed is not None else random.SystemRandom()
 
+    def reseed(self, seed: int) -> None:
+        """Restart the sequence (per-test determinism: each test sees the same names whatever ran before)."""
+        self._random = random.Random(seed)
+
     def _token(self) -> str:
         raw = self._random.getrandbits(128).to_bytes(16, "big")
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")

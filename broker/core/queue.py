@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from broker.core.events import Topology
 from broker.core.message import Message
 from protocol.errors import ChannelError, ReplyCode
 
@@ -142,6 +143,8 @@ class Queue:
             )
         self.consumers.append(consumer)
         self.had_consumer = True
+        if self.events is not None and self.events.observers:
+            self._consumer_event(consumer, added=True)
         self.wake()
 
     def remove_consumer(self, consumer: Consumer) -> None:
@@ -149,9 +152,16 @@ class Queue:
             self.consumers.remove(consumer)
         except ValueError:
             return
+        if self.events is not None and self.events.observers:
+            self._consumer_event(consumer, added=False)
         # auto_delete: deleted once it has had a consumer and the last one is gone (RabbitMQ queues.md).
         if not self.consumers and self.auto_delete and self.on_unused is not None and not self.deleted:
             self.on_unused(self)
+
+    def _consumer_event(self, consumer: Consumer, added: bool) -> None:
+        assert self.events is not None
+        kind = Topology.CONSUMER_ADDED if added else Topology.CONSUMER_REMOVED
+        self.events.topology(kind, self.vhost, queue=self.name, consumer_tag=consumer.consumer_tag)
 
     def wake(self) -> None:
         """Ask for a dispatch pass: called when messages arrive or a consumer may take more."""
@@ -183,5 +193,7 @@ class Queue:
         consumers = list(self.consumers)
         self.consumers.clear()
         for consumer in consumers:
+            if self.events is not None and self.events.observers:
+                self._consumer_event(consumer, added=False)
             consumer.channel.consumer_cancelled(consumer)
         return count

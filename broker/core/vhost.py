@@ -8,7 +8,7 @@ Checks follow rabbit_channel.erl's order so that the first error a client sees i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from broker.core.arguments import freeze_table
 from broker.core.bindings import Binding, BindingTable
@@ -40,6 +40,14 @@ _SYSTEM_EXCHANGES = (
 )
 
 
+class VhostConnection(Protocol):
+    """What the vhost needs from a connection opened on it (the session implements it)."""
+
+    def force_close(self, text: str) -> None:
+        """Close with 320 CONNECTION_FORCED and ``text`` (vhost deletion, management, shutdown)."""
+        ...
+
+
 def _default_exchange_refused() -> ChannelError:
     return ChannelError(ReplyCode.ACCESS_REFUSED, "operation not permitted on the default exchange")
 
@@ -60,6 +68,8 @@ class VirtualHost:
         self.exchanges: dict[str, Exchange] = {}
         self.bindings = BindingTable()
         self.router = Router(self.exchanges.get)
+        # Open connections on this vhost (insertion-ordered set), so deleting the vhost can close them.
+        self.connections: dict[VhostConnection, None] = {}
         self.exchanges[""] = create_exchange(
             "", "direct", durable=True, lookup_queue=self.queues.get, vhost=name
         )

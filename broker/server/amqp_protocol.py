@@ -44,6 +44,7 @@ class AMQPProtocol(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.session = ConnectionSession(self.server.broker, self.server.config.session, self, peer_text)
+        self.session.faults = self.server.faults
         self.server.connections.add(self)
         self._timers["handshake"] = self.loop.call_later(
             self.server.config.session.handshake_timeout_s, self._handshake_check
@@ -94,6 +95,22 @@ class AMQPProtocol(asyncio.Protocol):
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self.loop.call_soon(self._flush)
+
+    @property
+    def name(self) -> str:
+        """RabbitMQ's connection name: "client-ip:port -> server-ip:port" (management API, faults)."""
+        if self.transport is None:
+            return ""
+        peer = self.transport.get_extra_info("peername")
+        local = self.transport.get_extra_info("sockname")
+        if isinstance(peer, tuple) and isinstance(local, tuple):
+            return f"{peer[0]}:{peer[1]} -> {local[0]}:{local[1]}"
+        return str(peer)
+
+    @property
+    def pending_output(self) -> bool:
+        """Frames queued for this loop turn's coalesced write (the test `settle()` barrier waits on it)."""
+        return self._flush_scheduled or bool(self._out)
 
     def _flush(self) -> None:
         self._flush_scheduled = False

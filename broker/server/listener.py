@@ -6,7 +6,8 @@ import asyncio
 import json
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import structlog
 
@@ -14,8 +15,13 @@ from broker.config import ServerConfig
 from broker.core.broker import Broker
 from broker.journal.service import JournalService
 from broker.server.amqp_protocol import AMQPProtocol
+from broker.session.faults import SessionFaults
 
 log = structlog.get_logger("warrenmq.server")
+
+
+class StartupError(Exception):
+    """An addon refused to start (e.g. a malformed definitions file); the message says what and where."""
 
 
 class Server:
@@ -32,6 +38,9 @@ class Server:
         self.journal: JournalService | None = None
         if config.journal is not None:
             self.journal = JournalService(config.journal, self.broker.events, loop)
+        self.port = 0  # the bound AMQP port once started
+        # Test fault injection (broker.testing.faults); None = off, and sessions skip every fault hook.
+        self.faults: SessionFaults | None = None
 
     async def start(self) -> tuple[str, int]:
         if self.journal is not None:
@@ -44,6 +53,7 @@ class Server:
             backlog=1024,
         )
         host, port = self._server.sockets[0].getsockname()[:2]
+        self.port = int(port)
         return str(host), int(port)
 
     async def stop(self, grace_s: float = 2.0) -> None:
@@ -64,32 +74,57 @@ class Server:
             self.journal.stop()
 
 
-async def serve(config: ServerConfig, on_ready: Callable[[str, int], None] | None = None) -> None:
+class Addon(Protocol):
+    """Something the `serve` process runs beside the AMQP listener (definitions, management HTTP)."""
+
+    async def before_listen(self, server: Server) -> None:
+        """Called before the AMQP port is bound: nothing can connect yet."""
+        ...
+
+    async def after_listen(self, server: Server) -> dict[str, Any]:
+        """Called once the AMQP port is bound; returns fields for the readiness line."""
+        ...
+
+    async def stop(self) -> None:
+        """Called on SIGTERM/SIGINT before clients are closed."""
+        ...
+
+
+async def serve(
+    config: ServerConfig,
+    on_ready: Callable[[dict[str, Any]], None] | None = None,
+    addons: Sequence[Addon] = (),
+) -> None:
     """Run until SIGTERM or SIGINT, then shut down cleanly."""
     loop = asyncio.get_running_loop()
     server = Server(config, loop)
+    for addon in addons:
+        await addon.before_listen(server)
     host, port = await server.start()
+    ready: dict[str, Any] = {"amqp_host": host, "amqp_port": port, "management_port": None}
+    for addon in addons:
+        ready.update(await addon.after_listen(server))
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     log.info("listening", host=host, port=port, vhosts=list(config.vhosts), users=sorted(config.users))
     if on_ready is not None:
-        on_ready(host, port)
+        on_ready(ready)
     await stop.wait()
     log.info("shutting_down", connections=len(server.connections))
+    for addon in reversed(addons):
+        await addon.stop()
     await server.stop()
     log.info("stopped")
 
 
-def report_ready(host: str, port: int) -> None:
+def report_ready(ready: dict[str, Any]) -> None:
     """The one JSON line on stdout that scripts and fixtures wait for (`--port 0` tells them the port)."""
-    print(
-        json.dumps({"event": "ready", "amqp_host": host, "amqp_port": port, "url": f"amqp://{host}:{port}/"}),
-        flush=True,
-    )
+    host, port = ready["amqp_host"], ready["amqp_port"]
+    print(json.dumps({"event": "ready", **ready, "url": f"amqp://{host}:{port}/"}), flush=True)
 
 
-def run(config: ServerConfig) -> int:
+def run(config: ServerConfig, addons: Sequence[Addon] = ()) -> int:
     try:
         import uvloop
 
@@ -97,8 +132,11 @@ def run(config: ServerConfig) -> int:
     except ImportError:  # pragma: no cover - platforms without uvloop
         runner = asyncio.run
     try:
-        runner(serve(config, report_ready))
+        runner(serve(config, report_ready, addons))
     except OSError as error:
         print(f"warrenmq: cannot listen on {config.host}:{config.port}: {error}", file=sys.stderr)
+        return 1
+    except StartupError as error:
+        print(f"warrenmq: {error}", file=sys.stderr)
         return 1
     return 0

@@ -32,6 +32,7 @@ from protocol.fastpath import (
     decode_basic_reject,
     encode_basic_ack,
     encode_basic_deliver,
+    encode_basic_nack,
     encode_basic_return,
 )
 
@@ -181,12 +182,27 @@ class ChannelSession:
             )
         if self.confirm:
             self.publish_seq += 1
-            self.conn.want_confirm_flush(self)
+            faults = self.conn.faults
+            if faults is not None and faults.take_nack(vhost.name):
+                self._nack_injected()
+            else:
+                self.conn.want_confirm_flush(self)
+
+    def _nack_injected(self) -> None:
+        """A test asked for a nack of this publish: earlier confirms go first, so tags stay in order."""
+        seq = self.publish_seq
+        if seq - 1 > self.confirmed_seq:
+            self.conn.write(encode_basic_ack(self.channel_id, seq - 1, seq - 1 - self.confirmed_seq > 1))
+        self.confirmed_seq = seq
+        self.conn.write(encode_basic_nack(self.channel_id, seq, False))
 
     def flush_confirms(self) -> None:
         """One basic.ack per flush, ``multiple`` when it covers more than one publish."""
         upto = self.publish_seq
         if upto == self.confirmed_seq or self.closing:
+            return
+        faults = self.conn.faults
+        if faults is not None and self.conn.vhost is not None and faults.holds(self, self.conn.vhost.name):
             return
         multiple = upto - self.confirmed_seq > 1
         self.confirmed_seq = upto

@@ -15,6 +15,7 @@ from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
 from broker.session.channel_session import ChannelSession
 from broker.session.config import SessionConfig
+from broker.session.faults import SessionFaults
 from broker.session.handlers import connection as connection_handlers
 from broker.session.heartbeat import HeartbeatMonitor
 from broker.session.transport import Transport
@@ -65,6 +66,7 @@ class ConnectionSession:
         self.consumer_cancel_notify = False
         self._confirm_channels: dict[ChannelSession, None] = {}
         self._closed = False
+        self.faults: SessionFaults | None = None  # test fault injection, installed by the edge
 
     # -- input
     # --------------------------------------------------------------------------------------------------
@@ -192,6 +194,7 @@ class ConnectionSession:
     def opened(self, vhost: VirtualHost) -> None:
         self.vhost = vhost
         self.state = ConnectionState.OPEN
+        vhost.connections[self] = None
 
     def hard_close(self, error: AMQPError) -> None:
         """Send connection.close with RabbitMQ's code and text, await close-ok; channels go down now."""
@@ -249,6 +252,7 @@ class ConnectionSession:
         for channel in channels:
             channel.release()
         if self.vhost is not None:
+            self.vhost.connections.pop(self, None)
             for queue in self.exclusive_queues:
                 if self.vhost.queues.get(queue.name) is queue:
                     self.vhost.remove_queue(queue)
@@ -273,6 +277,9 @@ class ConnectionSession:
             self._shutdown()
             return
         if self.heartbeat.should_send():
+            faults = self.faults
+            if faults is not None and self.vhost is not None and faults.drops_heartbeats(self.vhost.name):
+                return
             self.write(connection_handlers.HEARTBEAT)
 
 

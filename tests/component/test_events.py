@@ -109,3 +109,22 @@ def test_detached_observer_sees_nothing_more() -> None:
     client.publish(1, b"x", "q")
     assert recorder.messages == []
     assert len(recorder.topology) == 1
+
+
+def test_silenced_heartbeats_are_not_sent_while_the_fault_is_on() -> None:
+    from broker.session.faults import SessionFaults
+    from tests.component.harness import PROTOCOL_HEADER
+
+    client = Client()
+    client.handshake()
+    session = client.session
+    session.heartbeat.interval_s = 2
+    session.faults = SessionFaults()
+    session.faults.silent_heartbeats.add("/")
+    client.transport.buffer.clear()
+    session.heartbeat_tick()
+    assert bytes(client.transport.buffer) == b""
+    session.faults.silent_heartbeats.clear()
+    session.heartbeat_tick()
+    assert bytes(client.transport.buffer) == b"\x08\x00\x00\x00\x00\x00\x00\xce"
+    assert PROTOCOL_HEADER

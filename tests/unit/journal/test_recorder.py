@@ -109,7 +109,7 @@ def test_full_mode_writes_every_event_with_the_publish_time_carried() -> None:
     assert events[0]["connection"] == "test"
     assert events[0]["channel"] == 1
     topology = [r["event"] for r in sink.rows[EVENTS] if r["msg_seq"] is None]
-    assert topology == ["queue_declared"]
+    assert topology == ["queue_declared", "consumer_added"]
 
 
 def test_sampling_keeps_all_or_none_of_a_messages_rows() -> None:

@@ -1,0 +1,1 @@
+"""Outer ring: RabbitMQ-compatible management HTTP API and definitions import/export."""

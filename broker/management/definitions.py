@@ -1,0 +1,234 @@
+"""RabbitMQ definitions files (the JSON of `rabbitmqctl export_definitions` / `GET /api/definitions`):
+load and validate one, apply it to a broker before it accepts connections, and export the broker's own.
+
+Applied in RabbitMQ's import order (rabbit_definitions): users, vhosts, permissions, queues, exchanges,
+bindings. Permissions are validated but not enforced (WarrenMQ has no permission model yet); policies and
+parameters are not supported and are rejected with a clear error rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from broker import __version__
+from broker.core.broker import Broker
+from broker.core.passwords import ALGORITHMS, DEFAULT_ALGORITHM, hash_password
+from protocol.errors import AMQPError
+
+_SECTIONS = ("users", "vhosts", "permissions", "topic_permissions", "queues", "exchanges", "bindings")
+_UNSUPPORTED = ("policies", "parameters", "global_parameters")
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "users": ("name",),
+    "vhosts": ("name",),
+    "permissions": ("user", "vhost"),
+    "topic_permissions": ("user", "vhost"),
+    "queues": ("name", "vhost"),
+    "exchanges": ("name", "vhost", "type"),
+    "bindings": ("source", "vhost", "destination", "destination_type"),
+}
+
+
+class DefinitionsError(ValueError):
+    """A definitions file that cannot be applied; the message names the file and what is wrong."""
+
+
+def load_definitions(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and validate ``path``: valid JSON, an object, known sections that are lists of objects with
+    their required keys."""
+    where = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise DefinitionsError(f"{where}: cannot read definitions file: {error.strerror or error}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DefinitionsError(
+            f"{where}: not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        ) from None
+    validate_definitions(data, where)
+    return data  # type: ignore[no-any-return]
+
+
+def validate_definitions(data: Any, where: str = "definitions") -> None:
+    if not isinstance(data, dict):
+        raise DefinitionsError(f"{where}: expected a JSON object at the top level, got {type(data).__name__}")
+    for section in _UNSUPPORTED:
+        if data.get(section):
+            raise DefinitionsError(f"{where}: '{section}' are not supported by WarrenMQ yet")
+    for section in _SECTIONS:
+        items = data.get(section, [])
+        if not isinstance(items, list):
+            raise DefinitionsError(f"{where}: '{section}' must be a list, got {type(items).__name__}")
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise DefinitionsError(f"{where}: {section}[{index}] must be an object")
+            missing = [key for key in _REQUIRED[section] if not isinstance(item.get(key), str)]
+            if missing:
+                raise DefinitionsError(
+                    f"{where}: {section}[{index}] lacks required string field(s) {', '.join(missing)}"
+                )
+            _check_item(section, index, item, where)
+
+
+def _check_item(section: str, index: int, item: Mapping[str, Any], where: str) -> None:
+    label = f"{where}: {section}[{index}] ('{item.get('name', item.get('source', ''))}')"
+    if section == "users":
+        if "password_hash" not in item and "password" not in item:
+            raise DefinitionsError(f"{label} needs 'password_hash' or 'password'")
+        algorithm = item.get("hashing_algorithm", DEFAULT_ALGORITHM)
+        if "password_hash" in item and algorithm not in ALGORITHMS:
+            raise DefinitionsError(f"{label}: unknown hashing_algorithm '{algorithm}'")
+    if section == "bindings" and item["destination_type"] not in ("queue", "exchange"):
+        raise DefinitionsError(f"{label}: destination_type must be 'queue' or 'exchange'")
+    if "arguments" in item and not isinstance(item["arguments"], dict):
+        raise DefinitionsError(f"{label}: 'arguments' must be an object")
+
+
+def apply_definitions(broker: Broker, data: Mapping[str, Any], where: str = "definitions") -> None:
+    """Create what ``data`` defines; an entity the broker refuses raises DefinitionsError with its text."""
+    validate_definitions(data, where)
+    for user in data.get("users", []):
+        if user.get("password_hash"):
+            broker.user_hashes[user["name"]] = (
+                user["password_hash"],
+                user.get("hashing_algorithm", DEFAULT_ALGORITHM),
+            )
+            broker.users.setdefault(user["name"], "")
+        else:
+            broker.user_hashes.pop(user["name"], None)
+            broker.users[user["name"]] = str(user.get("password", ""))
+    for vhost in data.get("vhosts", []):
+        broker.add_vhost(vhost["name"])
+    for index, item in enumerate(data.get("permissions", [])):
+        _known_vhost(broker, "permissions", index, item, where)
+    for kind in ("queues", "exchanges", "bindings"):
+        for index, item in enumerate(data.get(kind, [])):
+            vhost = _known_vhost(broker, kind, index, item, where)
+            try:
+                if kind == "queues":
+                    vhost.declare_queue(
+                        item["name"],
+                        owner=None,
+                        durable=bool(item.get("durable", True)),
+                        auto_delete=bool(item.get("auto_delete", False)),
+                        arguments=item.get("arguments") or {},
+                    )
+                elif kind == "exchanges":
+                    vhost.declare_exchange(
+                        item["name"],
+                        item["type"],
+                        durable=bool(item.get("durable", True)),
+                        auto_delete=bool(item.get("auto_delete", False)),
+                        internal=bool(item.get("internal", False)),
+                        arguments=item.get("arguments") or {},
+                    )
+                elif item["destination_type"] == "queue":
+                    vhost.bind_queue(
+                        item["destination"],
+                        item["source"],
+                        item.get("routing_key", ""),
+                        item.get("arguments") or {},
+                        owner=None,
+                    )
+                else:
+                    vhost.bind_exchange(
+                        item["destination"],
+                        item["source"],
+                        item.get("routing_key", ""),
+                        item.get("arguments"),
+                    )
+            except AMQPError as error:
+                raise DefinitionsError(f"{where}: {kind}[{index}]: {error.reply_text}") from None
+
+
+def _known_vhost(broker: Broker, kind: str, index: int, item: Mapping[str, Any], where: str) -> Any:
+    vhost = broker.vhosts.get(item["vhost"])
+    if vhost is None:
+        raise DefinitionsError(f"{where}: {kind}[{index}]: vhost '{item['vhost']}' is not defined")
+    return vhost
+
+
+def export_definitions(broker: Broker) -> dict[str, Any]:
+    """The broker's users, vhosts, durable-or-not non-exclusive queues, user exchanges and bindings."""
+    users = []
+    for name, password in sorted(broker.users.items()):
+        hashed = broker.user_hashes.get(name)
+        password_hash, algorithm = hashed if hashed else (hash_password(password), DEFAULT_ALGORITHM)
+        users.append(
+            {
+                "name": name,
+                "password_hash": password_hash,
+                "hashing_algorithm": algorithm,
+                "tags": ["administrator"],
+                "limits": {},
+            }
+        )
+    vhosts = sorted(broker.vhosts)
+    definitions: dict[str, Any] = {
+        "rabbit_version": __version__,
+        "rabbitmq_version": __version__,
+        "product_name": "WarrenMQ",
+        "product_version": __version__,
+        "users": users,
+        "vhosts": [
+            {"name": name, "limits": [], "metadata": {"description": "", "tags": []}} for name in vhosts
+        ],
+        "permissions": [
+            {"user": user, "vhost": vhost, "configure": ".*", "write": ".*", "read": ".*"}
+            for user in sorted(broker.users)
+            for vhost in vhosts
+        ],
+        "topic_permissions": [],
+        "parameters": [],
+        "global_parameters": [],
+        "policies": [],
+        "queues": [],
+        "exchanges": [],
+        "bindings": [],
+    }
+    for name in vhosts:
+        vhost = broker.vhosts[name]
+        for queue in vhost.queues.values():
+            if not queue.exclusive:
+                definitions["queues"].append(
+                    {
+                        "name": queue.name,
+                        "vhost": name,
+                        "durable": queue.durable,
+                        "auto_delete": queue.auto_delete,
+                        "arguments": dict(queue.arguments),
+                    }
+                )
+        for exchange in vhost.exchanges.values():
+            if exchange.name and not exchange.name.startswith("amq."):
+                definitions["exchanges"].append(
+                    {
+                        "name": exchange.name,
+                        "vhost": name,
+                        "type": exchange.type_name,
+                        "durable": exchange.durable,
+                        "auto_delete": exchange.auto_delete,
+                        "internal": exchange.internal,
+                        "arguments": dict(exchange.arguments),
+                    }
+                )
+        for binding in vhost.bindings:
+            destination = binding.destination
+            if getattr(destination, "exclusive", False):
+                continue
+            definitions["bindings"].append(
+                {
+                    "source": binding.source.name,
+                    "vhost": name,
+                    "destination": getattr(destination, "name", ""),
+                    "destination_type": "exchange" if binding.is_e2e else "queue",
+                    "routing_key": binding.routing_key,
+                    "arguments": binding.args,
+                }
+            )
+    return definitions
