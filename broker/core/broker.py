@@ -6,9 +6,12 @@ import hmac
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from broker.core.clock import Clock, ManualClock
+from broker.core.dead_letter import HeaderRewriter
 from broker.core.dispatcher import Dispatcher
 from broker.core.events import EventBus
 from broker.core.names import NameGenerator
+from broker.core.profile import DEFAULT_PROFILE, Profile
 from broker.core.vhost import VirtualHost
 
 
@@ -23,7 +26,14 @@ class Broker:
         users: Mapping[str, str] | None = None,
         vhosts: Iterable[str] = ("/",),
         name_seed: int | None = None,
+        clock: Clock | None = None,
+        profile: Profile = DEFAULT_PROFILE,
+        rewrite_header: HeaderRewriter | None = None,
     ) -> None:
+        # The server passes the loop's clock; without one time stands still until a test advances it.
+        self.clock: Clock = clock if clock is not None else ManualClock()
+        self.profile = profile
+        self.rewrite_header = rewrite_header
         self.dispatcher = Dispatcher(call_soon)
         self.events = EventBus()
         self.names = NameGenerator(name_seed)
@@ -35,8 +45,17 @@ class Broker:
     def add_vhost(self, name: str) -> VirtualHost:
         vhost = self.vhosts.get(name)
         if vhost is None:
-            vhost = self.vhosts[name] = VirtualHost(name, self.dispatcher, self.names, self.events)
+            vhost = self.vhosts[name] = VirtualHost(
+                name, self.dispatcher, self.names, self.events, self.clock, self.profile
+            )
+            vhost.rewrite_header = self.rewrite_header
         return vhost
+
+    def set_header_rewriter(self, rewrite: HeaderRewriter) -> None:
+        """Install the content-header rewriter (the session layer's) in the broker and every vhost."""
+        self.rewrite_header = rewrite
+        for vhost in self.vhosts.values():
+            vhost.rewrite_header = rewrite
 
     def authenticate(self, username: str, password: str) -> bool:
         expected = self.users.get(username)

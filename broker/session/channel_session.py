@@ -13,6 +13,7 @@ from pamqp import commands
 from pamqp.base import Frame
 
 from broker.core.consumer import Consumer
+from broker.core.dead_letter import reject_deliveries
 from broker.core.events import Fate
 from broker.core.expiration import parse_expiration
 from broker.core.message import Message
@@ -32,6 +33,7 @@ from protocol.fastpath import (
     decode_basic_reject,
     encode_basic_ack,
     encode_basic_deliver,
+    encode_basic_nack,
     encode_basic_return,
 )
 
@@ -130,8 +132,7 @@ class ChannelSession:
                 60,
                 40,
             )
-        if info.expiration is not None:
-            parse_expiration(info.expiration)
+        ttl = None if info.expiration is None else parse_expiration(info.expiration)
         message = Message(
             exchange,
             routing_key,
@@ -141,6 +142,7 @@ class ChannelSession:
             info.delivery_mode or 1,
             info.priority,
             info.expiration,
+            ttl,
         )
         if self.tx is not None:
             self.tx.publishes.append((message, mandatory))
@@ -177,7 +179,19 @@ class ChannelSession:
             )
         if self.confirm:
             self.publish_seq += 1
-            self.conn.want_confirm_flush(self)
+            if vhost.rejected:
+                self.nack_publish()
+            else:
+                self.conn.want_confirm_flush(self)
+
+    def nack_publish(self) -> None:
+        """A queue refused the message (x-overflow reject-publish): earlier publishes are acked, this one is
+        nacked, in order (confirms.md: "basic.nack ... when the queue ... rejected it")."""
+        seq = self.publish_seq
+        if seq - 1 > self.confirmed_seq:
+            self.conn.write(encode_basic_ack(self.channel_id, seq - 1, seq - 1 - self.confirmed_seq > 1))
+        self.confirmed_seq = seq
+        self.conn.write(encode_basic_nack(self.channel_id, seq, False))
 
     def flush_confirms(self) -> None:
         """One basic.ack per flush, ``multiple`` when it covers more than one publish."""
@@ -272,6 +286,8 @@ class ChannelSession:
             settled_events(vhost.events, deliveries, requeue)
         if requeue:
             requeue_deliveries(deliveries)
+        elif requeue is False:
+            reject_deliveries(deliveries)
 
     def wake_queues_of(self, deliveries: list[Delivery]) -> None:
         """Prefetch capacity came back: let the queues of those deliveries (or, with a channel limit, all)
