@@ -38,12 +38,14 @@ PROFILES: dict[str, Profile] = {
 }
 DEFAULT_PROFILE = PROFILES["rabbitmq-3.13"]
 
-# The 541 text RabbitMQ 4.3 sends for a denied transient non-exclusive queue (rabbit_amqqueue, deprecated
-# feature `transient_nonexcl_queues`).
+# The 541 text RabbitMQ 4.3 sends for a denied transient non-exclusive queue: the deprecated-features
+# "when_denied" message of a denied_by_default feature (rabbit_deprecated_features:generate_warnings1).
 TRANSIENT_NONEXCLUSIVE_DENIED = (
     "Feature `transient_nonexcl_queues` is deprecated.\n"
     "By default, this feature is not permitted anymore.\n"
-    "Its use is not permitted per the configuration (overriding the default, which is permitted):\n"
-    "    deprecated_features.permit.transient_nonexcl_queues = false\n"
-    "Please see https://www.rabbitmq.com/docs/deprecated-features"
+    "The feature will be removed from a future major RabbitMQ version, regardless of the configuration; "
+    "actual version to be determined.\n"
+    "To continue using this feature when it is not permitted by default, set the following parameter in "
+    "your configuration:\n"
+    '    "deprecated_features.permit.transient_nonexcl_queues = true"'
 )
