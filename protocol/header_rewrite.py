@@ -164,3 +164,32 @@ def _rewrite(
         flags &= ~_EXPIRATION_FLAG
     props = b"".join(fields[bit] for bit, _ in _LAYOUT if bit in fields)
     return payload[:12] + struct.pack(">H", flags) + props
+
+
+_REPLY_TO_BIT = 9
+
+
+def replace_reply_to(payload: bytes, reply_to: str) -> bytes:
+    """The content-header payload with its reply_to property set to ``reply_to`` (direct reply-to)."""
+    try:
+        (flags,) = struct.unpack_from(">H", payload, 12)
+        pos = 14
+        for bit, kind in _LAYOUT:
+            if bit == _REPLY_TO_BIT:
+                break
+            if not flags & (1 << bit):
+                continue
+            if kind == "s":
+                pos += 1 + payload[pos]
+            elif kind == "F":
+                pos += 4 + int.from_bytes(payload[pos : pos + 4], "big")
+            elif kind == "o":
+                pos += 1
+            else:
+                pos += 8
+        end = pos + 1 + payload[pos] if flags & (1 << _REPLY_TO_BIT) else pos
+    except (IndexError, struct.error):
+        raise _bad(payload) from None
+    raw = reply_to.encode()
+    flags |= 1 << _REPLY_TO_BIT
+    return payload[:12] + struct.pack(">H", flags) + payload[14:pos] + bytes([len(raw)]) + raw + payload[end:]

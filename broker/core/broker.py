@@ -12,6 +12,7 @@ from broker.core.dispatcher import Dispatcher
 from broker.core.events import EventBus
 from broker.core.names import NameGenerator
 from broker.core.profile import DEFAULT_PROFILE, Profile
+from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
 
 
@@ -39,6 +40,8 @@ class Broker:
         self.names = NameGenerator(name_seed)
         self.users: dict[str, str] = dict(users if users is not None else {"guest": "guest"})
         self.vhosts: dict[str, VirtualHost] = {}
+        # Direct reply-to keys to the private queue of their reply consumer (owned by the session layer).
+        self.direct_reply: dict[str, Queue] = {}
         for name in vhosts:
             self.add_vhost(name)
 

@@ -19,6 +19,7 @@ from broker.core.expiration import parse_expiration
 from broker.core.message import Message
 from broker.core.queue import Envelope, Queue
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
+from broker.session import direct_reply
 from broker.session.fates import settled_events
 from broker.session.handlers.table import HANDLERS
 from broker.session.tx import Transaction
@@ -60,6 +61,7 @@ class ChannelSession:
         self.confirmed_seq = 0
         self.tx: Transaction | None = None
         self.last_queue = ""
+        self.reply_key = ""  # this channel's direct reply-to key, when it has a reply consumer
 
     def __repr__(self) -> str:
         return f"ChannelSession({self.channel_id})"
@@ -133,6 +135,8 @@ class ChannelSession:
                 40,
             )
         ttl = None if info.expiration is None else parse_expiration(info.expiration)
+        if info.reply_to is not None and info.reply_to == direct_reply.REPLY_QUEUE:
+            header_payload = direct_reply.stamp_reply_to(self, header_payload)
         message = Message(
             exchange,
             routing_key,
@@ -152,7 +156,11 @@ class ChannelSession:
     def route(self, message: Message, mandatory: bool) -> None:
         vhost = self.conn.vhost
         assert vhost is not None
-        queues = vhost.publish(message.exchange, message)
+        if not message.exchange and message.routing_key.startswith(direct_reply.REPLY_PREFIX):
+            direct_reply.deliver_reply(self, message)
+            queues: list[Queue] = []  # a direct reply is not routed to a queue: mandatory returns it (3.x)
+        else:
+            queues = vhost.publish(message.exchange, message)
         events = vhost.events
         if events.observers:
             events.message(
@@ -337,6 +345,7 @@ class ChannelSession:
         if self.closing:
             return
         self.closing = True
+        direct_reply.forget(self)
         consumers = list(self.consumers.values())
         self.consumers.clear()
         for consumer in consumers:

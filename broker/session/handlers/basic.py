@@ -12,6 +12,7 @@ from broker.core.consumer import Consumer
 from broker.core.queue_features import TimedEnvelope
 from broker.core.queue_settings import QUORUM
 from broker.core.unacked import Delivery, requeue_deliveries
+from broker.session import direct_reply
 from broker.session.fates import settled_events
 from protocol.errors import ChannelError, HardError, ReplyCode
 from protocol.fastpath import encode_basic_get_ok
@@ -44,6 +45,9 @@ def qos(channel: ChannelSession, method: commands.Basic.Qos) -> None:
 
 def consume(channel: ChannelSession, method: commands.Basic.Consume) -> None:
     conn = channel.conn
+    if method.queue == direct_reply.REPLY_QUEUE:
+        direct_reply.consume(channel, method)
+        return
     queue = _vhost(channel).queue(channel.resolve_queue_name(method.queue), conn)
     tag = method.consumer_tag or conn.broker.names.consumer_tag()
     if tag in channel.consumers:
@@ -72,6 +76,8 @@ def cancel(channel: ChannelSession, method: commands.Basic.Cancel) -> None:
         channel.conn.send(channel.channel_id, commands.Basic.CancelOk(consumer_tag=tag))
     if consumer is not None:
         consumer.queue.remove_consumer(consumer)
+        if consumer.queue.name == direct_reply.REPLY_QUEUE:
+            direct_reply.forget(channel)
 
 
 def get(channel: ChannelSession, method: commands.Basic.Get) -> None:
