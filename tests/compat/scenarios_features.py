@@ -7,6 +7,7 @@ default profile) and the oracle is 3.10.8.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pika
@@ -32,6 +33,15 @@ def _message(ch: Any, queue: str) -> Observation:
     }
 
 
+def _wait_count(ch: Any, queue: str, count: int, timeout_s: float = 5.0) -> None:
+    """RabbitMQ dead-letters asynchronously: wait (bounded) until ``queue`` holds ``count`` messages."""
+    deadline = time.monotonic() + timeout_s
+    while ch.queue_declare(queue, passive=True).method.message_count < count:
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
+
+
 @scenario
 def dead_letter_x_death(ctx: Ctx) -> Observation:
     ch = ctx.channel()
@@ -53,6 +63,7 @@ def dead_letter_x_death(ctx: Ctx) -> Observation:
             ch.basic_nack(method.delivery_tag, multiple=True, requeue=False)
         else:
             ch.basic_reject(method.delivery_tag, requeue=False)
+    _wait_count(ch, dead, 3)
     seen = []
     while (message := _message(ch, dead)) is not None:
         seen.append(message)
@@ -67,8 +78,10 @@ def dead_letter_count_and_cycles(ctx: Ctx) -> Observation:
     ctx.queue(ch, "loop", arguments={"x-dead-letter-exchange": "", "x-dead-letter-routing-key": looping})
     ch.basic_publish("", looping, b"m")
     for _ in range(3):
+        _wait_count(ch, looping, 1)
         method, _, _ = ch.basic_get(looping)
         ch.basic_reject(method.delivery_tag, requeue=False)
+    _wait_count(ch, looping, 1)
     counted = _message(ch, looping)
     # An expiry cycle with no rejection in it is dropped.
     cycle = ctx.name("cycle")
