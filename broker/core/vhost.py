@@ -139,6 +139,9 @@ class VirtualHost:
             raise reserved_name_error("exchange", name)
         exchange = create_exchange(name, type_name, durable, auto_delete, internal, args, vhost=self.name)
         self.exchanges[name] = exchange
+        attach = getattr(exchange.kind, "attach", None)
+        if attach is not None:
+            attach(self, name)
         if self.events.observers:
             self.events.topology(
                 Topology.EXCHANGE_DECLARED,
@@ -168,6 +171,9 @@ class VirtualHost:
 
     def _remove_exchange(self, exchange: Exchange) -> None:
         del self.exchanges[exchange.name]
+        close = getattr(exchange.kind, "close", None)
+        if close is not None:
+            close()
         self._unbound(self.bindings.remove_source(exchange))
         removed = self.bindings.remove_destination(exchange)
         self._unbound(removed)
@@ -465,6 +471,11 @@ class VirtualHost:
 
     def dead_letter(self, queue: Queue, envelopes: list[Envelope], reason: str) -> None:
         publish_dead_letters(self, queue, envelopes, reason)
+
+    def publish_held(self, exchange_name: str, message: Message) -> None:
+        """A delayed message is due (x-delayed-message): route it now; gone if the exchange was deleted."""
+        if exchange_name in self.exchanges:
+            self.publish(exchange_name, message)
 
     def expire_queue(self, queue: Queue) -> None:
         if self.queues.get(queue.name) is queue:

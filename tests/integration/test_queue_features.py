@@ -170,3 +170,34 @@ def test_kombu_declares_quorum_queue_and_reads_x_delivery_count(amqp_url: str, u
             message.ack()
         finally:
             queue.delete()
+
+
+def test_plugin_exchanges_with_pika(connection: pika.BlockingConnection, unique: str) -> None:
+    channel = connection.channel()
+    hashed = f"{unique}-hash"
+    channel.exchange_declare(hashed, "x-consistent-hash", auto_delete=True)
+    queues = [f"{unique}-h{n}" for n in range(2)]
+    for queue in queues:
+        channel.queue_declare(queue, auto_delete=True)
+        channel.queue_bind(queue, hashed, "5")
+    for _ in range(3):
+        channel.basic_publish(hashed, "order-42", b"o")
+    counts = sorted(channel.queue_declare(q, passive=True).method.message_count for q in queues)
+    assert counts == [0, 3]
+
+    delayed = f"{unique}-delayed"
+    channel.exchange_declare(
+        delayed, "x-delayed-message", auto_delete=True, arguments={"x-delayed-type": "direct"}
+    )
+    target = f"{unique}-later"
+    channel.queue_declare(target, auto_delete=True)
+    channel.queue_bind(target, delayed, "k")
+    got: list[bytes] = []
+    channel.basic_consume(target, lambda _c, _m, _p, body: got.append(body), auto_ack=True)
+    channel.basic_publish(delayed, "k", b"soon", pika.BasicProperties(headers={"x-delay": 50}))
+    assert got == []  # held, not routed at publish time
+    for _ in range(100):  # deadline-bounded event wait, not a sleep: returns as soon as it is delivered
+        if got:
+            break
+        connection.process_data_events(time_limit=0.05)
+    assert got == [b"soon"]
