@@ -9,11 +9,11 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from broker.core.profile import DEFAULT_PROFILE, PROFILES, Profile
 from broker.session.config import (
     DEFAULT_CHANNEL_MAX,
     DEFAULT_FRAME_MAX,
     DEFAULT_HEARTBEAT_S,
-    DEFAULT_MAX_MESSAGE_SIZE,
     SessionConfig,
 )
 
@@ -47,6 +47,7 @@ class ServerConfig:
     definitions: str | None = None
     session: SessionConfig = field(default_factory=SessionConfig)
     journal: JournalConfig | None = None
+    profile: Profile = DEFAULT_PROFILE
 
 
 def _env(name: str, default: str) -> str:
@@ -108,8 +109,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-message-size",
         type=int,
-        default=int(_env("MAX_MESSAGE_SIZE", str(DEFAULT_MAX_MESSAGE_SIZE))),
-        help="bytes (WARRENMQ_MAX_MESSAGE_SIZE)",
+        default=int(_env("MAX_MESSAGE_SIZE", "0")) or None,
+        help="bytes (WARRENMQ_MAX_MESSAGE_SIZE; default: the profile's, 128 MiB for 3.13, 16 MiB for 4.x)",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default=_env("PROFILE", DEFAULT_PROFILE.name),
+        help="RabbitMQ version whose behaviour to follow where releases differ (WARRENMQ_PROFILE)",
     )
     parser.add_argument("--name-seed", type=int, default=None, help="seed for server-generated names (tests)")
     parser.add_argument(
@@ -182,6 +189,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         raise SystemExit(f"warrenmq: --channel-max must be within 1..{MAX_CHANNEL_MAX}")
     if not 0 <= args.heartbeat <= 65535:
         raise SystemExit("warrenmq: --heartbeat must be within 0..65535")
+    profile = PROFILES[args.profile]
     return ServerConfig(
         host=args.host,
         port=args.port,
@@ -192,11 +200,13 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         name_seed=args.name_seed,
         management_port=None if args.management_port < 0 else args.management_port,
         definitions=args.definitions,
+        profile=profile,
         session=SessionConfig(
             frame_max=args.frame_max,
             channel_max=args.channel_max,
             heartbeat_s=args.heartbeat,
-            max_message_size=args.max_message_size,
+            max_message_size=args.max_message_size or profile.max_message_size,
+            pre_auth_frame_max=profile.pre_auth_frame_max,
         ),
         journal=journal_config_from_args(args),
     )

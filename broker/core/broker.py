@@ -6,10 +6,14 @@ import hmac
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from broker.core.clock import Clock, ManualClock
+from broker.core.dead_letter import HeaderRewriter
 from broker.core.dispatcher import Dispatcher
 from broker.core.events import EventBus
 from broker.core.names import NameGenerator
 from broker.core.passwords import check_password
+from broker.core.profile import DEFAULT_PROFILE, Profile
+from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
 
 
@@ -24,7 +28,14 @@ class Broker:
         users: Mapping[str, str] | None = None,
         vhosts: Iterable[str] = ("/",),
         name_seed: int | None = None,
+        clock: Clock | None = None,
+        profile: Profile = DEFAULT_PROFILE,
+        rewrite_header: HeaderRewriter | None = None,
     ) -> None:
+        # The server passes the loop's clock; without one time stands still until a test advances it.
+        self.clock: Clock = clock if clock is not None else ManualClock()
+        self.profile = profile
+        self.rewrite_header = rewrite_header
         self.dispatcher = Dispatcher(call_soon)
         self.events = EventBus()
         self.names = NameGenerator(name_seed)
@@ -32,13 +43,18 @@ class Broker:
         # Users imported from definitions with RabbitMQ password hashes: name -> (hash, algorithm).
         self.user_hashes: dict[str, tuple[str, str]] = {}
         self.vhosts: dict[str, VirtualHost] = {}
+        # Direct reply-to keys to the private queue of their reply consumer (owned by the session layer).
+        self.direct_reply: dict[str, Queue] = {}
         for name in vhosts:
             self.add_vhost(name)
 
     def add_vhost(self, name: str) -> VirtualHost:
         vhost = self.vhosts.get(name)
         if vhost is None:
-            vhost = self.vhosts[name] = VirtualHost(name, self.dispatcher, self.names, self.events)
+            vhost = self.vhosts[name] = VirtualHost(
+                name, self.dispatcher, self.names, self.events, self.clock, self.profile
+            )
+            vhost.rewrite_header = self.rewrite_header
         return vhost
 
     def delete_vhost(self, name: str) -> bool:
@@ -52,9 +68,14 @@ class Broker:
             return False
         for connection in list(vhost.connections):
             connection.force_close(f"vhost '{name}' is deleted")
-        for queue in list(vhost.queues.values()):
-            vhost.remove_queue(queue)
+        vhost.close()
         return True
+
+    def set_header_rewriter(self, rewrite: HeaderRewriter) -> None:
+        """Install the content-header rewriter (the session layer's) in the broker and every vhost."""
+        self.rewrite_header = rewrite
+        for vhost in self.vhosts.values():
+            vhost.rewrite_header = rewrite
 
     def authenticate(self, username: str, password: str) -> bool:
         hashed = self.user_hashes.get(username)

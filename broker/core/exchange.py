@@ -251,7 +251,12 @@ def create_exchange(
     cls = check_exchange_type(type_name)
     check_alternate_exchange_argument(name, arguments, vhost)
     cls.validate(arguments or {})
-    return Exchange(name, type_name, cls(), durable, auto_delete, internal, arguments)
+    kind = cls()
+    # Optional hook for types whose routing depends on the exchange's arguments (plugin types).
+    configure = getattr(kind, "configure", None)
+    if configure is not None:
+        configure(arguments or {})
+    return Exchange(name, type_name, kind, durable, auto_delete, internal, arguments)
 
 
 def _no_queue(name: str) -> object | None:

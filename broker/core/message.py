@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from broker.core.expiration import parse_expiration
+from protocol.errors import AMQPError
+
 
 class Message:
     """One published message. Routed copies share this object; nothing here is mutated after routing.
@@ -24,6 +27,7 @@ class Message:
         "message_id",
         "priority",
         "routing_key",
+        "ttl",
     )
 
     def __init__(
@@ -36,6 +40,7 @@ class Message:
         delivery_mode: int = 1,
         priority: int | None = None,
         expiration: str | None = None,
+        ttl: int | None = None,
     ) -> None:
         self.exchange = exchange
         self.routing_key = routing_key
@@ -45,6 +50,8 @@ class Message:
         self.delivery_mode = delivery_mode
         self.priority = priority
         self.expiration = expiration
+        # Milliseconds parsed from ``expiration`` (the session validated it): queues read this, not the text.
+        self.ttl = ttl if ttl is not None or expiration is None else _parse_ttl(expiration)
         self.message_id = 0  # set by the EventBus when an observer first sees it
 
     @property
@@ -58,3 +65,10 @@ class Message:
     def __repr__(self) -> str:
         size = len(self.body)
         return f"Message(exchange={self.exchange!r}, routing_key={self.routing_key!r}, body_size={size})"
+
+
+def _parse_ttl(expiration: str) -> int | None:
+    try:
+        return parse_expiration(expiration)
+    except AMQPError:
+        return None

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from broker.core.consumer import Consumer
     from broker.core.dispatcher import Dispatcher
     from broker.core.events import EventBus
+    from broker.core.queue_features import QueueFeatures, QueueHost
 
 
 class Envelope:
@@ -47,7 +48,9 @@ class Queue:
         "durable",
         "events",
         "exclusive_owner",
+        "features",
         "had_consumer",
+        "host",
         "name",
         "on_unused",
         "ready",
@@ -81,6 +84,9 @@ class Queue:
         self.had_consumer = False
         self._seq = 0
         self.events: EventBus | None = None  # the vhost's bus, set when the vhost creates the queue
+        # TTL, limits, priorities, …: None for a plain queue, which then never leaves the code below.
+        self.features: QueueFeatures | None = None
+        self.host: QueueHost | None = None  # the vhost, set when it creates the queue
 
     def __repr__(self) -> str:
         return f"Queue({self.name!r}, ready={len(self.ready)}, consumers={len(self.consumers)})"
@@ -101,15 +107,33 @@ class Queue:
     # -- messages
     # ---------------------------------------------------------------------------------------------
 
-    def enqueue(self, message: Message) -> None:
+    def enqueue(self, message: Message) -> bool:
+        """False when the queue refused the message (x-overflow reject-publish)."""
+        if self.features is not None or message.ttl is not None:
+            features = self.features or self.use_features()
+            if features is not None:
+                return features.enqueue(message)
         self._seq += 1
         self.ready.append(Envelope(self._seq, message))
         if self.consumers:
             self.dispatcher.wake(self)
+        return True
+
+    def use_features(self) -> QueueFeatures | None:
+        """Switch a plain queue to the featured path (a per-message TTL or consumer priority arrived)."""
+        if self.features is None and self.host is not None:
+            from broker.core.queue_features import QueueFeatures
+            from broker.core.queue_settings import PLAIN
+
+            self.features = QueueFeatures(self, PLAIN, self.host)
+        return self.features
 
     def requeue(self, envelopes: Iterable[Envelope]) -> None:
         """Put messages back at their original positions, marked redelivered (RabbitMQ since 2.7.0)."""
         if self.deleted:
+            return
+        if self.features is not None:
+            self.features.requeue(envelopes)
             return
         ready = self.ready
         for envelope in sorted(envelopes, key=_seq_of, reverse=True):
@@ -122,11 +146,15 @@ class Queue:
 
     def get(self) -> Envelope | None:
         """basic.get: the head message, or None when empty."""
+        if self.features is not None:
+            return self.features.get()
         return self.ready.popleft() if self.ready else None
 
     def purge(self) -> int:
         count = len(self.ready)
         self.ready.clear()
+        if self.features is not None:
+            self.features.purged()
         return count
 
     # -- consumers
@@ -143,6 +171,10 @@ class Queue:
             )
         self.consumers.append(consumer)
         self.had_consumer = True
+        if consumer.arguments and "x-priority" in consumer.arguments:
+            self.use_features()
+        if self.features is not None:
+            self.features.consumer_added(consumer)
         if self.events is not None and self.events.observers:
             self._consumer_event(consumer, added=True)
         self.wake()
@@ -152,6 +184,8 @@ class Queue:
             self.consumers.remove(consumer)
         except ValueError:
             return
+        if self.features is not None:
+            self.features.consumer_removed()
         if self.events is not None and self.events.observers:
             self._consumer_event(consumer, added=False)
         # auto_delete: deleted once it has had a consumer and the last one is gone (RabbitMQ queues.md).
@@ -170,6 +204,8 @@ class Queue:
 
     def dispatch(self, budget: int) -> bool:
         """Deliver up to ``budget`` messages round-robin; True when more could be delivered right away."""
+        if self.features is not None:
+            return self.features.dispatch(budget)
         ready = self.ready
         consumers = self.consumers
         delivered = 0
@@ -188,6 +224,8 @@ class Queue:
     def delete(self) -> int:
         """Mark deleted, cancel every consumer (server-sent basic.cancel); returns the ready count dropped."""
         self.deleted = True
+        if self.features is not None:
+            self.features.close()
         count = len(self.ready)
         self.ready.clear()
         consumers = list(self.consumers)

@@ -12,6 +12,8 @@ from typing import Any, Protocol, cast
 
 from broker.core.arguments import freeze_table
 from broker.core.bindings import Binding, BindingTable
+from broker.core.clock import Clock, ManualClock
+from broker.core.dead_letter import HeaderRewriter, header_routes, publish_dead_letters
 from broker.core.dispatcher import Dispatcher
 from broker.core.events import EventBus, Fate, Topology
 from broker.core.exchange import (
@@ -24,10 +26,13 @@ from broker.core.exchange import (
 )
 from broker.core.message import Message
 from broker.core.names import NameGenerator
+from broker.core.profile import DEFAULT_PROFILE, TRANSIENT_NONEXCLUSIVE_DENIED, Profile
 from broker.core.queue import Envelope, Queue
 from broker.core.queue_args import check_queue_equivalent
+from broker.core.queue_features import QueueFeatures
+from broker.core.queue_settings import CLASSIC, PLAIN, compile_settings
 from broker.core.router import Router
-from protocol.errors import ChannelError, ReplyCode, no_exchange, no_queue
+from protocol.errors import ChannelError, HardError, ReplyCode, no_exchange, no_queue
 
 # Exchanges every vhost has (RabbitMQ exchanges.md); all durable. amq.rabbitmq.trace is internal (firehose).
 _SYSTEM_EXCHANGES = (
@@ -58,9 +63,20 @@ class VirtualHost:
     """
 
     def __init__(
-        self, name: str, dispatcher: Dispatcher, names: NameGenerator, events: EventBus | None = None
+        self,
+        name: str,
+        dispatcher: Dispatcher,
+        names: NameGenerator,
+        events: EventBus | None = None,
+        clock: Clock | None = None,
+        profile: Profile = DEFAULT_PROFILE,
     ) -> None:
         self.name = name
+        self.clock: Clock = clock if clock is not None else ManualClock()
+        self.profile = profile
+        # Rewrites content headers (x-death, BCC removal); set by the broker from the session layer.
+        self.rewrite_header: HeaderRewriter | None = None
+        self.rejected = False  # the last publish was refused by an x-overflow reject-publish queue
         self.events = events if events is not None else EventBus()
         self.dispatcher = dispatcher
         self.names = names
@@ -133,6 +149,9 @@ class VirtualHost:
             raise reserved_name_error("exchange", name)
         exchange = create_exchange(name, type_name, durable, auto_delete, internal, args, vhost=self.name)
         self.exchanges[name] = exchange
+        attach = getattr(exchange.kind, "attach", None)
+        if attach is not None:
+            attach(self, name)
         if self.events.observers:
             self.events.topology(
                 Topology.EXCHANGE_DECLARED,
@@ -162,6 +181,9 @@ class VirtualHost:
 
     def _remove_exchange(self, exchange: Exchange) -> None:
         del self.exchanges[exchange.name]
+        close = getattr(exchange.kind, "close", None)
+        if close is not None:
+            close()
         self._unbound(self.bindings.remove_source(exchange))
         removed = self.bindings.remove_destination(exchange)
         self._unbound(removed)
@@ -312,7 +334,19 @@ class VirtualHost:
             if existing.exclusive_owner is not (owner if exclusive else None):
                 raise self._locked(existing)
             check_queue_equivalent(existing, durable, auto_delete, args)
+            if existing.features is not None:
+                existing.features.touch()  # a redeclare counts as use for x-expires
             return existing
+        settings = compile_settings(
+            name, self.name, args, durable, exclusive, auto_delete, server_named, self.profile
+        )
+        if (
+            not durable
+            and not exclusive
+            and not self.profile.transient_nonexclusive_queues
+            and settings.queue_type == CLASSIC
+        ):
+            raise HardError(ReplyCode.INTERNAL_ERROR, TRANSIENT_NONEXCLUSIVE_DENIED, 50, 10)
         queue = Queue(
             name,
             self.name,
@@ -324,6 +358,9 @@ class VirtualHost:
             on_unused=self._auto_delete_queue,
         )
         queue.events = self.events
+        queue.host = self
+        if settings is not PLAIN:
+            queue.features = QueueFeatures(queue, settings, self)
         self.queues[name] = queue
         if self.events.observers:
             self.events.topology(
@@ -357,6 +394,16 @@ class VirtualHost:
                 ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in vhost '{self.name}' not empty"
             )
         return self.remove_queue(queue)
+
+    def close(self) -> None:
+        """The vhost is being deleted: every queue goes (its timers with it) and exchange types holding timers
+        (x-delayed-message) are closed, so nothing of the vhost fires later."""
+        for queue in list(self.queues.values()):
+            self.remove_queue(queue)
+        for exchange in list(self.exchanges.values()):
+            close = getattr(exchange.kind, "close", None)
+            if close is not None:
+                close()
 
     def remove_queue(self, queue: Queue) -> int:
         """Delete unconditionally (exclusive owner gone, auto-delete): bindings die with it, consumers
@@ -396,6 +443,78 @@ class VirtualHost:
             )
         # Only queues are bound as non-exchange destinations, so the router's destinations are queues.
         queues = cast("list[Queue]", self.router.route(exchange, message))
+        headers = message.headers
+        if headers is not None and ("CC" in headers or "BCC" in headers):
+            queues, message = self._sender_selected(exchange, message, queues)
+        self.rejected = False
         for queue in queues:
-            queue.enqueue(message)
+            if not queue.enqueue(message):
+                self.rejected = True
         return queues
+
+    def _sender_selected(
+        self, exchange: Exchange, message: Message, queues: list[Queue]
+    ) -> tuple[list[Queue], Message]:
+        """CC and BCC headers add routing keys (sender-selected distribution); BCC is removed from the
+        message that queues receive (RabbitMQ spec deviation 15)."""
+        extra = header_routes(message.headers, "CC") + header_routes(message.headers, "BCC")
+        found = dict.fromkeys(queues)
+        found.update(dict.fromkeys(self.route_keys(exchange, message, extra)))
+        if message.headers is not None and "BCC" in message.headers and self.rewrite_header is not None:
+            headers = {k: v for k, v in message.headers.items() if k != "BCC"}
+            payload = self.rewrite_header(message.header_payload, {}, ("BCC",), False)
+            message = Message(
+                message.exchange,
+                message.routing_key,
+                payload,
+                message.body,
+                headers,
+                message.delivery_mode,
+                message.priority,
+                message.expiration,
+                message.ttl,
+            )
+        return list(found), message
+
+    def route_keys(self, exchange: Exchange, message: Message, keys: list[str]) -> list[Queue]:
+        """The queues ``message`` reaches through ``exchange`` with each of ``keys`` as its routing key."""
+        found: dict[Queue, None] = {}
+        for key in keys:
+            probe = message
+            if key != message.routing_key:
+                probe = Message(message.exchange, key, message.header_payload, message.body, message.headers)
+            found.update(dict.fromkeys(cast("list[Queue]", self.router.route(exchange, probe))))
+        return list(found)
+
+    # -- QueueHost (broker.core.queue_features)
+    # -----------------------------------------------------------------
+
+    def dead_letter(self, queue: Queue, envelopes: list[Envelope], reason: str) -> None:
+        publish_dead_letters(self, queue, envelopes, reason)
+
+    def publish_held(self, exchange_name: str, message: Message) -> None:
+        """A delayed message is due (x-delayed-message): route it now; gone if the exchange was deleted."""
+        if exchange_name in self.exchanges:
+            self.publish(exchange_name, message)
+
+    def expire_queue(self, queue: Queue) -> None:
+        if self.queues.get(queue.name) is queue:
+            self.remove_queue(queue)
+
+    def with_delivery_count(self, message: Message, count: int) -> Message:
+        if self.rewrite_header is None:
+            return message
+        headers = dict(message.headers or {})
+        headers["x-delivery-count"] = count
+        payload = self.rewrite_header(message.header_payload, {"x-delivery-count": count}, (), False)
+        return Message(
+            message.exchange,
+            message.routing_key,
+            payload,
+            message.body,
+            headers,
+            message.delivery_mode,
+            message.priority,
+            message.expiration,
+            message.ttl,
+        )

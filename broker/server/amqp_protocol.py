@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, cast
 
+from broker.core.clock import TimerHandle
 from broker.session.connection_session import ConnectionSession
 from protocol.connection import ConnectionState
 
@@ -30,7 +31,7 @@ class AMQPProtocol(asyncio.Protocol):
         self._flush_scheduled = False
         self._closing = False
         # One handle per purpose: "handshake", "heartbeat", "close".
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._timers: dict[str, TimerHandle] = {}
         self._heartbeat_started = False
 
     # -- asyncio callbacks
@@ -46,7 +47,7 @@ class AMQPProtocol(asyncio.Protocol):
         self.session = ConnectionSession(self.server.broker, self.server.config.session, self, peer_text)
         self.session.faults = self.server.faults
         self.server.connections.add(self)
-        self._timers["handshake"] = self.loop.call_later(
+        self._timers["handshake"] = self.server.clock.call_later(
             self.server.config.session.handshake_timeout_s, self._handshake_check
         )
 
@@ -125,7 +126,7 @@ class AMQPProtocol(asyncio.Protocol):
     def close(self, after_s: float | None = None) -> None:
         if after_s is not None:
             if "close" not in self._timers:
-                self._timers["close"] = self.loop.call_later(after_s, self.close)
+                self._timers["close"] = self.server.clock.call_later(after_s, self.close)
             return
         if self._closing:
             return
@@ -147,7 +148,7 @@ class AMQPProtocol(asyncio.Protocol):
         session = self.session
         if session is None or self._closing:
             return
-        self._timers["heartbeat"] = self.loop.call_later(
+        self._timers["heartbeat"] = self.server.clock.call_later(
             session.heartbeat.interval_s / 2, self._heartbeat_tick
         )
 

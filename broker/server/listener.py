@@ -15,7 +15,9 @@ from broker.config import ServerConfig
 from broker.core.broker import Broker
 from broker.journal.service import JournalService
 from broker.server.amqp_protocol import AMQPProtocol
+from broker.server.clock import LoopClock
 from broker.session.faults import SessionFaults
+from protocol.header_rewrite import rewrite_content_header
 
 log = structlog.get_logger("warrenmq.server")
 
@@ -30,8 +32,15 @@ class Server:
     def __init__(self, config: ServerConfig, loop: asyncio.AbstractEventLoop) -> None:
         self.config = config
         self.loop = loop
+        self.clock = LoopClock(loop)
         self.broker = Broker(
-            loop.call_soon, users=config.users, vhosts=config.vhosts, name_seed=config.name_seed
+            loop.call_soon,
+            users=config.users,
+            vhosts=config.vhosts,
+            name_seed=config.name_seed,
+            clock=self.clock,
+            profile=config.profile,
+            rewrite_header=rewrite_content_header,
         )
         self.connections: set[AMQPProtocol] = set()
         self._server: asyncio.Server | None = None

@@ -13,11 +13,13 @@ from pamqp import commands
 from pamqp.base import Frame
 
 from broker.core.consumer import Consumer
+from broker.core.dead_letter import reject_deliveries
 from broker.core.events import Fate
 from broker.core.expiration import parse_expiration
 from broker.core.message import Message
 from broker.core.queue import Envelope, Queue
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
+from broker.session import direct_reply
 from broker.session.fates import settled_events
 from broker.session.handlers.table import HANDLERS
 from broker.session.tx import Transaction
@@ -59,6 +61,7 @@ class ChannelSession:
         self.confirmed_seq = 0
         self.tx: Transaction | None = None
         self.last_queue = ""
+        self.reply_key = ""  # this channel's direct reply-to key, when it has a reply consumer
 
     def __repr__(self) -> str:
         return f"ChannelSession({self.channel_id})"
@@ -131,8 +134,9 @@ class ChannelSession:
                 60,
                 40,
             )
-        if info.expiration is not None:
-            parse_expiration(info.expiration)
+        ttl = None if info.expiration is None else parse_expiration(info.expiration)
+        if info.reply_to is not None and info.reply_to == direct_reply.REPLY_QUEUE:
+            header_payload = direct_reply.stamp_reply_to(self, header_payload)
         message = Message(
             exchange,
             routing_key,
@@ -142,6 +146,7 @@ class ChannelSession:
             info.delivery_mode or 1,
             info.priority,
             info.expiration,
+            ttl,
         )
         if self.tx is not None:
             self.tx.publishes.append((message, mandatory))
@@ -151,7 +156,13 @@ class ChannelSession:
     def route(self, message: Message, mandatory: bool) -> None:
         vhost = self.conn.vhost
         assert vhost is not None
-        queues = vhost.publish(message.exchange, message)
+        if not message.exchange and message.routing_key.startswith(direct_reply.REPLY_PREFIX):
+            direct_reply.deliver_reply(self, message)
+            queues: list[Queue] = []  # a direct reply is not routed to a queue: mandatory returns it (3.x)
+            rejected = False
+        else:
+            queues = vhost.publish(message.exchange, message)
+            rejected = vhost.rejected
         events = vhost.events
         if events.observers:
             events.message(
@@ -183,13 +194,14 @@ class ChannelSession:
         if self.confirm:
             self.publish_seq += 1
             faults = self.conn.faults
-            if faults is not None and faults.take_nack(vhost.name):
-                self._nack_injected()
+            if rejected or (faults is not None and faults.take_nack(vhost.name)):
+                self.nack_publish()
             else:
                 self.conn.want_confirm_flush(self)
 
-    def _nack_injected(self) -> None:
-        """A test asked for a nack of this publish: earlier confirms go first, so tags stay in order."""
+    def nack_publish(self) -> None:
+        """Nack the latest publish: a queue refused it (x-overflow reject-publish; confirms.md "basic.nack …
+        when the queue … rejected it") or a test injected a nack. Earlier publishes are acked first."""
         seq = self.publish_seq
         if seq - 1 > self.confirmed_seq:
             self.conn.write(encode_basic_ack(self.channel_id, seq - 1, seq - 1 - self.confirmed_seq > 1))
@@ -292,6 +304,8 @@ class ChannelSession:
             settled_events(vhost.events, deliveries, requeue)
         if requeue:
             requeue_deliveries(deliveries)
+        elif requeue is False:
+            reject_deliveries(deliveries)
 
     def wake_queues_of(self, deliveries: list[Delivery]) -> None:
         """Prefetch capacity came back: let the queues of those deliveries (or, with a channel limit, all)
@@ -341,6 +355,7 @@ class ChannelSession:
         if self.closing:
             return
         self.closing = True
+        direct_reply.forget(self)
         consumers = list(self.consumers.values())
         self.consumers.clear()
         for consumer in consumers:

@@ -31,6 +31,7 @@ from protocol.framing import (
     FrameBuffer,
     unexpected_frame,
 )
+from protocol.header_rewrite import rewrite_content_header
 
 log = structlog.get_logger("warrenmq.connection")
 
@@ -48,6 +49,8 @@ class ConnectionSession:
         peer: str = "",
     ) -> None:
         self.broker = broker
+        if broker.rewrite_header is None:
+            broker.set_header_rewriter(rewrite_content_header)
         self.config = config
         self.transport = transport
         self.peer = peer

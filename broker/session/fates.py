@@ -21,5 +21,6 @@ def settled_events(
             events.message(Fate.NACKED, queue.vhost, message, queue.name, requeue=requeue)
         if requeue:
             events.message(Fate.REQUEUED, queue.vhost, message, queue.name)
-        else:
+        elif queue.features is None or queue.features.settings.dead_letter_exchange is None:
+            # With a DLX the dead-lettering emits DEAD_LETTERED instead.
             events.message(Fate.DROPPED, queue.vhost, message, queue.name, reason="rejected")

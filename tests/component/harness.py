@@ -36,8 +36,13 @@ class FakeTransport:
 class Client:
     """A scripted AMQP client: ``send`` frames, ``received()`` parses everything the broker wrote since."""
 
-    def __init__(self, broker: Broker | None = None, config: SessionConfig | None = None) -> None:
-        self.loop = ManualLoop()
+    def __init__(
+        self,
+        broker: Broker | None = None,
+        config: SessionConfig | None = None,
+        loop: ManualLoop | None = None,
+    ) -> None:
+        self.loop = loop or ManualLoop()
         self.broker = broker or Broker(self.loop.call_soon)
         self.transport = FakeTransport()
         self.session = ConnectionSession(self.broker, config or SessionConfig(), self.transport, "test")

@@ -15,6 +15,12 @@ class ExchangeType(Protocol):
     class and registers it in `broker.core.exchanges.registry`; a plugin type adds one module and one registry
     line. ``route`` is the hot path: everything it needs (split topic words, parsed ``x-match``) is prepared
     in ``bind``.
+
+
+    Optional hooks, looked up with getattr so built-in types need not define them: ``configure(arguments)``
+    right after construction with the exchange's declare arguments; ``attach(vhost, exchange_name)`` once
+    the vhost holds the exchange (types that need the clock or must re-publish, e.g. x-delayed-message);
+    ``close()`` when the exchange is deleted.
     """
 
     type_name: ClassVar[str]

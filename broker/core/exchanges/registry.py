@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from broker.core.exchanges.base import ExchangeType
+from broker.core.exchanges.consistent_hash import ConsistentHashExchangeType
+from broker.core.exchanges.delayed import DelayedMessageExchangeType
 from broker.core.exchanges.direct import DirectExchangeType
 from broker.core.exchanges.fanout import FanoutExchangeType
 from broker.core.exchanges.headers import HeadersExchangeType
@@ -15,4 +17,7 @@ EXCHANGE_TYPES: dict[str, type[ExchangeType]] = {
     FanoutExchangeType.type_name: FanoutExchangeType,
     TopicExchangeType.type_name: TopicExchangeType,
     HeadersExchangeType.type_name: HeadersExchangeType,
+    # Plugin types (RabbitMQ needs rabbitmq-plugins enable; here they are always available).
+    ConsistentHashExchangeType.type_name: ConsistentHashExchangeType,
+    DelayedMessageExchangeType.type_name: DelayedMessageExchangeType,
 }

@@ -9,12 +9,16 @@ from typing import TYPE_CHECKING
 from pamqp import commands
 
 from broker.core.consumer import Consumer
+from broker.core.queue_features import TimedEnvelope
+from broker.core.queue_settings import QUORUM
 from broker.core.unacked import Delivery, requeue_deliveries
+from broker.session import direct_reply
 from broker.session.fates import settled_events
-from protocol.errors import HardError, ReplyCode
+from protocol.errors import ChannelError, HardError, ReplyCode
 from protocol.fastpath import encode_basic_get_ok
 
 if TYPE_CHECKING:
+    from broker.core.queue import Envelope, Queue
     from broker.core.vhost import VirtualHost
     from broker.session.channel_session import ChannelSession
 
@@ -30,7 +34,8 @@ def qos(channel: ChannelSession, method: commands.Basic.Qos) -> None:
         raise HardError(ReplyCode.NOT_IMPLEMENTED, f"prefetch_size!=0 ({method.prefetch_size})")
     # RabbitMQ's reading of `global` (consumer-prefetch.md): false = each new consumer, true = the whole
     # channel.
-    if method.global_:
+    # RabbitMQ 4.3 denies global_qos and treats global=true as global=false (version profile).
+    if method.global_ and channel.conn.broker.profile.global_qos:
         channel.global_prefetch = method.prefetch_count
     else:
         channel.prefetch_count = method.prefetch_count
@@ -40,6 +45,9 @@ def qos(channel: ChannelSession, method: commands.Basic.Qos) -> None:
 
 def consume(channel: ChannelSession, method: commands.Basic.Consume) -> None:
     conn = channel.conn
+    if method.queue == direct_reply.REPLY_QUEUE:
+        direct_reply.consume(channel, method)
+        return
     queue = _vhost(channel).queue(channel.resolve_queue_name(method.queue), conn)
     tag = method.consumer_tag or conn.broker.names.consumer_tag()
     if tag in channel.consumers:
@@ -68,19 +76,45 @@ def cancel(channel: ChannelSession, method: commands.Basic.Cancel) -> None:
         channel.conn.send(channel.channel_id, commands.Basic.CancelOk(consumer_tag=tag))
     if consumer is not None:
         consumer.queue.remove_consumer(consumer)
+        if consumer.queue.name == direct_reply.REPLY_QUEUE:
+            direct_reply.forget(channel)
 
 
 def get(channel: ChannelSession, method: commands.Basic.Get) -> None:
     queue = _vhost(channel).queue(channel.resolve_queue_name(method.queue), channel.conn)
+    features = queue.features
+    if features is not None and features.settings.queue_type == QUORUM:
+        get_from_quorum(channel, queue, method)
+        return
+    send_get(channel, queue, queue.get(), method.no_ack)
+
+
+def get_from_quorum(channel: ChannelSession, queue: Queue, method: commands.Basic.Get) -> None:
+    """Quorum queues refuse basic.get with single active consumer, and always add x-delivery-count to what
+    basic.get returns (rabbit_quorum_queue:basic_get, RabbitMQ 3.10)."""
+    assert queue.features is not None
+    assert queue.host is not None
+    if queue.features.settings.single_active_consumer:
+        raise ChannelError(
+            ReplyCode.RESOURCE_LOCKED,
+            f"cannot obtain access to locked queue '{queue.name}' in vhost '{queue.vhost}'. "
+            "basic.get operations are not supported by quorum queues with single active consumer",
+        )
     envelope = queue.get()
+    if isinstance(envelope, TimedEnvelope) and envelope.delivery_count == 0:
+        envelope.message = queue.host.with_delivery_count(envelope.message, 0)
+    send_get(channel, queue, envelope, method.no_ack)
+
+
+def send_get(channel: ChannelSession, queue: Queue, envelope: Envelope | None, no_ack: bool) -> None:
     if envelope is None:
         channel.conn.send(channel.channel_id, commands.Basic.GetEmpty())
         return
     tag = channel.unacked.allocate_tag()
-    if not method.no_ack:
+    if not no_ack:
         channel.unacked.track(Delivery(tag, queue, envelope, None))
     if queue.events is not None and queue.events.observers:
-        channel.delivered_event(queue, envelope, tag, None, method.no_ack)
+        channel.delivered_event(queue, envelope, tag, None, no_ack)
     message = envelope.message
     channel.send_content(
         encode_basic_get_ok(

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 from pamqp import commands
 
+from broker.session.direct_reply import REPLY_QUEUE
+
 if TYPE_CHECKING:
     from broker.core.vhost import VirtualHost
     from broker.session.channel_session import ChannelSession
@@ -22,6 +24,10 @@ def declare(channel: ChannelSession, method: commands.Queue.Declare) -> None:
     conn = channel.conn
     # A passive declare takes the name as given: RabbitMQ does not expand "" to the last declared queue here.
     name = method.queue if method.passive else method.queue or vhost.new_queue_name()
+    if method.passive and name == REPLY_QUEUE:
+        # The direct reply-to pseudo-queue always "exists" (rabbit_channel: 0 messages, 1 consumer).
+        conn.send(channel.channel_id, commands.Queue.DeclareOk(queue=name, message_count=0, consumer_count=1))
+        return
     known = name in vhost.queues
     queue = vhost.declare_queue(
         name,

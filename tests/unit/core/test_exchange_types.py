@@ -18,11 +18,15 @@ def msg(routing_key: str) -> Message:
     return Message("x", routing_key, b"", b"")
 
 
-def test_registry_holds_the_four_amqp_types() -> None:
-    assert set(EXCHANGE_TYPES) == {"direct", "fanout", "topic", "headers"}
+def test_registry_holds_the_four_amqp_types_and_the_plugin_types() -> None:
+    amqp = {"direct", "fanout", "topic", "headers"}
+    assert set(EXCHANGE_TYPES) == amqp | {"x-consistent-hash", "x-delayed-message"}
     for name, cls in EXCHANGE_TYPES.items():
         assert cls.type_name == name
-        cls.validate({"anything": 1, "alternate-exchange": "ae"})  # RabbitMQ's four types accept any args
+    for name in amqp:
+        EXCHANGE_TYPES[name].validate(
+            {"anything": 1, "alternate-exchange": "ae"}
+        )  # RabbitMQ's four types accept any args
 
 
 def test_direct_routes_on_exact_key_only() -> None:

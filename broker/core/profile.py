@@ -1,0 +1,51 @@
+"""Version profiles: the one table of behaviour that differs between RabbitMQ releases (reference §4).
+
+Every field is one row of that table; the broker reads the active profile where the behaviour lives
+(`--profile`, default rabbitmq-3.13). Adding a release is one `Profile(...)` entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    name: str
+    # max_message_size default: 128 MiB up to 3.13, 16 MiB since 4.0 (4.0 release notes).
+    max_message_size: int
+    # basic.qos global=true: a per-channel limit up to 4.2; 4.3 denies global_qos and treats it as false.
+    global_qos: bool
+    # Transient (non-durable) non-exclusive queues: allowed up to 4.2; 4.3 refuses them with 541.
+    transient_nonexclusive_queues: bool
+    # x-queue-mode: accepted (and ignored) up to 4.2; 4.3 removed CQv1 and refuses the argument.
+    queue_mode_allowed: bool
+    # Quorum queue delivery-limit when x-delivery-limit is absent: unlimited in 3.x, 20 since 4.0.
+    quorum_delivery_limit: int | None
+    # frame_max before connection.tune-ok: 4096 up to 4.0, 8192 since 4.1.
+    pre_auth_frame_max: int
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile("rabbitmq-3.13", 128 * MIB, True, True, True, None, 4096),
+        Profile("rabbitmq-4.0", 16 * MIB, True, True, True, 20, 4096),
+        Profile("rabbitmq-4.3", 16 * MIB, False, False, False, 20, 8192),
+    )
+}
+DEFAULT_PROFILE = PROFILES["rabbitmq-3.13"]
+
+# The 541 text RabbitMQ 4.3 sends for a denied transient non-exclusive queue: the deprecated-features
+# "when_denied" message of a denied_by_default feature (rabbit_deprecated_features:generate_warnings1).
+TRANSIENT_NONEXCLUSIVE_DENIED = (
+    "Feature `transient_nonexcl_queues` is deprecated.\n"
+    "By default, this feature is not permitted anymore.\n"
+    "The feature will be removed from a future major RabbitMQ version, regardless of the configuration; "
+    "actual version to be determined.\n"
+    "To continue using this feature when it is not permitted by default, set the following parameter in "
+    "your configuration:\n"
+    '    "deprecated_features.permit.transient_nonexcl_queues = true"'
+)
