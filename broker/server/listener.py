@@ -13,6 +13,7 @@ import structlog
 
 from broker.config import ServerConfig
 from broker.core.broker import Broker
+from broker.core.clock import Clock
 from broker.journal.service import JournalService
 from broker.server.amqp_protocol import AMQPProtocol
 from broker.server.clock import LoopClock
@@ -29,10 +30,13 @@ class StartupError(Exception):
 class Server:
     """Owns the core ``Broker`` and the AMQP listener; start() binds, stop() closes every client with 320."""
 
-    def __init__(self, config: ServerConfig, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, config: ServerConfig, loop: asyncio.AbstractEventLoop, clock: Clock | None = None
+    ) -> None:
         self.config = config
         self.loop = loop
-        self.clock = LoopClock(loop)
+        # Tests inject a ManualClock (broker.testing); the process uses the loop's clock.
+        self.clock: Clock = clock if clock is not None else LoopClock(loop)
         self.broker = Broker(
             loop.call_soon,
             users=config.users,

@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 from broker.config import ServerConfig
 from broker.core.broker import Broker
+from broker.core.clock import ManualClock
 from broker.server.listener import Server
 from broker.session.config import SessionConfig
 from broker.testing.faults import Faults
@@ -49,6 +50,8 @@ class EmbeddedBroker:
     ``name_seed`` makes server-generated names (`amq.gen-…`, `amq.ctag-…`) reproducible.
     ``definitions`` is a RabbitMQ definitions JSON file applied before the port accepts connections.
     ``record_history=False`` leaves the event bus without observers (no history, no event-driven waits).
+    ``manual_clock=True`` runs every time-based feature (TTL, x-expires, delayed messages, heartbeats, the
+    handshake timeout) on a `ManualClock` that only `advance_clock` moves: tests never sleep for time.
     """
 
     def __init__(
@@ -63,6 +66,7 @@ class EmbeddedBroker:
         session: SessionConfig | None = None,
         definitions: str | os.PathLike[str] | None = None,
         record_history: bool = True,
+        manual_clock: bool = False,
     ) -> None:
         session_config = session or SessionConfig()
         if heartbeat_s is not None:
@@ -77,6 +81,7 @@ class EmbeddedBroker:
         )
         self.definitions = definitions
         self.record_history = record_history
+        self.manual_clock: ManualClock | None = ManualClock() if manual_clock else None
         self._server: Server | None = None
         self._inspector: Inspector | None = None
         self._faults: Faults | None = None
@@ -84,7 +89,7 @@ class EmbeddedBroker:
         self.port = 0
 
     async def start(self) -> Self:
-        server = Server(self.config, asyncio.get_running_loop())
+        server = Server(self.config, asyncio.get_running_loop(), clock=self.manual_clock)
         if self.definitions is not None:
             from broker.management.definitions import apply_definitions, load_definitions
 
@@ -95,6 +100,12 @@ class EmbeddedBroker:
         self.host, self.port = await server.start()
         self._server = server
         return self
+
+    def advance_clock(self, seconds: float) -> None:
+        """Move the manual clock forward: due timers (expiry, delays, heartbeats) fire in time order."""
+        if self.manual_clock is None:
+            raise RuntimeError("the broker runs on the real clock: start it with manual_clock=True")
+        self.manual_clock.advance(seconds)
 
     async def stop(self) -> None:
         """Close every client with 320 (as a RabbitMQ shutdown does) and unbind."""
@@ -283,6 +294,10 @@ class BrokerThread:
 
     def delete_vhost(self, name: str) -> bool:
         return self.call(self.embedded.delete_vhost, name)
+
+    def advance_clock(self, seconds: float) -> None:
+        """Move the broker's manual clock forward (see `EmbeddedBroker.advance_clock`), on its loop."""
+        self.call(self.embedded.advance_clock, seconds)
 
     def reseed_names(self, seed: int) -> None:
         """Restart the server-generated name sequence (deterministic `amq.gen-…` / `amq.ctag-…`)."""

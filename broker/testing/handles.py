@@ -74,6 +74,10 @@ class VhostHandle:
         """Return once every frame clients sent so far was processed and its results written."""
         self.thread.run(lambda: self._inspector.settle(timeout))
 
+    def advance_clock(self, seconds: float) -> None:
+        """Move the broker's manual clock (the whole broker's: every vhost sees the same time)."""
+        self.thread.advance_clock(seconds)
+
     # -- faults
     # ---------------------------------------------------------------------------------------------
 

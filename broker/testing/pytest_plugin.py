@@ -36,6 +36,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="seed for server-generated queue names and consumer tags (reseeded for every test)",
     )
     parser.addini("warrenmq_name_seed", "seed for server-generated names (see --warrenmq-name-seed)")
+    parser.addini(
+        "warrenmq_clock",
+        "'real' (default) or 'manual': with 'manual', time-based features move only when a test calls "
+        "warrenmq_vhost.advance_clock(seconds)",
+        default="real",
+    )
 
 
 def _name_seed(config: pytest.Config) -> int | None:
@@ -49,7 +55,10 @@ def _name_seed(config: pytest.Config) -> int | None:
 @pytest.fixture(scope="session")
 def warrenmq_broker(pytestconfig: pytest.Config) -> Iterator[BrokerThread]:
     """One in-memory broker for the session, on 127.0.0.1 and an ephemeral port."""
-    with BrokerThread(name_seed=_name_seed(pytestconfig)) as broker:
+    clock = pytestconfig.getini("warrenmq_clock")
+    if clock not in ("real", "manual"):
+        raise pytest.UsageError(f"warrenmq_clock must be 'real' or 'manual', not {clock!r}")
+    with BrokerThread(name_seed=_name_seed(pytestconfig), manual_clock=clock == "manual") as broker:
         yield broker
 
 
