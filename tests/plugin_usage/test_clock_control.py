@@ -1,4 +1,4 @@
-"""Clock control from tests: TTL, queue expiry and delayed messages move with advance_clock, with no sleeps."""
+"""Clock control from tests: TTL and queue expiry move with advance_clock, with no sleeps."""
 
 from __future__ import annotations
 
