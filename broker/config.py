@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from broker.core.profile import DEFAULT_PROFILE, PROFILES, Profile
 from broker.session.config import (
     DEFAULT_CHANNEL_MAX,
+    DEFAULT_CONSUMER_TIMEOUT_MS,
     DEFAULT_FRAME_MAX,
     DEFAULT_HEARTBEAT_S,
     SessionConfig,
@@ -113,6 +114,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="bytes (WARRENMQ_MAX_MESSAGE_SIZE; default: the profile's, 128 MiB for 3.13, 16 MiB for 4.x)",
     )
     parser.add_argument(
+        "--consumer-timeout",
+        type=int,
+        default=int(_env("CONSUMER_TIMEOUT", str(DEFAULT_CONSUMER_TIMEOUT_MS))),
+        help="ms a delivery may stay unacknowledged before its channel is closed with 406; 0 = off "
+        "(WARRENMQ_CONSUMER_TIMEOUT; RabbitMQ's consumer_timeout, default 30 min)",
+    )
+    parser.add_argument(
         "--profile",
         choices=sorted(PROFILES),
         default=_env("PROFILE", DEFAULT_PROFILE.name),
@@ -187,6 +195,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         raise SystemExit(f"warrenmq: --frame-max must be at least {FRAME_MIN_SIZE}")
     if not 0 < args.channel_max <= MAX_CHANNEL_MAX:
         raise SystemExit(f"warrenmq: --channel-max must be within 1..{MAX_CHANNEL_MAX}")
+    if args.consumer_timeout < 0:
+        raise SystemExit("warrenmq: --consumer-timeout must be 0 (off) or a number of milliseconds")
     if not 0 <= args.heartbeat <= 65535:
         raise SystemExit("warrenmq: --heartbeat must be within 0..65535")
     profile = PROFILES[args.profile]
@@ -207,6 +217,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             heartbeat_s=args.heartbeat,
             max_message_size=args.max_message_size or profile.max_message_size,
             pre_auth_frame_max=profile.pre_auth_frame_max,
+            consumer_timeout_ms=args.consumer_timeout,
         ),
         journal=journal_config_from_args(args),
     )

@@ -26,6 +26,8 @@ class Profile:
     quorum_delivery_limit: int | None
     # frame_max before connection.tune-ok: 4096 up to 4.0, 8192 since 4.1.
     pre_auth_frame_max: int
+    # consumer_timeout for classic queues: checked up to 4.2; 4.3 checks quorum queues only (4.3.0 notes).
+    consumer_timeout_classic: bool = True
 
 
 PROFILES: dict[str, Profile] = {
@@ -33,7 +35,7 @@ PROFILES: dict[str, Profile] = {
     for p in (
         Profile("rabbitmq-3.13", 128 * MIB, True, True, True, None, 4096),
         Profile("rabbitmq-4.0", 16 * MIB, True, True, True, 20, 4096),
-        Profile("rabbitmq-4.3", 16 * MIB, False, False, False, 20, 8192),
+        Profile("rabbitmq-4.3", 16 * MIB, False, False, False, 20, 8192, consumer_timeout_classic=False),
     )
 }
 DEFAULT_PROFILE = PROFILES["rabbitmq-3.13"]

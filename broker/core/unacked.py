@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from protocol.errors import ChannelError, ReplyCode
@@ -86,6 +87,10 @@ class UnackedTracker:
         for delivery in deliveries:
             self.track(delivery)
         self._entries = dict(sorted(self._entries.items()))
+
+    def outstanding(self) -> Iterator[Delivery]:
+        """The unacked deliveries, oldest (lowest tag) first."""
+        return iter(self._entries.values())
 
     def take_all(self) -> list[Delivery]:
         """Every outstanding delivery (channel closing, basic.recover), counters released."""

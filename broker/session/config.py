@@ -11,6 +11,7 @@ DEFAULT_HEARTBEAT_S = 60
 DEFAULT_MAX_MESSAGE_SIZE = 128 * 1024 * 1024
 PRE_AUTH_FRAME_MAX = 4096
 HANDSHAKE_TIMEOUT_S = 10.0
+DEFAULT_CONSUMER_TIMEOUT_MS = 30 * 60 * 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,5 +22,7 @@ class SessionConfig:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     pre_auth_frame_max: int = PRE_AUTH_FRAME_MAX
     handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S
+    # consumer_timeout (rabbit.app): a delivery unacknowledged this long closes its channel; 0 = off.
+    consumer_timeout_ms: int = DEFAULT_CONSUMER_TIMEOUT_MS
     # Seconds to wait for the peer's close-ok after the broker sent connection.close.
     close_timeout_s: float = 3.0

@@ -13,6 +13,7 @@ from pamqp.base import Frame
 from broker.core.broker import Broker
 from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
+from broker.session.ack_timeout import AckTimeoutWatch
 from broker.session.channel_session import ChannelSession
 from broker.session.config import SessionConfig
 from broker.session.faults import SessionFaults
@@ -65,6 +66,7 @@ class ConnectionSession:
         self.channel_max = config.channel_max
         self.heartbeat = HeartbeatMonitor()
         self.writable = True
+        self.ack_timeout: AckTimeoutWatch | None = None
         self.exclusive_queues: list[Queue] = []
         self.consumer_cancel_notify = False
         self._confirm_channels: dict[ChannelSession, None] = {}
@@ -198,6 +200,12 @@ class ConnectionSession:
         self.vhost = vhost
         self.state = ConnectionState.OPEN
         vhost.connections[self] = None
+        timeout_ms = self.config.consumer_timeout_ms
+        if timeout_ms > 0:
+            self.ack_timeout = AckTimeoutWatch(
+                self, self.broker.clock, timeout_ms, self.broker.profile.consumer_timeout_classic
+            )
+            self.ack_timeout.start()
 
     def hard_close(self, error: AMQPError) -> None:
         """Send connection.close with RabbitMQ's code and text, await close-ok; channels go down now."""
@@ -250,6 +258,9 @@ class ConnectionSession:
 
     def _teardown(self) -> None:
         """Requeue unacked messages, cancel consumers, delete exclusive queues: once per connection."""
+        if self.ack_timeout is not None:
+            self.ack_timeout.stop()
+            self.ack_timeout = None
         channels = list(self.channels.values())
         self.channels.clear()
         for channel in channels:

@@ -9,6 +9,7 @@ from pamqp import commands
 from broker.core.broker import Broker
 from broker.core.clock import ManualClock
 from broker.core.profile import DEFAULT_PROFILE, Profile
+from broker.session.config import SessionConfig
 from tests.component.harness import Client
 from tests.unit.core.fakes import ManualLoop
 
@@ -16,10 +17,10 @@ from tests.unit.core.fakes import ManualLoop
 class TimedClient(Client):
     """A handshaken client with channel 1 open; ``advance`` moves the broker's clock and runs the loop."""
 
-    def __init__(self, profile: Profile = DEFAULT_PROFILE) -> None:
+    def __init__(self, profile: Profile = DEFAULT_PROFILE, config: SessionConfig | None = None) -> None:
         loop = ManualLoop()
         self.clock = ManualClock()
-        super().__init__(Broker(loop.call_soon, clock=self.clock, profile=profile), loop=loop)
+        super().__init__(Broker(loop.call_soon, clock=self.clock, profile=profile), config=config, loop=loop)
         self.handshake()
         self.open_channel(1)
 
