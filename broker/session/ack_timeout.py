@@ -1,10 +1,10 @@
-"""Consumer acknowledgement timeout (`consumer_timeout`): a channel holding a delivery unacknowledged for longer
-than the timeout is closed with 406 and its messages requeued, as rabbit_channel's evaluate_consumer_timeout.
+"""Consumer acknowledgement timeout (`consumer_timeout`): a channel holding a delivery unacknowledged for
+longer than the timeout is closed with 406 and its messages requeued (evaluate_consumer_timeout).
 
 Nothing is stamped per delivery: every tick snapshots each channel's next delivery tag, and since tags grow,
 an unacked tag below a snapshot taken at least ``timeout`` ago has been outstanding at least that long. A
-delivery is caught between ``timeout`` and ``timeout + tick`` after it was sent; RabbitMQ's check is a periodic
-tick as well.
+delivery is caught between ``timeout`` and ``timeout + tick`` after it was sent; RabbitMQ's check is a
+periodic tick as well.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Consumer acknowledgement timeout on a ManualClock: 406 with RabbitMQ's text, messages requeued, no sleeps."""
+"""Consumer acknowledgement timeout on a ManualClock: 406 with RabbitMQ's text, messages requeued."""
 
 from __future__ import annotations
 
