@@ -43,9 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return analytics_main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        # The broker renders plain console or JSON lines. structlog imports rich whenever it is installed (here
-        # only as a dev tool's dependency), which costs ~45 ms of start-up for colours we never use: keep it
-        # out of the server process so `warrenmq serve` starts equally fast everywhere.
+        # The broker renders plain console or JSON lines. structlog imports rich whenever it is installed
+        # (here only as a dev tool's dependency), which costs ~45 ms of start-up for colours we never use:
+        # keep it out of the server process so `warrenmq serve` starts equally fast everywhere.
         sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
         from broker.log_setup import configure_logging
         from broker.management.addons import addons_for

@@ -271,6 +271,28 @@ def encode_content(channel: int, header_payload: bytes, body: bytes, frame_max: 
     return frames
 
 
+def encode_delivery(
+    method_frame: bytes, channel: int, header_payload: bytes, body: bytes, frame_max: int
+) -> bytes:
+    """``method_frame`` followed by its content frames as one bytes object: one write per delivery. A body
+    that fits one frame (the common case) is joined directly; larger bodies go through `encode_content`."""
+    size = len(body)
+    if size and (not frame_max or size <= frame_max - 8):
+        pack = _FRAME_HEADER.pack
+        return b"".join(
+            (
+                method_frame,
+                pack(2, channel, len(header_payload)),
+                header_payload,
+                _END,
+                pack(3, channel, size),
+                body,
+                _END,
+            )
+        )
+    return b"".join((method_frame, *encode_content(channel, header_payload, body, frame_max)))
+
+
 def decode_properties(header_payload: bytes) -> commands.Basic.Properties:
     """All properties of a content-header payload as pamqp's ``Basic.Properties`` (not for the hot path)."""
     header = ContentHeader()

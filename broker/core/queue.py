@@ -209,6 +209,16 @@ class Queue:
         ready = self.ready
         consumers = self.consumers
         delivered = 0
+        if len(consumers) == 1:
+            # One consumer (the common case): no ring to rotate, bound methods hoisted out of the loop.
+            consumer = consumers[0]
+            can_deliver, deliver = consumer.channel.can_deliver, consumer.channel.deliver
+            while ready and delivered < budget:
+                if not can_deliver(consumer):
+                    return False
+                deliver(consumer, self, ready.popleft())
+                delivered += 1
+            return bool(ready) and delivered >= budget
         while ready and delivered < budget:
             for _ in range(len(consumers)):
                 consumer = consumers[0]

@@ -17,6 +17,7 @@ from broker.core.clock import Clock
 from broker.journal.service import JournalService
 from broker.server.amqp_protocol import AMQPProtocol
 from broker.server.clock import LoopClock
+from broker.server.runtime import tune_for_serving
 from broker.session.faults import SessionFaults
 from protocol.header_rewrite import rewrite_content_header
 
@@ -138,6 +139,7 @@ def report_ready(ready: dict[str, Any]) -> None:
 
 
 def run(config: ServerConfig, addons: Sequence[Addon] = ()) -> int:
+    tune_for_serving()
     try:
         import uvloop
 

@@ -24,7 +24,7 @@ from broker.session.fates import settled_events
 from broker.session.handlers.table import HANDLERS
 from broker.session.tx import Transaction
 from protocol.channel_state import ContentAssembler
-from protocol.codec import BASIC_ACK, BASIC_NACK, BASIC_PUBLISH, BASIC_REJECT, decode_method, encode_content
+from protocol.codec import BASIC_ACK, BASIC_NACK, BASIC_PUBLISH, BASIC_REJECT, decode_method, encode_delivery
 from protocol.errors import AMQPError, ChannelError, HardError, ReplyCode
 from protocol.fastpath import (
     HeaderInfo,
@@ -273,9 +273,11 @@ class ChannelSession:
 
     def send_content(self, method_frame: bytes, message: Message) -> None:
         conn = self.conn
-        conn.write(method_frame)
-        for frame in encode_content(self.channel_id, message.header_payload, message.body, conn.frame_max):
-            conn.write(frame)
+        conn.write(
+            encode_delivery(
+                method_frame, self.channel_id, message.header_payload, message.body, conn.frame_max
+            )
+        )
 
     def consumer_cancelled(self, consumer: Consumer) -> None:
         """The queue was deleted: drop the consumer and tell clients that understand basic.cancel."""

@@ -114,5 +114,6 @@ def test_every_profile_row_is_covered_by_a_test() -> None:
         "transient_nonexclusive_queues",
         "queue_mode_allowed",
         "quorum_delivery_limit",
+        "consumer_timeout_classic",  # tests/component/test_ack_timeout.py, under each profile
     }
     assert rows == tested
