@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from broker.core.arguments import amqp_type_name, as_text, erlang_term, is_amqp_string
+from broker.core.arguments import amqp_type_name, as_text, is_amqp_string
+from broker.core.equivalence import MISSING, Atom, check_arg_equivalence, inequivalent, quoted
 from broker.core.exchanges.base import ExchangeType
 from broker.core.exchanges.default import DefaultExchangeType
 from broker.core.exchanges.registry import EXCHANGE_TYPES
@@ -16,7 +17,6 @@ RESERVED_PREFIX = "amq."
 
 # rabbit_exchange:assert_args_equivalence: "The only arg we care about is alternate-exchange".
 _EQUIVALENCE_KEYS = (ALTERNATE_EXCHANGE,)
-_MISSING = object()
 
 
 class Exchange:
@@ -101,85 +101,19 @@ class Exchange:
         """
         where = f"exchange '{self.name}' in vhost '{vhost}'"
         for field, current, received in (
-            ("type", _Atom(self.type_name), _Atom(type_name)),
+            ("type", Atom(self.type_name), Atom(type_name)),
             ("durable", self.durable, durable),
             ("auto_delete", self.auto_delete, auto_delete),
             ("internal", self.internal, internal),
         ):
             if current != received:
-                raise _inequivalent(field, where, _quoted(received), _quoted(current))
+                raise inequivalent(field, where, quoted(received), quoted(current))
         requested = arguments or {}
         for key in _EQUIVALENCE_KEYS:
-            _check_arg_equivalence(
-                key, self.arguments.get(key, _MISSING), requested.get(key, _MISSING), where
-            )
+            check_arg_equivalence(key, self.arguments.get(key, MISSING), requested.get(key, MISSING), where)
 
     def __repr__(self) -> str:
         return f"Exchange({self.name!r}, {self.type_name!r})"
-
-
-def _inequivalent(key: str, where: str, received: str, current: str) -> ChannelError:
-    return ChannelError(
-        ReplyCode.PRECONDITION_FAILED,
-        f"inequivalent arg '{key}' for {where}: received {received} but current is {current}",
-    )
-
-
-class _Atom(str):
-    """An exchange type, which RabbitMQ holds as an atom: ~p quotes atoms like 'x-delayed-message'."""
-
-    __slots__ = ()
-
-
-def _quoted(value: Any) -> str:
-    """rabbit_misc:val/1 of a bare value: '~s' for a binary, '~p' otherwise ('true', 'direct', '5')."""
-    if isinstance(value, _Atom):
-        plain = value[:1].islower() and all(c.isalnum() or c in "_@" for c in value)
-        return f"'{value}'" if plain else f"''{value}''"
-    if isinstance(value, str):
-        return f"'{value}'"
-    if isinstance(value, bytes | bytearray):
-        return f"'{bytes(value).decode('utf-8', 'replace')}'"
-    return f"'{erlang_term(value)}'"
-
-
-def _typed(value: Any) -> str:
-    """rabbit_misc:val/1 of a table entry: "the value 'v' of type 'longstr'", or "none" when absent."""
-    if value is _MISSING:
-        return "none"
-    text = _quoted(value)[1:-1]
-    return f"the value '{text}' of type '{amqp_type_name(value)}'"
-
-
-def _type_class(value: Any) -> str:
-    # rabbit_misc:type_class/1: every integer width (and decimal) is "int", float and double are "float".
-    name = amqp_type_name(value)
-    if name in ("signedint", "long", "decimal"):
-        return "int"
-    if name == "double":
-        return "float"
-    return name
-
-
-def _erlang_equal(a: Any, b: Any) -> bool:
-    if is_amqp_string(a) and is_amqp_string(b):
-        return (a.encode() if isinstance(a, str) else a) == (b.encode() if isinstance(b, str) else b)
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    return bool(a == b)
-
-
-def _check_arg_equivalence(key: str, current: Any, received: Any, where: str) -> None:
-    # rabbit_misc:assert_args_equivalence1: absent on both sides is fine; present on both sides is fine when
-    # the type classes match and the values are ==; otherwise the text shows bare values when both are present
-    # and typed values ("the value 'x' of type 'longstr'" / "none") when one is absent.
-    if current is _MISSING and received is _MISSING:
-        return
-    if current is _MISSING or received is _MISSING:
-        raise _inequivalent(key, where, _typed(received), _typed(current))
-    if _type_class(current) == _type_class(received) and _erlang_equal(current, received):
-        return
-    raise _inequivalent(key, where, _quoted(received), _quoted(current))
 
 
 def is_reserved_name(name: str) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pika
+import pytest
 from pamqp import commands, frame, header
 from pamqp import exceptions as pamqp_exceptions
 from pamqp.base import Frame
@@ -27,6 +28,13 @@ LOCKED_SUFFIX = (
     "It could be originally declared on another connection or the exclusive property value does not match "
     "that of the original declaration."
 )
+
+
+def channel_error(ch: Any, call: str, *args: Any, **kwargs: Any) -> tuple[int, str]:
+    """Run ``ch.<call>(...)`` expecting the broker to close the channel; returns (reply_code, reply_text)."""
+    with pytest.raises(pika.exceptions.ChannelClosedByBroker) as excinfo:
+        getattr(ch, call)(*args, **kwargs)
+    return excinfo.value.reply_code, excinfo.value.reply_text
 
 
 def locked_text(queue: str, vhost: str = "/") -> str:

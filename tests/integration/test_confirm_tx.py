@@ -10,12 +10,7 @@ import pytest
 from pamqp import commands
 
 from .conftest import RawFactory
-
-
-def channel_error(ch: Any, call: str, *args: Any, **kwargs: Any) -> tuple[int, str]:
-    with pytest.raises(pika.exceptions.ChannelClosedByBroker) as excinfo:
-        getattr(ch, call)(*args, **kwargs)
-    return excinfo.value.reply_code, excinfo.value.reply_text
+from .helpers import channel_error
 
 
 def ready(ch: Any, queue: str) -> int:

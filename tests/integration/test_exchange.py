@@ -10,16 +10,9 @@ import pika.exceptions
 import pytest
 
 from .conftest import ConnectFactory, Janitor
-from .helpers import drain_queue, wait_until
+from .helpers import channel_error, drain_queue, wait_until
 
 ChannelFactory = Any
-
-
-def channel_error(ch: Any, call: str, *args: Any, **kwargs: Any) -> tuple[int, str]:
-    """Run ``ch.<call>(...)`` expecting the broker to close the channel; returns (reply_code, reply_text)."""
-    with pytest.raises(pika.exceptions.ChannelClosedByBroker) as excinfo:
-        getattr(ch, call)(*args, **kwargs)
-    return excinfo.value.reply_code, excinfo.value.reply_text
 
 
 def exchange_exists(connection: pika.BlockingConnection, name: str) -> bool:

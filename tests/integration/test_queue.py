@@ -11,14 +11,7 @@ import pika.exceptions
 import pytest
 
 from .conftest import ConnectFactory, Janitor
-from .helpers import Collector, drain_queue, locked_text, pump, wait_until
-
-
-def channel_error(ch: Any, call: str, *args: Any, **kwargs: Any) -> tuple[int, str]:
-    """Run ``ch.<call>(...)`` expecting the broker to close the channel; returns (reply_code, reply_text)."""
-    with pytest.raises(pika.exceptions.ChannelClosedByBroker) as excinfo:
-        getattr(ch, call)(*args, **kwargs)
-    return excinfo.value.reply_code, excinfo.value.reply_text
+from .helpers import Collector, channel_error, drain_queue, locked_text, pump, wait_until
 
 
 def queue_exists(connection: pika.BlockingConnection, name: str) -> bool:
