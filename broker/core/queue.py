@@ -105,7 +105,6 @@ class Queue:
         return len(self.consumers)
 
     # -- messages
-    # ---------------------------------------------------------------------------------------------
 
     def enqueue(self, message: Message) -> bool:
         """False when the queue refused the message (x-overflow reject-publish)."""
@@ -158,7 +157,6 @@ class Queue:
         return count
 
     # -- consumers
-    # --------------------------------------------------------------------------------------------
 
     def add_consumer(self, consumer: Consumer) -> None:
         if consumer.exclusive and self.consumers:

@@ -109,7 +109,6 @@ class QueueFeatures:
             self.touch()
 
     # -- publishing
-    # ---------------------------------------------------------------------------------------------
 
     def enqueue(self, message: Message) -> bool:
         """False when an x-overflow reject-publish(-dlx) limit refused it (the publisher gets a nack)."""
@@ -166,7 +165,6 @@ class QueueFeatures:
         return envelope
 
     # -- expiry
-    # -------------------------------------------------------------------------------------------------
 
     def _drop_expired(self) -> None:
         ready = self.queue.ready
@@ -205,7 +203,6 @@ class QueueFeatures:
         self._arm_expiry()
 
     # -- x-expires
-    # ----------------------------------------------------------------------------------------------
 
     def touch(self) -> None:
         """The queue was used (declared, basic.get, its last consumer left): restart the x-expires period."""
@@ -229,7 +226,6 @@ class QueueFeatures:
             self._unused_timer = self.host.clock.call_later((expires - idle_ms) / 1000, self._on_unused_timer)
 
     # -- consuming
-    # ----------------------------------------------------------------------------------------------
 
     def consumer_added(self, consumer: Consumer) -> None:
         if "x-priority" in consumer.arguments:
@@ -298,7 +294,6 @@ class QueueFeatures:
         self.bytes = 0
 
     # -- returns
-    # ------------------------------------------------------------------------------------------------
 
     def requeue(self, envelopes: Iterable[Envelope]) -> None:
         """Back to their publish positions (keeping their expiry deadline, as RabbitMQ does); a quorum queue

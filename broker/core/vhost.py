@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
+from broker.core import topology_events
 from broker.core.arguments import freeze_table
 from broker.core.bindings import Binding, BindingTable
 from broker.core.clock import Clock, ManualClock
-from broker.core.dead_letter import HeaderRewriter, header_routes, publish_dead_letters
+from broker.core.dead_letter import HeaderRewriter, publish_dead_letters
 from broker.core.dispatcher import Dispatcher
-from broker.core.events import EventBus, Fate, Topology
+from broker.core.events import EventBus, Topology
 from broker.core.exchange import (
     Exchange,
     check_exchange_type,
@@ -26,13 +27,13 @@ from broker.core.exchange import (
 )
 from broker.core.message import Message
 from broker.core.names import NameGenerator
-from broker.core.profile import DEFAULT_PROFILE, TRANSIENT_NONEXCLUSIVE_DENIED, Profile
+from broker.core.profile import DEFAULT_PROFILE, Profile
 from broker.core.queue import Envelope, Queue
 from broker.core.queue_args import check_queue_equivalent
-from broker.core.queue_features import QueueFeatures
-from broker.core.queue_settings import CLASSIC, PLAIN, compile_settings
+from broker.core.queue_factory import new_queue
 from broker.core.router import Router
-from protocol.errors import ChannelError, HardError, ReplyCode, no_exchange, no_queue
+from broker.core.sender_selected import rewritten, route_keys, sender_selected
+from protocol.errors import ChannelError, ReplyCode, no_exchange, no_queue
 
 # Exchanges every vhost has (RabbitMQ exchanges.md); all durable. amq.rabbitmq.trace is internal (firehose).
 _SYSTEM_EXCHANGES = (
@@ -95,7 +96,6 @@ class VirtualHost:
             )
 
     # -- lookups
-    # ------------------------------------------------------------------------------------------------
 
     def exchange(self, name: str) -> Exchange:
         exchange = self.exchanges.get(name)
@@ -121,7 +121,6 @@ class VirtualHost:
         )
 
     # -- exchanges
-    # ----------------------------------------------------------------------------------------------
 
     def declare_exchange(
         self,
@@ -184,41 +183,12 @@ class VirtualHost:
         close = getattr(exchange.kind, "close", None)
         if close is not None:
             close()
-        self._unbound(self.bindings.remove_source(exchange))
+        topology_events.unbound(self.events, self.name, self.bindings.remove_source(exchange))
         removed = self.bindings.remove_destination(exchange)
-        self._unbound(removed)
+        topology_events.unbound(self.events, self.name, removed)
         if self.events.observers:
             self.events.topology(Topology.EXCHANGE_DELETED, self.name, exchange=exchange.name)
         self._after_unbind(removed)
-
-    def _bound(
-        self, source: Exchange, destination: Queue | Exchange, routing_key: str, arguments: Any
-    ) -> None:
-        if self.events.observers:
-            kind = "exchange" if isinstance(destination, Exchange) else "queue"
-            self.events.topology(
-                Topology.BOUND,
-                self.name,
-                source=source.name,
-                destination=destination.name,
-                destination_type=kind,
-                routing_key=routing_key,
-                arguments=dict(arguments),
-            )
-
-    def _unbound(self, removed: list[Binding]) -> None:
-        if self.events.observers:
-            for binding in removed:
-                destination = binding.destination
-                self.events.topology(
-                    Topology.UNBOUND,
-                    self.name,
-                    source=binding.source.name,
-                    destination=getattr(destination, "name", ""),
-                    destination_type="exchange" if binding.is_e2e else "queue",
-                    routing_key=binding.routing_key,
-                    arguments=binding.args,
-                )
 
     def _after_unbind(self, removed: list[Binding]) -> None:
         for binding in removed:
@@ -234,7 +204,6 @@ class VirtualHost:
             self._remove_exchange(source)
 
     # -- bindings
-    # -----------------------------------------------------------------------------------------------
 
     def _bindable_source(self, name: str) -> Exchange:
         if name == "":
@@ -253,7 +222,7 @@ class VirtualHost:
         queue = self.queue(queue_name, owner)
         args = dict(arguments or {})
         if self.bindings.add(source, queue, routing_key, args):
-            self._bound(source, queue, routing_key, args)
+            topology_events.bound(self.events, self.name, source, queue, routing_key, args)
 
     def unbind_queue(
         self,
@@ -277,7 +246,9 @@ class VirtualHost:
             return
         self.queue(queue_name, owner)  # exclusive to another connection: 405
         self.bindings.remove(source, queue, routing_key, args)
-        self._unbound([Binding(source, queue, routing_key, freeze_table(args))])
+        topology_events.unbound(
+            self.events, self.name, [Binding(source, queue, routing_key, freeze_table(args))]
+        )
         self._maybe_auto_delete(source)
 
     def bind_exchange(
@@ -287,7 +258,7 @@ class VirtualHost:
         source_exchange = self._bindable_source(source)
         args = dict(arguments or {})
         if self.bindings.add(source_exchange, dest_exchange, routing_key, args):
-            self._bound(source_exchange, dest_exchange, routing_key, args)
+            topology_events.bound(self.events, self.name, source_exchange, dest_exchange, routing_key, args)
 
     def unbind_exchange(
         self, destination: str, source: str, routing_key: str, arguments: Mapping[str, Any] | None
@@ -300,11 +271,14 @@ class VirtualHost:
             return  # missing ends: nothing to unbind (RabbitMQ 3.x is idempotent here)
         args = dict(arguments or {})
         if self.bindings.remove(source_exchange, dest_exchange, routing_key, args):
-            self._unbound([Binding(source_exchange, dest_exchange, routing_key, freeze_table(args))])
+            topology_events.unbound(
+                self.events,
+                self.name,
+                [Binding(source_exchange, dest_exchange, routing_key, freeze_table(args))],
+            )
             self._maybe_auto_delete(source_exchange)
 
     # -- queues
-    # -------------------------------------------------------------------------------------------------
 
     def declare_queue(
         self,
@@ -320,8 +294,7 @@ class VirtualHost:
         """queue.declare; ``name`` is already resolved (server-named or last-declared) by the session.
 
         Only client-chosen names are checked for the reserved prefix (rabbit_channel check_name), so
-        redeclaring
-        an `amq.gen-…` name non-passively is refused as in RabbitMQ.
+        redeclaring an `amq.gen-…` name non-passively is refused as in RabbitMQ.
         """
         if passive:
             return self.queue(name, owner)
@@ -337,47 +310,12 @@ class VirtualHost:
             if existing.features is not None:
                 existing.features.touch()  # a redeclare counts as use for x-expires
             return existing
-        settings = compile_settings(
-            name, self.name, args, durable, exclusive, auto_delete, server_named, self.profile
-        )
-        if (
-            not durable
-            and not exclusive
-            and not self.profile.transient_nonexclusive_queues
-            and settings.queue_type == CLASSIC
-        ):
-            raise HardError(ReplyCode.INTERNAL_ERROR, TRANSIENT_NONEXCLUSIVE_DENIED, 50, 10)
-        queue = Queue(
-            name,
-            self.name,
-            self.dispatcher,
-            durable=durable,
-            exclusive_owner=owner if exclusive else None,
-            auto_delete=auto_delete,
-            arguments=args,
-            on_unused=self._auto_delete_queue,
-        )
-        queue.events = self.events
-        queue.host = self
-        if settings is not PLAIN:
-            queue.features = QueueFeatures(queue, settings, self)
-        self.queues[name] = queue
-        if self.events.observers:
-            self.events.topology(
-                Topology.QUEUE_DECLARED,
-                self.name,
-                queue=name,
-                durable=durable,
-                exclusive=exclusive,
-                auto_delete=auto_delete,
-                arguments=args,
-            )
-        return queue
+        return new_queue(self, name, owner, durable, exclusive, auto_delete, args, server_named)
 
     def new_queue_name(self) -> str:
         return self.names.queue_name()
 
-    def _auto_delete_queue(self, queue: Queue) -> None:
+    def auto_delete_queue(self, queue: Queue) -> None:
         if self.queues.get(queue.name) is queue:
             self.remove_queue(queue)
 
@@ -411,25 +349,20 @@ class VirtualHost:
         """
         self.queues.pop(queue.name, None)
         removed = self.bindings.remove_destination(queue)
-        self._unbound(removed)
+        topology_events.unbound(self.events, self.name, removed)
         self._after_unbind(removed)
         if self.events.observers:
-            self._dropped(queue, list(queue.ready), "queue_deleted")
+            topology_events.dropped(self.events, self.name, queue, list(queue.ready), "queue_deleted")
             self.events.topology(Topology.QUEUE_DELETED, self.name, queue=queue.name)
         return queue.delete()
-
-    def _dropped(self, queue: Queue, envelopes: list[Envelope], reason: str) -> None:
-        for envelope in envelopes:
-            self.events.message(Fate.DROPPED, self.name, envelope.message, queue.name, reason=reason)
 
     def purge_queue(self, name: str, owner: object) -> int:
         queue = self.queue(name, owner)
         if self.events.observers:
-            self._dropped(queue, list(queue.ready), "purged")
+            topology_events.dropped(self.events, self.name, queue, list(queue.ready), "purged")
         return queue.purge()
 
     # -- publishing
-    # ---------------------------------------------------------------------------------------------
 
     def publish(self, exchange_name: str, message: Message) -> list[Queue]:
         """Route and enqueue; returns the queues reached (empty = unroutable) for mandatory and confirms."""
@@ -445,49 +378,14 @@ class VirtualHost:
         queues = cast("list[Queue]", self.router.route(exchange, message))
         headers = message.headers
         if headers is not None and ("CC" in headers or "BCC" in headers):
-            queues, message = self._sender_selected(exchange, message, queues)
+            queues, message = sender_selected(self.router, exchange, message, queues, self.rewrite_header)
         self.rejected = False
         for queue in queues:
             if not queue.enqueue(message):
                 self.rejected = True
         return queues
 
-    def _sender_selected(
-        self, exchange: Exchange, message: Message, queues: list[Queue]
-    ) -> tuple[list[Queue], Message]:
-        """CC and BCC headers add routing keys (sender-selected distribution); BCC is removed from the
-        message that queues receive (RabbitMQ spec deviation 15)."""
-        extra = header_routes(message.headers, "CC") + header_routes(message.headers, "BCC")
-        found = dict.fromkeys(queues)
-        found.update(dict.fromkeys(self.route_keys(exchange, message, extra)))
-        if message.headers is not None and "BCC" in message.headers and self.rewrite_header is not None:
-            headers = {k: v for k, v in message.headers.items() if k != "BCC"}
-            payload = self.rewrite_header(message.header_payload, {}, ("BCC",), False)
-            message = Message(
-                message.exchange,
-                message.routing_key,
-                payload,
-                message.body,
-                headers,
-                message.delivery_mode,
-                message.priority,
-                message.expiration,
-                message.ttl,
-            )
-        return list(found), message
-
-    def route_keys(self, exchange: Exchange, message: Message, keys: list[str]) -> list[Queue]:
-        """The queues ``message`` reaches through ``exchange`` with each of ``keys`` as its routing key."""
-        found: dict[Queue, None] = {}
-        for key in keys:
-            probe = message
-            if key != message.routing_key:
-                probe = Message(message.exchange, key, message.header_payload, message.body, message.headers)
-            found.update(dict.fromkeys(cast("list[Queue]", self.router.route(exchange, probe))))
-        return list(found)
-
     # -- QueueHost (broker.core.queue_features)
-    # -----------------------------------------------------------------
 
     def dead_letter(self, queue: Queue, envelopes: list[Envelope], reason: str) -> None:
         publish_dead_letters(self, queue, envelopes, reason)
@@ -502,19 +400,10 @@ class VirtualHost:
             self.remove_queue(queue)
 
     def with_delivery_count(self, message: Message, count: int) -> Message:
+        """The message as quorum queues redeliver it: with the ``x-delivery-count`` header set."""
         if self.rewrite_header is None:
             return message
-        headers = dict(message.headers or {})
-        headers["x-delivery-count"] = count
-        payload = self.rewrite_header(message.header_payload, {"x-delivery-count": count}, (), False)
-        return Message(
-            message.exchange,
-            message.routing_key,
-            payload,
-            message.body,
-            headers,
-            message.delivery_mode,
-            message.priority,
-            message.expiration,
-            message.ttl,
-        )
+        return rewritten(message, self.rewrite_header, {"x-delivery-count": count})
+
+    def route_keys(self, exchange: Exchange, message: Message, keys: list[str]) -> list[Queue]:
+        return route_keys(self.router, exchange, message, keys)

@@ -49,7 +49,6 @@ class ManagementAPI:
         return response
 
     # -- helpers
-    # -------------------------------------------------------------------------------------------
 
     def _vhosts(self, args: list[str]) -> list[VirtualHost] | None:
         if not args:
@@ -65,7 +64,6 @@ class ManagementAPI:
         ]
 
     # -- GET
-    # -----------------------------------------------------------------------------------------------
 
     def _get_overview(self, request: Request, args: list[str]) -> Response:
         queues = [info for vhost in self.broker.vhosts.values() for info in queue_infos(vhost)]
@@ -193,7 +191,6 @@ class ManagementAPI:
         return Response(200, export_definitions(self.broker))
 
     # -- changes
-    # -------------------------------------------------------------------------------------------
 
     def _put_vhosts(self, request: Request, args: list[str]) -> Response:
         if len(args) != 1:

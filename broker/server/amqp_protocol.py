@@ -35,7 +35,6 @@ class AMQPProtocol(asyncio.Protocol):
         self._heartbeat_started = False
 
     # -- asyncio callbacks
-    # --------------------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's TCPTransport implements asyncio.Transport without subclassing it.
@@ -89,7 +88,6 @@ class AMQPProtocol(asyncio.Protocol):
             self.session.set_writable(True)
 
     # -- Transport (used by the session)
-    # ------------------------------------------------------------------------
 
     def write(self, data: bytes) -> None:
         self._out.append(data)
@@ -136,7 +134,6 @@ class AMQPProtocol(asyncio.Protocol):
             self.transport.close()
 
     # -- timers
-    # -------------------------------------------------------------------------------------------------
 
     def _handshake_check(self) -> None:
         # rabbit_reader's handshake_timeout: a peer that has not opened the connection in time is dropped.

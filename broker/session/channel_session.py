@@ -67,7 +67,6 @@ class ChannelSession:
         return f"ChannelSession({self.channel_id})"
 
     # -- frames in
-    # ----------------------------------------------------------------------------------------------
 
     def on_method_frame(self, payload: bytes) -> None:
         if not self.assembler.idle:
@@ -123,7 +122,6 @@ class ChannelSession:
             self.conn.channels.pop(self.channel_id, None)
 
     # -- publishing
-    # ---------------------------------------------------------------------------------------------
 
     def _published(self, context: Any, info: HeaderInfo, header_payload: bytes, body: bytes) -> None:
         exchange, routing_key, mandatory = context
@@ -221,7 +219,6 @@ class ChannelSession:
         self.conn.write(encode_basic_ack(self.channel_id, upto, multiple))
 
     # -- delivering (ConsumerChannel)
-    # ---------------------------------------------------------------------------
 
     def can_deliver(self, consumer: Consumer) -> bool:
         if not self.conn.writable:
@@ -289,7 +286,6 @@ class ChannelSession:
             )
 
     # -- acknowledgements
-    # ---------------------------------------------------------------------------------------
 
     def settle(self, delivery_tag: int, multiple: bool, requeue: bool | None) -> None:
         """basic.ack (``requeue`` None), nack or reject. In a transaction the outcome waits for tx.commit."""
@@ -326,7 +322,6 @@ class ChannelSession:
             queue.wake()
 
     # -- lifecycle
-    # ----------------------------------------------------------------------------------------------
 
     def resolve_queue_name(self, name: str) -> str:
         """An empty queue name means the channel's most recently declared queue (rabbit_channel)."""

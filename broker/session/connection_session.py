@@ -74,7 +74,6 @@ class ConnectionSession:
         self.faults: SessionFaults | None = None  # test fault injection, installed by the edge
 
     # -- input
-    # --------------------------------------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
         """Parse and handle every complete frame; the only place AMQP errors become close frames."""
@@ -175,7 +174,6 @@ class ConnectionSession:
         connection_handlers.handle(self, decode_method(payload))
 
     # -- output
-    # -------------------------------------------------------------------------------------------------
 
     def send(self, channel_id: int, method: Frame) -> None:
         self.write(encode_method(channel_id, method))
@@ -194,7 +192,6 @@ class ConnectionSession:
             channel.flush_confirms()
 
     # -- lifecycle
-    # ----------------------------------------------------------------------------------------------
 
     def opened(self, vhost: VirtualHost) -> None:
         self.vhost = vhost
@@ -273,7 +270,6 @@ class ConnectionSession:
         self.exclusive_queues.clear()
 
     # -- edge notifications
-    # -------------------------------------------------------------------------------------
 
     def set_writable(self, writable: bool) -> None:
         """Socket backpressure: no deliveries while the peer's buffer is full; on resume, wake the queues."""

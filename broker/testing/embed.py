@@ -231,7 +231,6 @@ class BrokerThread:
         self.stop()
 
     # -- marshalling
-    # ----------------------------------------------------------------------------------------
 
     def _loop(self) -> asyncio.AbstractEventLoop:
         if self.loop is None or self._thread is None:
@@ -264,7 +263,6 @@ class BrokerThread:
         return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine(), self._loop()))
 
     # -- the broker
-    # -----------------------------------------------------------------------------------------
 
     @property
     def url(self) -> str:

@@ -35,7 +35,6 @@ class VhostHandle:
         return self.thread.embedded.faults
 
     # -- state
-    # ----------------------------------------------------------------------------------------------
 
     def queue(self, name: str) -> QueueInfo:
         """Ready/unacked depth, consumer count and shape of queue ``name`` (LookupError when missing)."""
@@ -55,7 +54,6 @@ class VhostHandle:
         return self.thread.call(self._inspector.history, self.name, queue, exchange)
 
     # -- waits (block this thread; use ``aio`` from a coroutine)
-    # ------------------------------------------
 
     def wait_until_acked(self, queue: str, count: int = 1, timeout: float = DEFAULT_TIMEOUT_S) -> None:
         self.thread.run(lambda: self._inspector.wait_until_acked(queue, count, self.name, timeout))
@@ -79,7 +77,6 @@ class VhostHandle:
         self.thread.advance_clock(seconds)
 
     # -- faults
-    # ---------------------------------------------------------------------------------------------
 
     def close_connections(self, text: str = MANAGEMENT_CLOSE_TEXT, name: str | None = None) -> int:
         """Close this vhost's connections with 320 CONNECTION_FORCED (``name``: only that one)."""

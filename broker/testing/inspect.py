@@ -101,7 +101,6 @@ class Inspector:
                 future.cancel()
 
     # -- observer (called synchronously by the core; only records and schedules a re-check)
-    # --------------
 
     def on_message(self, event: MessageEvent) -> None:
         record = self._messages.get(event.message_id)
@@ -146,7 +145,6 @@ class Inspector:
             del self._messages[message_id]
 
     # -- state
-    # ----------------------------------------------------------------------------------------------
 
     def _vhost(self, vhost: str) -> VirtualHost:
         found = self.broker.vhosts.get(vhost)
@@ -188,7 +186,6 @@ class Inspector:
         return self._acked[(vhost, queue)]
 
     # -- waits
-    # ----------------------------------------------------------------------------------------------
 
     async def wait_until_acked(
         self, queue: str, count: int = 1, vhost: str = "/", timeout: float = DEFAULT_TIMEOUT_S
@@ -267,7 +264,6 @@ class Inspector:
                 future.set_result(None)
 
     # -- settle
-    # ---------------------------------------------------------------------------------------------
 
     async def settle(self, timeout: float = DEFAULT_TIMEOUT_S) -> None:
         """Barrier: every byte clients have sent so far is read and processed, every resulting dispatch pass

@@ -1,0 +1,64 @@
+"""Creating a queue on declare: its compiled feature settings, the profile's refusals, and its wiring."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from broker.core.events import Topology
+from broker.core.profile import TRANSIENT_NONEXCLUSIVE_DENIED
+from broker.core.queue import Queue
+from broker.core.queue_features import QueueFeatures
+from broker.core.queue_settings import CLASSIC, PLAIN, compile_settings
+from protocol.errors import HardError, ReplyCode
+
+if TYPE_CHECKING:
+    from broker.core.vhost import VirtualHost
+
+
+def new_queue(
+    vhost: VirtualHost,
+    name: str,
+    owner: object,
+    durable: bool,
+    exclusive: bool,
+    auto_delete: bool,
+    args: dict[str, Any],
+    server_named: bool,
+) -> Queue:
+    """A new queue registered in ``vhost`` (arguments validated by compile_settings, RabbitMQ's texts)."""
+    settings = compile_settings(
+        name, vhost.name, args, durable, exclusive, auto_delete, server_named, vhost.profile
+    )
+    if (
+        not durable
+        and not exclusive
+        and not vhost.profile.transient_nonexclusive_queues
+        and settings.queue_type == CLASSIC
+    ):
+        raise HardError(ReplyCode.INTERNAL_ERROR, TRANSIENT_NONEXCLUSIVE_DENIED, 50, 10)
+    queue = Queue(
+        name,
+        vhost.name,
+        vhost.dispatcher,
+        durable=durable,
+        exclusive_owner=owner if exclusive else None,
+        auto_delete=auto_delete,
+        arguments=args,
+        on_unused=vhost.auto_delete_queue,
+    )
+    queue.events = vhost.events
+    queue.host = vhost
+    if settings is not PLAIN:
+        queue.features = QueueFeatures(queue, settings, vhost)
+    vhost.queues[name] = queue
+    if vhost.events.observers:
+        vhost.events.topology(
+            Topology.QUEUE_DECLARED,
+            vhost.name,
+            queue=name,
+            durable=durable,
+            exclusive=exclusive,
+            auto_delete=auto_delete,
+            arguments=args,
+        )
+    return queue
