@@ -186,6 +186,8 @@ def direct_reply_to(ctx: Ctx) -> Observation:
     server = ctx.connect().channel()
     rpc = ctx.queue(server, "rpc", exclusive=False)
     client.basic_publish("", rpc, b"ping", pika.BasicProperties(reply_to="amq.rabbitmq.reply-to"))
+    # The request was published on another connection without confirms: wait (bounded) until it arrived.
+    _wait_count(server, rpc, 1)
     _, props, _ = server.basic_get(rpc, auto_ack=True)
     results["rewritten"] = props.reply_to.startswith("amq.rabbitmq.reply-to.")
     server.confirm_delivery()
