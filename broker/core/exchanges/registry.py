@@ -9,6 +9,7 @@ from broker.core.exchanges.direct import DirectExchangeType
 from broker.core.exchanges.fanout import FanoutExchangeType
 from broker.core.exchanges.headers import HeadersExchangeType
 from broker.core.exchanges.topic import TopicExchangeType
+from broker.core.exchanges.x_random import RandomExchangeType
 
 # Constructed with no arguments, one instance per exchange. The default exchange is not here: it is never
 # declared, and `create_exchange` builds it (it needs the vhost's queue lookup).
@@ -20,4 +21,5 @@ EXCHANGE_TYPES: dict[str, type[ExchangeType]] = {
     # Plugin types (RabbitMQ needs rabbitmq-plugins enable; here they are always available).
     ConsistentHashExchangeType.type_name: ConsistentHashExchangeType,
     DelayedMessageExchangeType.type_name: DelayedMessageExchangeType,
+    RandomExchangeType.type_name: RandomExchangeType,
 }
