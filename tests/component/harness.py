@@ -10,6 +10,7 @@ from pamqp.body import ContentBody
 from pamqp.common import FieldTable
 
 from broker.core.broker import Broker
+from broker.core.events import MessageEvent, TopologyEvent
 from broker.session.config import SessionConfig
 from broker.session.connection_session import ConnectionSession
 from tests.unit.core.fakes import ManualLoop
@@ -101,3 +102,20 @@ def close_of(frames: list[tuple[int, Any]]) -> tuple[int, int, str]:
         if isinstance(value, commands.Connection.Close | commands.Channel.Close):
             return channel, int(value.reply_code or 0), str(value.reply_text)
     raise AssertionError(f"no close frame in {frames}")
+
+
+class Recorder:
+    """An event-bus observer that keeps every event, for assertions on fates and topology."""
+
+    def __init__(self) -> None:
+        self.messages: list[MessageEvent] = []
+        self.topology: list[TopologyEvent] = []
+
+    def on_message(self, event: MessageEvent) -> None:
+        self.messages.append(event)
+
+    def on_topology(self, event: TopologyEvent) -> None:
+        self.topology.append(event)
+
+    def fates(self) -> list[tuple[str, str | None]]:
+        return [(event.fate.value, event.queue) for event in self.messages]

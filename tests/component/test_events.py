@@ -4,23 +4,8 @@ from __future__ import annotations
 
 from pamqp import commands
 
-from broker.core.events import Fate, MessageEvent, Topology, TopologyEvent
-from tests.component.harness import Client
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.messages: list[MessageEvent] = []
-        self.topology: list[TopologyEvent] = []
-
-    def on_message(self, event: MessageEvent) -> None:
-        self.messages.append(event)
-
-    def on_topology(self, event: TopologyEvent) -> None:
-        self.topology.append(event)
-
-    def fates(self) -> list[tuple[str, str | None]]:
-        return [(event.fate.value, event.queue) for event in self.messages]
+from broker.core.events import Fate, Topology
+from tests.component.harness import Client, Recorder
 
 
 def _client() -> tuple[Client, Recorder]:

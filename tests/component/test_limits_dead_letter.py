@@ -8,8 +8,9 @@ from typing import Any
 from pamqp import commands, header
 from pamqp.body import ContentBody
 
-from broker.core.events import Fate, MessageEvent, TopologyEvent
+from broker.core.events import Fate
 from tests.component.features import TimedClient
+from tests.component.harness import Recorder
 
 
 def _dlx_pair(client: TimedClient, source_args: dict[str, Any]) -> None:
@@ -219,17 +220,6 @@ def test_missing_dead_letter_exchange_drops_the_message() -> None:
     assert client.count("src") == 0
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[MessageEvent] = []
-
-    def on_message(self, event: MessageEvent) -> None:
-        self.events.append(event)
-
-    def on_topology(self, event: TopologyEvent) -> None:
-        pass
-
-
 def test_fates_for_maxlen_drop_and_dead_lettering() -> None:
     client = TimedClient()
     recorder = Recorder()
@@ -242,7 +232,7 @@ def test_fates_for_maxlen_drop_and_dead_lettering() -> None:
     client.advance(0.005)
     fates = [
         (e.fate, e.queue, e.detail.get("reason"))
-        for e in recorder.events
+        for e in recorder.messages
         if e.fate in (Fate.DROPPED, Fate.EXPIRED, Fate.DEAD_LETTERED)
     ]
     assert fates == [

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pamqp import commands
 
-from broker.core.events import Fate, MessageEvent, TopologyEvent
+from broker.core.events import Fate
 from tests.component.features import TimedClient
-from tests.component.harness import close_of
+from tests.component.harness import Recorder, close_of
 
 
 def test_queue_message_ttl_expires_messages_when_the_clock_passes_it() -> None:
@@ -102,17 +102,6 @@ def test_negative_message_ttl_argument_is_refused_with_rabbitmq_text() -> None:
     )
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[MessageEvent] = []
-
-    def on_message(self, event: MessageEvent) -> None:
-        self.events.append(event)
-
-    def on_topology(self, event: TopologyEvent) -> None:
-        pass
-
-
 def test_expired_messages_emit_expired_then_dropped_without_a_dlx() -> None:
     client = TimedClient()
     recorder = Recorder()
@@ -120,7 +109,7 @@ def test_expired_messages_emit_expired_then_dropped_without_a_dlx() -> None:
     client.declare("q", **{"x-message-ttl": 10})
     client.publish(1, b"a", "q")
     client.advance(0.01)
-    fates = [(event.fate, event.queue, event.detail.get("reason")) for event in recorder.events]
+    fates = [(event.fate, event.queue, event.detail.get("reason")) for event in recorder.messages]
     assert fates[-2:] == [(Fate.EXPIRED, "q", None), (Fate.DROPPED, "q", "expired")]
 
 
