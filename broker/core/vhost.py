@@ -8,7 +8,7 @@ Checks follow rabbit_channel.erl's order so that the first error a client sees i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from broker.core import topology_events
 from broker.core.arguments import freeze_table
@@ -58,6 +58,14 @@ def _default_exchange_refused() -> ChannelError:
     return ChannelError(ReplyCode.ACCESS_REFUSED, "operation not permitted on the default exchange")
 
 
+class Published(NamedTuple):
+    """What a publish did: the queues reached (empty = unroutable) and whether an x-overflow reject-publish
+    queue refused the message (the publisher's confirm is then a nack)."""
+
+    queues: list[Queue]
+    rejected: bool
+
+
 class VirtualHost:
     """Owns the entities of one vhost. Every method raises ChannelError/HardError with RabbitMQ's code and
     text.
@@ -77,7 +85,6 @@ class VirtualHost:
         self.profile = profile
         # Rewrites content headers (x-death, BCC removal); set by the broker from the session layer.
         self.rewrite_header: HeaderRewriter | None = None
-        self.rejected = False  # the last publish was refused by an x-overflow reject-publish queue
         self.events = events if events is not None else EventBus()
         self.dispatcher = dispatcher
         self.names = names
@@ -364,8 +371,8 @@ class VirtualHost:
 
     # -- publishing
 
-    def publish(self, exchange_name: str, message: Message) -> list[Queue]:
-        """Route and enqueue; returns the queues reached (empty = unroutable) for mandatory and confirms."""
+    def publish(self, exchange_name: str, message: Message) -> Published:
+        """Route and enqueue; the result tells mandatory and confirms what happened."""
         exchange = self.exchanges.get(exchange_name)
         if exchange is None:
             raise no_exchange(exchange_name, self.name)
@@ -379,11 +386,11 @@ class VirtualHost:
         headers = message.headers
         if headers is not None and ("CC" in headers or "BCC" in headers):
             queues, message = sender_selected(self.router, exchange, message, queues, self.rewrite_header)
-        self.rejected = False
+        rejected = False
         for queue in queues:
             if not queue.enqueue(message):
-                self.rejected = True
-        return queues
+                rejected = True
+        return Published(queues, rejected)
 
     # -- QueueHost (broker.core.queue_features)
 

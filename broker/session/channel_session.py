@@ -159,8 +159,7 @@ class ChannelSession:
             queues: list[Queue] = []  # a direct reply is not routed to a queue: mandatory returns it (3.x)
             rejected = False
         else:
-            queues = vhost.publish(message.exchange, message)
-            rejected = vhost.rejected
+            queues, rejected = vhost.publish(message.exchange, message)
         events = vhost.events
         if events.observers:
             events.message(
