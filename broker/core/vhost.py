@@ -8,7 +8,7 @@ Checks follow rabbit_channel.erl's order so that the first error a client sees i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple, Protocol, cast
+from typing import Any, Protocol, cast
 
 from broker.core import topology_events
 from broker.core.arguments import freeze_table
@@ -56,14 +56,6 @@ class VhostConnection(Protocol):
 
 def _default_exchange_refused() -> ChannelError:
     return ChannelError(ReplyCode.ACCESS_REFUSED, "operation not permitted on the default exchange")
-
-
-class Published(NamedTuple):
-    """What a publish did: the queues reached (empty = unroutable) and whether an x-overflow reject-publish
-    queue refused the message (the publisher's confirm is then a nack)."""
-
-    queues: list[Queue]
-    rejected: bool
 
 
 class VirtualHost:
@@ -371,8 +363,9 @@ class VirtualHost:
 
     # -- publishing
 
-    def publish(self, exchange_name: str, message: Message) -> Published:
-        """Route and enqueue; the result tells mandatory and confirms what happened."""
+    def publish(self, exchange_name: str, message: Message) -> tuple[list[Queue], bool]:
+        """Route and enqueue: (queues reached, empty = unroutable; whether an x-overflow reject-publish queue
+        refused the message, so the publisher's confirm is a nack). A plain tuple: this runs per message."""
         exchange = self.exchanges.get(exchange_name)
         if exchange is None:
             raise no_exchange(exchange_name, self.name)
@@ -390,7 +383,7 @@ class VirtualHost:
         for queue in queues:
             if not queue.enqueue(message):
                 rejected = True
-        return Published(queues, rejected)
+        return queues, rejected
 
     # -- QueueHost (broker.core.queue_features)
 

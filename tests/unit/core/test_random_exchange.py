@@ -26,7 +26,7 @@ def _vhost_with(queues: int) -> VirtualHost:
 def test_each_message_reaches_exactly_one_queue_whatever_its_routing_key() -> None:
     vhost = _vhost_with(3)
     for i in range(300):
-        assert len(vhost.publish("rnd", Message("rnd", f"unrelated-{i}", b"", b"")).queues) == 1
+        assert len(vhost.publish("rnd", Message("rnd", f"unrelated-{i}", b"", b""))[0]) == 1
     counts = [vhost.queues[f"q{q}"].message_count for q in range(3)]
     assert sum(counts) == 300
     assert min(counts) > 60, counts  # every queue gets a share (uniform: ~100 each)
@@ -35,11 +35,11 @@ def test_each_message_reaches_exactly_one_queue_whatever_its_routing_key() -> No
 def test_a_queue_bound_twice_is_picked_twice_as_often() -> None:
     vhost = _vhost_with(2)
     vhost.bind_queue("q0", "rnd", "another-key", None, None)
-    picks = Counter(vhost.publish("rnd", Message("rnd", "", b"", b"")).queues[0].name for _ in range(3000))
+    picks = Counter(vhost.publish("rnd", Message("rnd", "", b"", b""))[0][0].name for _ in range(3000))
     assert 1.6 < picks["q0"] / picks["q1"] < 2.5
 
 
 def test_unbinding_removes_one_weight_and_an_empty_exchange_routes_nowhere() -> None:
     vhost = _vhost_with(1)
     vhost.unbind_queue("q0", "rnd", "key-0", None, None)
-    assert vhost.publish("rnd", Message("rnd", "", b"", b"")).queues == []
+    assert vhost.publish("rnd", Message("rnd", "", b"", b""))[0] == []
