@@ -19,6 +19,7 @@ from broker.session.config import (
 )
 
 FRAME_MIN_SIZE = 4096
+DEFAULT_DATA_DIR = "./warrenmq-data"
 MAX_CHANNEL_MAX = 65535
 
 
@@ -49,6 +50,9 @@ class ServerConfig:
     session: SessionConfig = field(default_factory=SessionConfig)
     journal: JournalConfig | None = None
     profile: Profile = DEFAULT_PROFILE
+    # Durable store directory (SQLite); None: nothing outlives the process (embedded brokers, tests).
+    data_dir: str | None = None
+    fsync: str = "always"
 
 
 def _env(name: str, default: str) -> str:
@@ -138,6 +142,19 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=_env("DEFINITIONS", "") or None,
         help="RabbitMQ definitions JSON applied at boot (WARRENMQ_DEFINITIONS)",
     )
+    parser.add_argument(
+        "--data-dir",
+        default=_env("DATA_DIR", DEFAULT_DATA_DIR),
+        help="durable store directory; 'none' keeps everything in memory and a restart loses it "
+        f"(WARRENMQ_DATA_DIR; default {DEFAULT_DATA_DIR})",
+    )
+    parser.add_argument(
+        "--fsync",
+        choices=("always", "batch", "never"),
+        default=_env("FSYNC", "always"),
+        help="always: fsync every group commit before confirming it; batch: fsync at WAL checkpoints "
+        "(survives a process crash, not a power loss); never: leave it to the OS (WARRENMQ_FSYNC)",
+    )
     add_journal_arguments(parser)
 
 
@@ -220,4 +237,6 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             consumer_timeout_ms=args.consumer_timeout,
         ),
         journal=journal_config_from_args(args),
+        data_dir=None if args.data_dir.strip().lower() in ("none", "") else args.data_dir,
+        fsync=args.fsync,
     )

@@ -20,6 +20,10 @@ from urllib.parse import urlparse
 
 import pytest
 
+# Broker processes started by the suites keep everything in memory unless a test gives --data-dir itself
+# (`warrenmq serve` would otherwise store under ./warrenmq-data, shared by parallel workers).
+os.environ.setdefault("WARRENMQ_DATA_DIR", "none")
+
 
 @dataclass
 class BrokerProcess:

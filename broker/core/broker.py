@@ -12,6 +12,7 @@ from broker.core.dispatcher import Dispatcher
 from broker.core.events import EventBus
 from broker.core.names import NameGenerator
 from broker.core.passwords import check_password
+from broker.core.persistence import Persistence
 from broker.core.profile import DEFAULT_PROFILE, Profile
 from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
@@ -31,6 +32,7 @@ class Broker:
         clock: Clock | None = None,
         profile: Profile = DEFAULT_PROFILE,
         rewrite_header: HeaderRewriter | None = None,
+        persistence: Persistence | None = None,
     ) -> None:
         # The server passes the loop's clock; without one time stands still until a test advances it.
         self.clock: Clock = clock if clock is not None else ManualClock()
@@ -45,6 +47,8 @@ class Broker:
         self.vhosts: dict[str, VirtualHost] = {}
         # Direct reply-to keys to the private queue of their reply consumer (owned by the session layer).
         self.direct_reply: dict[str, Queue] = {}
+        # Durable state goes here (broker/storage); None: nothing outlives the process.
+        self.persistence = persistence
         for name in vhosts:
             self.add_vhost(name)
 
@@ -55,6 +59,9 @@ class Broker:
                 name, self.dispatcher, self.names, self.events, self.clock, self.profile
             )
             vhost.rewrite_header = self.rewrite_header
+            vhost.persistence = self.persistence
+            if self.persistence is not None:
+                self.persistence.vhost_added(name)
         return vhost
 
     def delete_vhost(self, name: str) -> bool:
@@ -69,7 +76,22 @@ class Broker:
         for connection in list(vhost.connections):
             connection.force_close(f"vhost '{name}' is deleted")
         vhost.close()
+        if self.persistence is not None:
+            self.persistence.vhost_deleted(name)
         return True
+
+    def save_user(
+        self, name: str, password: str | None = None, password_hash: tuple[str, str] | None = None
+    ) -> None:
+        """Add or replace a user: a plain password, or a RabbitMQ (hash, algorithm) pair from definitions."""
+        if password_hash is not None:
+            self.user_hashes[name] = password_hash
+            self.users.setdefault(name, "")  # listed with the others; authenticate() checks the hash
+        else:
+            self.users[name] = password or ""
+            self.user_hashes.pop(name, None)
+        if self.persistence is not None:
+            self.persistence.user_saved(name, password, password_hash)
 
     def set_header_rewriter(self, rewrite: HeaderRewriter) -> None:
         """Install the content-header rewriter (the session layer's) in the broker and every vhost."""

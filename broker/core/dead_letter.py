@@ -160,6 +160,8 @@ def publish_dead_letters(vhost: VirtualHost, queue: Queue, envelopes: list[Envel
     A DLX that does not exist drops the message silently, as RabbitMQ does; queues that would close a
     dead-letter cycle are left out (RabbitMQ logs the cycle once and drops the message for them).
     """
+    if queue.store is not None and reason != REJECTED:
+        queue.store.messages_removed(queue, envelopes)  # rejections were removed when settled
     features = queue.features
     dlx_name = features.settings.dead_letter_exchange if features is not None else None
     events = vhost.events

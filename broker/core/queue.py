@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from broker.core.consumer import Consumer
     from broker.core.dispatcher import Dispatcher
     from broker.core.events import EventBus
+    from broker.core.persistence import Persistence
     from broker.core.queue_features import QueueFeatures, QueueHost
 
 
@@ -54,6 +55,8 @@ class Queue:
         "name",
         "on_unused",
         "ready",
+        "store",
+        "store_id",
         "unacked",
         "vhost",
     )
@@ -87,6 +90,9 @@ class Queue:
         # TTL, limits, priorities, …: None for a plain queue, which then never leaves the code below.
         self.features: QueueFeatures | None = None
         self.host: QueueHost | None = None  # the vhost, set when it creates the queue
+        # The durable store, for a durable non-exclusive queue of a broker that has one; else None.
+        self.store: Persistence | None = None
+        self.store_id = 0  # this queue's key in the store, given by Persistence.queue_declared
 
     def __repr__(self) -> str:
         return f"Queue({self.name!r}, ready={len(self.ready)}, consumers={len(self.consumers)})"
@@ -113,7 +119,10 @@ class Queue:
             if features is not None:
                 return features.enqueue(message)
         self._seq += 1
-        self.ready.append(Envelope(self._seq, message))
+        envelope = Envelope(self._seq, message)
+        self.ready.append(envelope)
+        if self.store is not None and message.delivery_mode == 2:
+            self.store.message_added(self, envelope)
         if self.consumers:
             self.dispatcher.wake(self)
         return True
@@ -149,8 +158,20 @@ class Queue:
             return self.features.get()
         return self.ready.popleft() if self.ready else None
 
+    def recover(self, envelopes: list[Envelope]) -> None:
+        """Messages read back from the store, in publish order, before any client connects."""
+        if not envelopes:
+            return
+        self._seq = max(self._seq, envelopes[-1].seq)
+        if self.features is not None:
+            self.features.recover(envelopes)
+        else:
+            self.ready.extend(envelopes)
+
     def purge(self) -> int:
         count = len(self.ready)
+        if self.store is not None:
+            self.store.messages_removed(self, self.ready)
         self.ready.clear()
         if self.features is not None:
             self.features.purged()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from broker.core.events import Topology
+from broker.core.persistence import is_durable_queue
 from broker.core.profile import TRANSIENT_NONEXCLUSIVE_DENIED
 from broker.core.queue import Queue
 from broker.core.queue_features import QueueFeatures
@@ -51,6 +52,9 @@ def new_queue(
     if settings is not PLAIN:
         queue.features = QueueFeatures(queue, settings, vhost)
     vhost.queues[name] = queue
+    if vhost.persistence is not None and is_durable_queue(queue):
+        queue.store = vhost.persistence
+        vhost.persistence.queue_declared(queue)
     if vhost.events.observers:
         vhost.events.topology(
             Topology.QUEUE_DECLARED,

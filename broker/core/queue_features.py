@@ -124,6 +124,8 @@ class QueueFeatures:
         queue._seq += 1
         expires_at = None if ttl is None else self.host.clock.now_ms() + ttl
         envelope = TimedEnvelope(queue._seq, message, expires_at)
+        if queue.store is not None and message.delivery_mode == 2:
+            queue.store.message_added(queue, envelope)
         ready = queue.ready
         if not ready and queue.consumers and not queue.deleted:
             consumer = self.pick_consumer()
@@ -292,6 +294,15 @@ class QueueFeatures:
 
     def purged(self) -> None:
         self.bytes = 0
+
+    def recover(self, envelopes: list[Envelope]) -> None:
+        """Stored messages back in place (their expiry deadlines kept); the expired ones leave at once."""
+        ready = self.queue.ready
+        for envelope in envelopes:
+            ready.append(_timed(envelope))
+            self.bytes += len(envelope.message.body)
+        self._drop_expired()
+        self._arm_expiry()
 
     # -- returns
 

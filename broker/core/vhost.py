@@ -27,6 +27,7 @@ from broker.core.exchange import (
 )
 from broker.core.message import Message
 from broker.core.names import NameGenerator
+from broker.core.persistence import Persistence, is_durable_binding, is_durable_exchange
 from broker.core.profile import DEFAULT_PROFILE, Profile
 from broker.core.queue import Envelope, Queue
 from broker.core.queue_args import check_queue_equivalent
@@ -78,6 +79,8 @@ class VirtualHost:
         # Rewrites content headers (x-death, BCC removal); set by the broker from the session layer.
         self.rewrite_header: HeaderRewriter | None = None
         self.events = events if events is not None else EventBus()
+        # The durable store (set by the broker when it has one): durable entities are written through it.
+        self.persistence: Persistence | None = None
         self.dispatcher = dispatcher
         self.names = names
         self.queues: dict[str, Queue] = {}
@@ -150,6 +153,8 @@ class VirtualHost:
         attach = getattr(exchange.kind, "attach", None)
         if attach is not None:
             attach(self, name)
+        if self.persistence is not None and is_durable_exchange(exchange):
+            self.persistence.exchange_declared(self.name, exchange)
         if self.events.observers:
             self.events.topology(
                 Topology.EXCHANGE_DECLARED,
@@ -182,12 +187,30 @@ class VirtualHost:
         close = getattr(exchange.kind, "close", None)
         if close is not None:
             close()
-        topology_events.unbound(self.events, self.name, self.bindings.remove_source(exchange))
+        self._unbound(self.bindings.remove_source(exchange))
         removed = self.bindings.remove_destination(exchange)
-        topology_events.unbound(self.events, self.name, removed)
+        self._unbound(removed)
+        if self.persistence is not None and is_durable_exchange(exchange):
+            self.persistence.exchange_deleted(self.name, exchange)
         if self.events.observers:
             self.events.topology(Topology.EXCHANGE_DELETED, self.name, exchange=exchange.name)
         self._after_unbind(removed)
+
+    def _bound(
+        self, source: Exchange, destination: Queue | Exchange, routing_key: str, args: dict[str, Any]
+    ) -> None:
+        topology_events.bound(self.events, self.name, source, destination, routing_key, args)
+        if self.persistence is not None:
+            binding = Binding(source, destination, routing_key, freeze_table(args))
+            if is_durable_binding(binding):
+                self.persistence.binding_added(self.name, binding)
+
+    def _unbound(self, removed: list[Binding]) -> None:
+        topology_events.unbound(self.events, self.name, removed)
+        if self.persistence is not None:
+            for binding in removed:
+                if is_durable_binding(binding):
+                    self.persistence.binding_removed(self.name, binding)
 
     def _after_unbind(self, removed: list[Binding]) -> None:
         for binding in removed:
@@ -221,7 +244,7 @@ class VirtualHost:
         queue = self.queue(queue_name, owner)
         args = dict(arguments or {})
         if self.bindings.add(source, queue, routing_key, args):
-            topology_events.bound(self.events, self.name, source, queue, routing_key, args)
+            self._bound(source, queue, routing_key, args)
 
     def unbind_queue(
         self,
@@ -245,9 +268,7 @@ class VirtualHost:
             return
         self.queue(queue_name, owner)  # exclusive to another connection: 405
         self.bindings.remove(source, queue, routing_key, args)
-        topology_events.unbound(
-            self.events, self.name, [Binding(source, queue, routing_key, freeze_table(args))]
-        )
+        self._unbound([Binding(source, queue, routing_key, freeze_table(args))])
         self._maybe_auto_delete(source)
 
     def bind_exchange(
@@ -257,7 +278,7 @@ class VirtualHost:
         source_exchange = self._bindable_source(source)
         args = dict(arguments or {})
         if self.bindings.add(source_exchange, dest_exchange, routing_key, args):
-            topology_events.bound(self.events, self.name, source_exchange, dest_exchange, routing_key, args)
+            self._bound(source_exchange, dest_exchange, routing_key, args)
 
     def unbind_exchange(
         self, destination: str, source: str, routing_key: str, arguments: Mapping[str, Any] | None
@@ -270,11 +291,7 @@ class VirtualHost:
             return  # missing ends: nothing to unbind (RabbitMQ 3.x is idempotent here)
         args = dict(arguments or {})
         if self.bindings.remove(source_exchange, dest_exchange, routing_key, args):
-            topology_events.unbound(
-                self.events,
-                self.name,
-                [Binding(source_exchange, dest_exchange, routing_key, freeze_table(args))],
-            )
+            self._unbound([Binding(source_exchange, dest_exchange, routing_key, freeze_table(args))])
             self._maybe_auto_delete(source_exchange)
 
     # -- queues
@@ -348,8 +365,10 @@ class VirtualHost:
         """
         self.queues.pop(queue.name, None)
         removed = self.bindings.remove_destination(queue)
-        topology_events.unbound(self.events, self.name, removed)
+        self._unbound(removed)
         self._after_unbind(removed)
+        if queue.store is not None:
+            queue.store.queue_deleted(queue)
         if self.events.observers:
             topology_events.dropped(self.events, self.name, queue, list(queue.ready), "queue_deleted")
             self.events.topology(Topology.QUEUE_DELETED, self.name, queue=queue.name)

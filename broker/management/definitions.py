@@ -94,14 +94,10 @@ def apply_definitions(broker: Broker, data: Mapping[str, Any], where: str = "def
     validate_definitions(data, where)
     for user in data.get("users", []):
         if user.get("password_hash"):
-            broker.user_hashes[user["name"]] = (
-                user["password_hash"],
-                user.get("hashing_algorithm", DEFAULT_ALGORITHM),
-            )
-            broker.users.setdefault(user["name"], "")
+            hashed = (user["password_hash"], user.get("hashing_algorithm", DEFAULT_ALGORITHM))
+            broker.save_user(user["name"], password_hash=hashed)
         else:
-            broker.user_hashes.pop(user["name"], None)
-            broker.users[user["name"]] = str(user.get("password", ""))
+            broker.save_user(user["name"], password=str(user.get("password", "")))
     for vhost in data.get("vhosts", []):
         broker.add_vhost(vhost["name"])
     for index, item in enumerate(data.get("permissions", [])):

@@ -19,6 +19,10 @@ from broker.server.amqp_protocol import AMQPProtocol
 from broker.server.clock import LoopClock
 from broker.server.runtime import tune_for_serving
 from broker.session.faults import SessionFaults
+from broker.storage.base import StorageError, Store
+from broker.storage.recovery import recover
+from broker.storage.sqlite import SqliteStore
+from broker.storage.writer import StoreWriter
 from protocol.header_rewrite import rewrite_content_header
 
 log = structlog.get_logger("warrenmq.server")
@@ -32,12 +36,31 @@ class Server:
     """Owns the core ``Broker`` and the AMQP listener; start() binds, stop() closes every client with 320."""
 
     def __init__(
-        self, config: ServerConfig, loop: asyncio.AbstractEventLoop, clock: Clock | None = None
+        self,
+        config: ServerConfig,
+        loop: asyncio.AbstractEventLoop,
+        clock: Clock | None = None,
+        store: Store | None = None,
     ) -> None:
         self.config = config
         self.loop = loop
         # Tests inject a ManualClock (broker.testing); the process uses the loop's clock.
         self.clock: Clock = clock if clock is not None else LoopClock(loop)
+        # The durable store: the one given (an embedded broker's MemoryStore), SQLite under --data-dir, or
+        # none.
+        if store is None and config.data_dir is not None:
+            try:
+                store = SqliteStore(config.data_dir, config.fsync)
+            except StorageError as error:
+                raise StartupError(str(error)) from error
+        self.store = store
+        self.writer: StoreWriter | None = None
+        if store is not None:
+            self.writer = StoreWriter(store, loop.call_soon, loop.call_soon_threadsafe, self._store_failed)
+        # Set by serve(): asks the process to stop (a failed store commit is fatal).
+        self.request_stop: Callable[[], None] | None = None
+        self.fatal: BaseException | None = None
+        self.recovered: dict[str, int] | None = None
         self.broker = Broker(
             loop.call_soon,
             users=config.users,
@@ -46,6 +69,7 @@ class Server:
             clock=self.clock,
             profile=config.profile,
             rewrite_header=rewrite_content_header,
+            persistence=self.writer,
         )
         self.connections: set[AMQPProtocol] = set()
         self._server: asyncio.Server | None = None
@@ -57,6 +81,13 @@ class Server:
         self.faults: SessionFaults | None = None
 
     async def start(self) -> tuple[str, int]:
+        if self.store is not None and self.writer is not None:
+            try:
+                report = recover(self.broker, self.store, self.writer)
+            except StorageError as error:
+                raise StartupError(str(error)) from error
+            self.recovered = report.fields()
+            log.info("recovered", data_dir=self.config.data_dir, **self.recovered)
         if self.journal is not None:
             self.journal.start()
         self._server = await self.loop.create_server(
@@ -86,6 +117,20 @@ class Server:
             await self._server.wait_closed()
         if self.journal is not None:
             self.journal.stop()
+        self.close_store()
+
+    def close_store(self) -> None:
+        """Commit what is pending and close the store (idempotent)."""
+        writer, self.writer = self.writer, None
+        if writer is not None:
+            writer.close()
+
+    def _store_failed(self, error: BaseException) -> None:
+        """A commit failed (disk full, I/O error): confirms for it are never sent; stop the broker."""
+        self.fatal = error
+        log.critical("store_failed", error=repr(error))
+        if self.request_stop is not None:
+            self.request_stop()
 
 
 class Addon(Protocol):
@@ -112,13 +157,23 @@ async def serve(
     """Run until SIGTERM or SIGINT, then shut down cleanly."""
     loop = asyncio.get_running_loop()
     server = Server(config, loop)
-    for addon in addons:
-        await addon.before_listen(server)
-    host, port = await server.start()
-    ready: dict[str, Any] = {"amqp_host": host, "amqp_port": port, "management_port": None}
+    try:
+        for addon in addons:
+            await addon.before_listen(server)
+        host, port = await server.start()
+    except BaseException:
+        server.close_store()
+        raise
+    ready: dict[str, Any] = {
+        "amqp_host": host,
+        "amqp_port": port,
+        "management_port": None,
+        "recovered": server.recovered,
+    }
     for addon in addons:
         ready.update(await addon.after_listen(server))
     stop = asyncio.Event()
+    server.request_stop = stop.set
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     log.info("listening", host=host, port=port, vhosts=list(config.vhosts), users=sorted(config.users))
@@ -130,6 +185,8 @@ async def serve(
         await addon.stop()
     await server.stop()
     log.info("stopped")
+    if server.fatal is not None:
+        raise StartupError(f"stopped: the store failed to commit: {server.fatal!r}")
 
 
 def report_ready(ready: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ go through pamqp and the per-class handler modules.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from pamqp import commands
@@ -20,7 +21,7 @@ from broker.core.message import Message
 from broker.core.queue import Envelope, Queue
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.session import direct_reply
-from broker.session.fates import settled_events
+from broker.session.fates import forget_settled, settled_events, stored_delivery
 from broker.session.handlers.table import HANDLERS
 from broker.session.tx import Transaction
 from protocol.channel_state import ContentAssembler
@@ -59,6 +60,9 @@ class ChannelSession:
         self.confirm = False
         self.publish_seq = 0
         self.confirmed_seq = 0
+        # Publishes whose confirm waits for a store commit, and nacks queued behind them, in publish order:
+        # (publish seq, batch id to wait for (0: none), nack).
+        self.commit_waits: deque[tuple[int, int, bool]] = deque()
         self.tx: Transaction | None = None
         self.last_queue = ""
         self.reply_key = ""  # this channel's direct reply-to key, when it has a reply consumer
@@ -154,6 +158,8 @@ class ChannelSession:
     def route(self, message: Message, mandatory: bool) -> None:
         vhost = self.conn.vhost
         assert vhost is not None
+        persistence = vhost.persistence
+        writes = persistence.writes if persistence is not None else 0
         if not message.exchange and message.routing_key.startswith(direct_reply.REPLY_PREFIX):
             direct_reply.deliver_reply(self, message)
             queues: list[Queue] = []  # a direct reply is not routed to a queue: mandatory returns it (3.x)
@@ -191,10 +197,33 @@ class ChannelSession:
         if self.confirm:
             self.publish_seq += 1
             faults = self.conn.faults
-            if rejected or (faults is not None and faults.take_nack(vhost.name)):
+            if faults is not None and faults.take_nack(vhost.name):
+                rejected = True
+            if persistence is not None and persistence.writes != writes:
+                # Stored: confirm once the store committed it (confirms.md: "means persisting to disk").
+                self.await_commit(persistence.batch_id, rejected)
+            elif self.commit_waits:
+                if rejected:
+                    self.commit_waits.append((self.publish_seq, 0, True))
+                self.conn.want_confirm_flush(self)
+            elif rejected:
                 self.nack_publish()
             else:
                 self.conn.want_confirm_flush(self)
+
+    def await_commit(self, batch_id: int, nack: bool) -> None:
+        """The latest publish was written to the store: its confirm waits for that batch's commit."""
+        self.commit_waits.append((self.publish_seq, batch_id, nack))
+        vhost = self.conn.vhost
+        assert vhost is not None
+        assert vhost.persistence is not None
+        vhost.persistence.on_commit(batch_id, self)
+
+    def committed(self) -> None:
+        """A store batch this channel waits for has committed (CommitWaiter)."""
+        if not self.closing:
+            self.conn.want_confirm_flush(self)
+            self.conn.flush_confirms()
 
     def nack_publish(self) -> None:
         """Nack the latest publish: a queue refused it (x-overflow reject-publish; confirms.md "basic.nack …
@@ -206,16 +235,36 @@ class ChannelSession:
         self.conn.write(encode_basic_nack(self.channel_id, seq, False))
 
     def flush_confirms(self) -> None:
-        """One basic.ack per flush, ``multiple`` when it covers more than one publish."""
+        """One basic.ack per flush, ``multiple`` when it covers more than one publish; none past a publish
+        whose store batch has not committed yet."""
         upto = self.publish_seq
         if upto == self.confirmed_seq or self.closing:
             return
         faults = self.conn.faults
         if faults is not None and self.conn.vhost is not None and faults.holds(self, self.conn.vhost.name):
             return
+        waits = self.commit_waits
+        if waits:
+            upto = self._release_committed(waits)
+            if upto <= self.confirmed_seq:
+                return
         multiple = upto - self.confirmed_seq > 1
         self.confirmed_seq = upto
         self.conn.write(encode_basic_ack(self.channel_id, upto, multiple))
+
+    def _release_committed(self, waits: deque[tuple[int, int, bool]]) -> int:
+        """Send the nacks whose turn has come; the highest publish seq that may be acked now."""
+        vhost = self.conn.vhost
+        committed = vhost.persistence.committed_id if vhost is not None and vhost.persistence else 0
+        while waits and waits[0][1] <= committed:
+            seq, _, nack = waits.popleft()
+            if nack:
+                if seq - 1 > self.confirmed_seq:
+                    multiple = seq - 1 - self.confirmed_seq > 1
+                    self.conn.write(encode_basic_ack(self.channel_id, seq - 1, multiple))
+                self.confirmed_seq = seq
+                self.conn.write(encode_basic_nack(self.channel_id, seq, False))
+        return waits[0][0] - 1 if waits else self.publish_seq
 
     # -- delivering (ConsumerChannel)
 
@@ -235,6 +284,8 @@ class ChannelSession:
         if not consumer.no_ack:
             tracker.track(Delivery(tag, queue, envelope, consumer))
         message = envelope.message
+        if queue.store is not None and message.delivery_mode == 2:
+            stored_delivery(queue, envelope, consumer.no_ack)
         events = queue.events
         if events is not None and events.observers:
             self.delivered_event(queue, envelope, tag, consumer.consumer_tag, consumer.no_ack)
@@ -301,7 +352,10 @@ class ChannelSession:
             settled_events(vhost.events, deliveries, requeue)
         if requeue:
             requeue_deliveries(deliveries)
-        elif requeue is False:
+            return
+        if vhost is not None and vhost.persistence is not None:
+            forget_settled(deliveries)
+        if requeue is False:
             reject_deliveries(deliveries)
 
     def wake_queues_of(self, deliveries: list[Delivery]) -> None:

@@ -70,6 +70,10 @@ class ConnectionSession:
         self.exclusive_queues: list[Queue] = []
         self.consumer_cancel_notify = False
         self._confirm_channels: dict[ChannelSession, None] = {}
+        # Output held back until a store batch commits (tx.commit-ok of stored publishes, and what follows it,
+        # keep their order); None when nothing is held.
+        self._held: list[bytes] | None = None
+        self._held_until = 0
         self._closed = False
         self.faults: SessionFaults | None = None  # test fault injection, installed by the edge
 
@@ -180,7 +184,29 @@ class ConnectionSession:
 
     def write(self, data: bytes) -> None:
         self.heartbeat.sent = True
+        if self._held is not None:
+            self._held.append(data)
+            return
         self.transport.write(data)
+
+    def hold_output(self, batch_id: int) -> None:
+        """Hold every frame written from now on until store batch ``batch_id`` has committed."""
+        assert self.vhost is not None
+        assert self.vhost.persistence is not None
+        if self._held is None:
+            self._held = []
+        self._held_until = max(self._held_until, batch_id)
+        self.vhost.persistence.on_commit(batch_id, self)
+
+    def committed(self) -> None:
+        """CommitWaiter: release held output once the newest batch it waits for has committed."""
+        persistence = self.vhost.persistence if self.vhost is not None else None
+        if self._held is None or (persistence is not None and persistence.committed_id < self._held_until):
+            return
+        held, self._held = self._held, None
+        if not self._closed:
+            for data in held:
+                self.transport.write(data)
 
     def want_confirm_flush(self, channel: ChannelSession) -> None:
         self._confirm_channels[channel] = None

@@ -1,8 +1,9 @@
-"""Events for how deliveries were settled (ack, nack/reject, requeue on close), for attached observers."""
+"""How deliveries were settled (ack, nack/reject, requeue on close): events for observers, and the store."""
 
 from __future__ import annotations
 
 from broker.core.events import EventBus, Fate
+from broker.core.queue import Envelope, Queue
 from broker.core.unacked import Delivery
 
 
@@ -24,3 +25,22 @@ def settled_events(
         elif queue.features is None or queue.features.settings.dead_letter_exchange is None:
             # With a DLX the dead-lettering emits DEAD_LETTERED instead.
             events.message(Fate.DROPPED, queue.vhost, message, queue.name, reason="rejected")
+
+
+def stored_delivery(queue: Queue, envelope: Envelope, no_ack: bool) -> None:
+    """A persistent message of a durable queue went out: with no_ack it is gone; otherwise it is marked
+    delivered, so a crash brings it back redelivered (a requeued one is marked already)."""
+    store = queue.store
+    assert store is not None
+    if no_ack:
+        store.messages_removed(queue, (envelope,))
+    elif not envelope.redelivered:
+        store.message_delivered(queue, envelope)
+
+
+def forget_settled(deliveries: list[Delivery]) -> None:
+    """Acked or rejected without requeue: the stored copies go (a dead-lettered copy is stored anew)."""
+    for delivery in deliveries:
+        queue = delivery.queue
+        if queue.store is not None:
+            queue.store.messages_removed(queue, (delivery.envelope,))

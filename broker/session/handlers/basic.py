@@ -13,7 +13,7 @@ from broker.core.queue_features import TimedEnvelope
 from broker.core.queue_settings import QUORUM
 from broker.core.unacked import Delivery, requeue_deliveries
 from broker.session import direct_reply
-from broker.session.fates import settled_events
+from broker.session.fates import settled_events, stored_delivery
 from protocol.errors import ChannelError, HardError, ReplyCode
 from protocol.fastpath import encode_basic_get_ok
 
@@ -113,6 +113,8 @@ def send_get(channel: ChannelSession, queue: Queue, envelope: Envelope | None, n
     tag = channel.unacked.allocate_tag()
     if not no_ack:
         channel.unacked.track(Delivery(tag, queue, envelope, None))
+    if queue.store is not None and envelope.message.delivery_mode == 2:
+        stored_delivery(queue, envelope, no_ack)
     if queue.events is not None and queue.events.observers:
         channel.delivered_event(queue, envelope, tag, None, no_ack)
     message = envelope.message

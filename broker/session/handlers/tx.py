@@ -28,7 +28,12 @@ def select(channel: ChannelSession, method: commands.Tx.Select) -> None:
 def commit(channel: ChannelSession, method: commands.Tx.Commit) -> None:
     if channel.tx is None:
         raise _not_transactional()
+    persistence = channel.conn.vhost.persistence if channel.conn.vhost is not None else None
+    writes = persistence.writes if persistence is not None else 0
     channel.tx.commit(channel)
+    if persistence is not None and persistence.writes != writes:
+        # commit-ok means responsibility taken (semantics.md#tx): not before the store has committed.
+        channel.conn.hold_output(persistence.batch_id)
     channel.conn.send(channel.channel_id, commands.Tx.CommitOk())
 
 

@@ -1,0 +1,129 @@
+"""The `Store` protocol (where durable state lives), the batch of writes one commit applies, and the rows a
+store hands back at recovery.
+
+A message's key is ``queue_id << KEY_SEQ_BITS | seq``: one integer that orders a queue's messages by their
+publish position and makes every delete a primary-key lookup. Rows are plain tuples so a batch crosses to the
+writer thread without copying.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from broker.core.persistence import CommitWaiter
+
+KEY_SEQ_BITS = 40  # 10^12 messages per queue before a key would spill into the queue id
+
+# ("vhost+", (name,)) ("vhost-", (name,)) ("user+", (name, password, hash, algorithm))
+# ("exchange+", (vhost, name, type, auto_delete, internal, arguments)) ("exchange-", (vhost, name))
+# ("queue+", (id, vhost, name, auto_delete, arguments)) ("queue-", (id,))
+# ("binding+" / "binding-", (vhost, source, destination_type, destination, routing_key, arguments))
+# ``arguments`` are typed JSON (broker.core.typed_json), so AMQP field types survive a restart.
+TopologyOp = tuple[str, tuple[Any, ...]]
+# (key, exchange, routing_key, content-header payload, body, expires_at epoch ms or None, delivered 0/1)
+MessageRow = tuple[int, str, str, bytes, bytes, int | None, int]
+
+
+def message_key(queue_id: int, seq: int) -> int:
+    return (queue_id << KEY_SEQ_BITS) | seq
+
+
+def queue_key_range(queue_id: int) -> tuple[int, int]:
+    """[low, high) of the message keys of one queue."""
+    return queue_id << KEY_SEQ_BITS, (queue_id + 1) << KEY_SEQ_BITS
+
+
+@dataclass(eq=False)
+class Batch:
+    """Everything one loop turn (or more, while the writer is busy) changed; applied as one transaction.
+
+    Apply order: topology in call order, then message inserts, delivered marks, deletes, and last the
+    messages of queues deleted in this batch (so an insert for a queue deleted later in the batch cannot
+    survive it)."""
+
+    id: int
+    topology: list[TopologyOp] = field(default_factory=list)
+    added: dict[int, MessageRow] = field(default_factory=dict)
+    delivered: list[int] = field(default_factory=list)
+    removed: list[int] = field(default_factory=list)
+    dropped_queues: list[int] = field(default_factory=list)
+    waiters: dict[CommitWaiter, None] = field(default_factory=dict)
+
+    def empty(self) -> bool:
+        return not (self.topology or self.added or self.delivered or self.removed or self.dropped_queues)
+
+
+@dataclass(frozen=True)
+class ExchangeRow:
+    vhost: str
+    name: str
+    type: str
+    auto_delete: bool
+    internal: bool
+    arguments: str | None
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    id: int
+    vhost: str
+    name: str
+    auto_delete: bool
+    arguments: str | None
+
+
+@dataclass(frozen=True)
+class BindingRow:
+    vhost: str
+    source: str
+    destination_type: str  # "queue" or "exchange"
+    destination: str
+    routing_key: str
+    arguments: str | None
+
+
+@dataclass(frozen=True)
+class UserRow:
+    name: str
+    password: str | None
+    password_hash: str | None
+    algorithm: str | None
+
+
+@dataclass
+class Definitions:
+    """The durable topology a store holds, in the order recovery applies it."""
+
+    vhosts: list[str] = field(default_factory=list)
+    users: list[UserRow] = field(default_factory=list)
+    exchanges: list[ExchangeRow] = field(default_factory=list)
+    queues: list[QueueRow] = field(default_factory=list)
+    bindings: list[BindingRow] = field(default_factory=list)
+
+
+class StorageError(Exception):
+    """The store cannot be used (foreign or corrupt file, newer schema, locked data directory); the message
+    names the file."""
+
+
+class Store(Protocol):
+    """A durable store. ``apply`` runs on one writer thread (or inline for the memory store); ``load`` and
+    ``messages`` run before the broker accepts connections."""
+
+    threaded: bool  # apply() runs on a writer thread (SQLite) or inline on the loop (memory)
+
+    def load(self) -> Definitions: ...
+
+    def messages(self, queue_id: int) -> Iterator[MessageRow]:
+        """The stored messages of one queue in publish order."""
+        ...
+
+    def max_queue_id(self) -> int: ...
+
+    def apply(self, batch: Batch) -> None:
+        """Apply and commit ``batch`` (fsync per the store's policy); raise on failure."""
+        ...
+
+    def close(self) -> None: ...

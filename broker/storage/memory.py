@@ -1,0 +1,100 @@
+"""A store that lives in the process: same semantics as SQLite, no files. An embedded broker restarted with
+the same `MemoryStore` recovers its durable state, which lets tests exercise recovery without a disk."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from broker.storage.base import (
+    Batch,
+    BindingRow,
+    Definitions,
+    ExchangeRow,
+    MessageRow,
+    QueueRow,
+    UserRow,
+    queue_key_range,
+)
+
+
+class MemoryStore:
+    threaded = False
+
+    def __init__(self) -> None:
+        self.vhosts: dict[str, None] = {}
+        self.users: dict[str, UserRow] = {}
+        self.exchanges: dict[tuple[str, str], ExchangeRow] = {}
+        self.queues: dict[int, QueueRow] = {}
+        self.bindings: dict[BindingRow, None] = {}
+        self.rows: dict[int, MessageRow] = {}
+        self.commits = 0
+
+    def load(self) -> Definitions:
+        return Definitions(
+            list(self.vhosts),
+            list(self.users.values()),
+            list(self.exchanges.values()),
+            sorted(self.queues.values(), key=lambda row: row.id),
+            list(self.bindings),
+        )
+
+    def messages(self, queue_id: int) -> Iterator[MessageRow]:
+        low, high = queue_key_range(queue_id)
+        return iter(sorted((row for key, row in self.rows.items() if low <= key < high), key=lambda r: r[0]))
+
+    def max_queue_id(self) -> int:
+        return max(self.queues, default=0)
+
+    def apply(self, batch: Batch) -> None:
+        for op, row in batch.topology:
+            self._topology(op, row)
+        self.rows.update(batch.added)
+        for key in batch.delivered:
+            stored = self.rows.get(key)
+            if stored is not None:
+                self.rows[key] = (*stored[:6], 1)
+        for key in batch.removed:
+            self.rows.pop(key, None)
+        for queue_id in batch.dropped_queues:
+            self._drop_messages(queue_id)
+        self.commits += 1
+
+    def _topology(self, op: str, row: tuple[Any, ...]) -> None:
+        if op == "vhost+":
+            self.vhosts[str(row[0])] = None
+        elif op == "vhost-":
+            self._delete_vhost(str(row[0]))
+        elif op == "user+":
+            self.users[str(row[0])] = UserRow(*row)
+        elif op == "exchange+":
+            self.exchanges[(str(row[0]), str(row[1]))] = ExchangeRow(*row)
+        elif op == "exchange-":
+            self.exchanges.pop((str(row[0]), str(row[1])), None)
+        elif op == "queue+":
+            self.queues[int(row[0])] = QueueRow(*row)
+        elif op == "queue-":
+            self.queues.pop(int(row[0]), None)
+            self._drop_messages(int(row[0]))
+        elif op == "binding+":
+            self.bindings[BindingRow(*row)] = None
+        elif op == "binding-":
+            self.bindings.pop(BindingRow(*row), None)
+        else:  # pragma: no cover - the writer only emits the ops above
+            raise ValueError(f"unknown store operation {op!r}")
+
+    def _delete_vhost(self, name: str) -> None:
+        self.vhosts.pop(name, None)
+        self.exchanges = {key: row for key, row in self.exchanges.items() if row.vhost != name}
+        self.bindings = {row: None for row in self.bindings if row.vhost != name}
+        for queue in [queue for queue in self.queues.values() if queue.vhost == name]:
+            del self.queues[queue.id]
+            self._drop_messages(queue.id)
+
+    def _drop_messages(self, queue_id: int) -> None:
+        low, high = queue_key_range(queue_id)
+        for key in [key for key in self.rows if low <= key < high]:
+            del self.rows[key]
+
+    def close(self) -> None:
+        """Nothing to release: the state stays for a broker started later with this store."""

@@ -1,0 +1,227 @@
+"""The SQLite store (stdlib ``sqlite3``, WAL): one file under the data directory, written by one thread.
+
+Messages are embedded in a per-queue keyed table, as RabbitMQ's classic queue index embeds small messages;
+a message routed to several durable queues is stored once per queue. The file is marked with an
+``application_id`` so a foreign SQLite file is refused instead of being written into, and ``user_version``
+holds the schema version that the migrations below bring it to.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from broker.storage.base import (
+    Batch,
+    BindingRow,
+    Definitions,
+    ExchangeRow,
+    MessageRow,
+    QueueRow,
+    StorageError,
+    UserRow,
+    queue_key_range,
+)
+
+DB_NAME = "warrenmq.db"
+APPLICATION_ID = 0x57524D51  # "WRMQ"
+# fsync policy -> PRAGMA synchronous. always: each group commit is fsynced before its confirms go out.
+# batch: WAL with synchronous=NORMAL, fsync at checkpoints; a process crash loses nothing committed, a power
+# loss may lose the last commits. never: leave flushing to the OS.
+SYNCHRONOUS = {"always": "FULL", "batch": "NORMAL", "never": "OFF"}
+
+# Schema migrations: MIGRATIONS[n] brings user_version n to n + 1. Never edit a released step; append.
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE vhosts (name TEXT PRIMARY KEY) WITHOUT ROWID;
+    CREATE TABLE users (
+        name TEXT PRIMARY KEY, password TEXT, password_hash TEXT, algorithm TEXT
+    ) WITHOUT ROWID;
+    CREATE TABLE exchanges (
+        vhost TEXT NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL,
+        auto_delete INTEGER NOT NULL, internal INTEGER NOT NULL, arguments TEXT,
+        PRIMARY KEY (vhost, name)
+    ) WITHOUT ROWID;
+    CREATE TABLE queues (
+        id INTEGER PRIMARY KEY, vhost TEXT NOT NULL, name TEXT NOT NULL,
+        auto_delete INTEGER NOT NULL, arguments TEXT, UNIQUE (vhost, name)
+    );
+    CREATE TABLE bindings (
+        vhost TEXT NOT NULL, source TEXT NOT NULL, destination_type TEXT NOT NULL,
+        destination TEXT NOT NULL, routing_key TEXT NOT NULL, arguments TEXT NOT NULL,
+        PRIMARY KEY (vhost, source, destination_type, destination, routing_key, arguments)
+    ) WITHOUT ROWID;
+    CREATE TABLE messages (
+        key INTEGER PRIMARY KEY, exchange TEXT NOT NULL, routing_key TEXT NOT NULL,
+        header BLOB NOT NULL, body BLOB NOT NULL, expires_at INTEGER, delivered INTEGER NOT NULL
+    );
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_TOPOLOGY_SQL = {
+    "vhost+": "INSERT OR IGNORE INTO vhosts VALUES (?)",
+    "user+": "INSERT OR REPLACE INTO users VALUES (?, ?, ?, ?)",
+    "exchange+": "INSERT OR REPLACE INTO exchanges VALUES (?, ?, ?, ?, ?, ?)",
+    "exchange-": "DELETE FROM exchanges WHERE vhost = ? AND name = ?",
+    "queue+": "INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?)",
+    "queue-": "DELETE FROM queues WHERE id = ?",
+    "binding+": "INSERT OR IGNORE INTO bindings VALUES (?, ?, ?, ?, ?, ?)",
+    "binding-": (
+        "DELETE FROM bindings WHERE vhost = ? AND source = ? AND destination_type = ? AND destination = ?"
+        " AND routing_key = ? AND arguments = ?"
+    ),
+}
+_INSERT_MESSAGE = "INSERT OR REPLACE INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)"
+_MARK_DELIVERED = "UPDATE messages SET delivered = 1 WHERE key = ?"
+_DELETE_MESSAGE = "DELETE FROM messages WHERE key = ?"
+_DELETE_VHOST = (
+    "DELETE FROM messages WHERE key >> 40 IN (SELECT id FROM queues WHERE vhost = ?1)",
+    "DELETE FROM queues WHERE vhost = ?1",
+    "DELETE FROM bindings WHERE vhost = ?1",
+    "DELETE FROM exchanges WHERE vhost = ?1",
+    "DELETE FROM vhosts WHERE name = ?1",
+)
+
+
+class SqliteStore:
+    threaded = True
+
+    def __init__(self, data_dir: str | os.PathLike[str], fsync: str = "always") -> None:
+        if fsync not in SYNCHRONOUS:
+            raise ValueError(f"fsync must be one of {sorted(SYNCHRONOUS)}")
+        self.directory = Path(data_dir)
+        self.path = self.directory / DB_NAME
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StorageError(f"cannot create data directory {self.directory}: {error}") from error
+        self._lock = self._lock_directory()
+        try:
+            # Used by the loop thread at start-up and by the writer thread afterwards, never both at once.
+            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._prepare(fsync)
+        except sqlite3.DatabaseError as error:
+            self._lock.close()
+            raise StorageError(f"{self.path} is not a usable WarrenMQ store: {error}") from error
+
+    def _lock_directory(self) -> Any:
+        """One broker per data directory: a second one would interleave writes with the first."""
+        lock = open(self.directory / ".lock", "a+")  # noqa: SIM115 - held open for the store's lifetime
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            lock.close()
+            raise StorageError(f"data directory {self.directory} is in use by another broker") from error
+        return lock
+
+    def _prepare(self, fsync: str) -> None:
+        db = self.db
+        application_id = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if application_id not in (0, APPLICATION_ID) or (application_id == 0 and tables):
+            raise StorageError(
+                f"{self.path} is not a WarrenMQ store (foreign SQLite file); refusing to use it"
+            )
+        if version > SCHEMA_VERSION:
+            raise StorageError(
+                f"{self.path} has schema version {version}, newer than this WarrenMQ ({SCHEMA_VERSION})"
+            )
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={SYNCHRONOUS[fsync]}")
+        for step in range(version, SCHEMA_VERSION):
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _statements(MIGRATIONS[step]):
+                    db.execute(statement)
+                db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                db.execute(f"PRAGMA user_version={step + 1}")
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    # -- recovery
+
+    def load(self) -> Definitions:
+        db = self.db
+        try:
+            return Definitions(
+                [row[0] for row in db.execute("SELECT name FROM vhosts ORDER BY name")],
+                [UserRow(*row) for row in db.execute("SELECT * FROM users ORDER BY name")],
+                [ExchangeRow(*row) for row in db.execute("SELECT * FROM exchanges ORDER BY vhost, name")],
+                [QueueRow(*row) for row in db.execute("SELECT * FROM queues ORDER BY id")],
+                [BindingRow(*row) for row in db.execute("SELECT * FROM bindings")],
+            )
+        except sqlite3.DatabaseError as error:
+            raise StorageError(f"cannot read {self.path}: {error}") from error
+
+    def messages(self, queue_id: int) -> Iterator[MessageRow]:
+        low, high = queue_key_range(queue_id)
+        try:
+            rows = self.db.execute(
+                "SELECT key, exchange, routing_key, header, body, expires_at, delivered FROM messages"
+                " WHERE key >= ? AND key < ? ORDER BY key",
+                (low, high),
+            ).fetchall()
+        except sqlite3.DatabaseError as error:
+            raise StorageError(f"cannot read messages from {self.path}: {error}") from error
+        return iter(rows)
+
+    def max_queue_id(self) -> int:
+        row = self.db.execute("SELECT max(id) FROM queues").fetchone()
+        top_message = self.db.execute("SELECT max(key) FROM messages").fetchone()
+        return max(row[0] or 0, (top_message[0] or 0) >> 40)
+
+    def orphan_count(self) -> int:
+        """Messages whose queue row is gone (a queue deleted in the same batch as a late insert)."""
+        return int(
+            self.db.execute(
+                "SELECT count(*) FROM messages WHERE key >> 40 NOT IN (SELECT id FROM queues)"
+            ).fetchone()[0]
+        )
+
+    # -- writing (the writer thread)
+
+    def apply(self, batch: Batch) -> None:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for op, row in batch.topology:
+                if op == "vhost-":
+                    for statement in _DELETE_VHOST:
+                        db.execute(statement, row)
+                else:
+                    db.execute(_TOPOLOGY_SQL[op], row)
+            if batch.added:
+                db.executemany(
+                    "INSERT OR REPLACE INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)", batch.added.values()
+                )
+            if batch.delivered:
+                db.executemany(
+                    "UPDATE messages SET delivered = 1 WHERE key = ?", [(k,) for k in batch.delivered]
+                )
+            if batch.removed:
+                db.executemany(_DELETE_MESSAGE, [(key,) for key in batch.removed])
+            for queue_id in batch.dropped_queues:
+                db.execute("DELETE FROM messages WHERE key >= ? AND key < ?", queue_key_range(queue_id))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        try:
+            self.db.close()
+        finally:
+            self._lock.close()
+
+
+def _statements(script: str) -> list[str]:
+    return [statement.strip() for statement in script.split(";") if statement.strip()]
