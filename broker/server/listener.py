@@ -80,14 +80,20 @@ class Server:
         # Test fault injection (broker.testing.faults); None = off, and sessions skip every fault hook.
         self.faults: SessionFaults | None = None
 
+    def recover(self) -> None:
+        """Bring back what the store holds; before definitions are applied and before anyone connects
+        (idempotent: start() calls it too)."""
+        if self.store is None or self.writer is None or self.recovered is not None:
+            return
+        try:
+            report = recover(self.broker, self.store, self.writer)
+        except StorageError as error:
+            raise StartupError(str(error)) from error
+        self.recovered = report.fields()
+        log.info("recovered", data_dir=self.config.data_dir, **self.recovered)
+
     async def start(self) -> tuple[str, int]:
-        if self.store is not None and self.writer is not None:
-            try:
-                report = recover(self.broker, self.store, self.writer)
-            except StorageError as error:
-                raise StartupError(str(error)) from error
-            self.recovered = report.fields()
-            log.info("recovered", data_dir=self.config.data_dir, **self.recovered)
+        self.recover()
         if self.journal is not None:
             self.journal.start()
         self._server = await self.loop.create_server(
@@ -158,6 +164,7 @@ async def serve(
     loop = asyncio.get_running_loop()
     server = Server(config, loop)
     try:
+        server.recover()
         for addon in addons:
             await addon.before_listen(server)
         host, port = await server.start()

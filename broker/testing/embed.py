@@ -28,6 +28,7 @@ from broker.core.broker import Broker
 from broker.core.clock import ManualClock
 from broker.server.listener import Server
 from broker.session.config import SessionConfig
+from broker.storage.base import Store
 from broker.testing.faults import Faults
 from broker.testing.handles import VhostHandle
 from broker.testing.inspect import Inspector
@@ -50,6 +51,9 @@ class EmbeddedBroker:
     ``name_seed`` makes server-generated names (`amq.gen-…`, `amq.ctag-…`) reproducible.
     ``definitions`` is a RabbitMQ definitions JSON file applied before the port accepts connections.
     ``record_history=False`` leaves the event bus without observers (no history, no event-driven waits).
+    ``store`` keeps durable entities and persistent messages across brokers: start a new `EmbeddedBroker` with
+    the same `MemoryStore` to test what survives a restart (``data_dir`` does the same on disk, with SQLite).
+    Without either, nothing outlives the broker.
     ``manual_clock=True`` runs every time-based feature (TTL, x-expires, delayed messages, heartbeats, the
     handshake timeout) on a `ManualClock` that only `advance_clock` moves: tests never sleep for time.
     """
@@ -67,6 +71,8 @@ class EmbeddedBroker:
         definitions: str | os.PathLike[str] | None = None,
         record_history: bool = True,
         manual_clock: bool = False,
+        store: Store | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         session_config = session or SessionConfig()
         if heartbeat_s is not None:
@@ -78,7 +84,9 @@ class EmbeddedBroker:
             vhosts=tuple(vhosts),
             name_seed=name_seed,
             session=session_config,
+            data_dir=None if data_dir is None else os.fspath(data_dir),
         )
+        self.store = store
         self.definitions = definitions
         self.record_history = record_history
         self.manual_clock: ManualClock | None = ManualClock() if manual_clock else None
@@ -89,7 +97,8 @@ class EmbeddedBroker:
         self.port = 0
 
     async def start(self) -> Self:
-        server = Server(self.config, asyncio.get_running_loop(), clock=self.manual_clock)
+        server = Server(self.config, asyncio.get_running_loop(), clock=self.manual_clock, store=self.store)
+        server.recover()
         if self.definitions is not None:
             from broker.management.definitions import apply_definitions, load_definitions
 

@@ -289,6 +289,9 @@ class Inspector:
     def _quiet(self) -> bool:
         if not self.broker.dispatcher.idle:
             return False
+        writer = self.server.writer
+        if writer is not None and writer.busy:
+            return False  # confirms and tx.commit-ok wait for the store's commit
         readable: list[int] = []
         for protocol in self.server.connections:
             if protocol.pending_output:
