@@ -15,7 +15,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 import pytest
@@ -33,6 +33,7 @@ class BrokerProcess:
     host: str
     port: int
     management_port: int | None = None
+    ready: dict[str, object] = field(default_factory=dict)  # the readiness line (e.g. "recovered" counts)
 
     @property
     def url(self) -> str:
@@ -83,6 +84,7 @@ def start_broker_process(*extra_args: str, env: dict[str, str] | None = None) ->
         host=ready["amqp_host"],
         port=int(ready["amqp_port"]),
         management_port=ready.get("management_port"),
+        ready=ready,
     )
 
 

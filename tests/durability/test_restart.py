@@ -1,0 +1,273 @@
+"""What survives a restart, with real clients against `warrenmq serve --data-dir` (RabbitMQ's durability
+contract, reliability.md §1): durable entities and persistent messages on durable queues; nothing transient.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pika
+import pytest
+from pika.adapters.blocking_connection import BlockingChannel
+
+from tests.durability.conftest import DurableBroker
+from tests.integration.helpers import channel_error
+
+PERSISTENT = pika.BasicProperties(delivery_mode=2)
+TRANSIENT = pika.BasicProperties(delivery_mode=1)
+
+
+def _drain(channel: BlockingChannel, queue: str) -> list[tuple[bytes, bool]]:
+    """Every message of ``queue`` (body, redelivered), acked."""
+    got: list[tuple[bytes, bool]] = []
+    while True:
+        method, _, body = channel.basic_get(queue, auto_ack=True)
+        if method is None:
+            return got
+        got.append((body, bool(method.redelivered)))
+
+
+def _confirmed_channel(durable: DurableBroker) -> BlockingChannel:
+    channel = durable.connect().channel()
+    channel.confirm_delivery()
+    return channel
+
+
+@pytest.mark.parametrize("crash", [False, True], ids=["sigterm", "sigkill"])
+def test_durable_queue_keeps_confirmed_persistent_messages_and_transient_ones_vanish(
+    durable: DurableBroker, crash: bool
+) -> None:
+    channel = _confirmed_channel(durable)
+    channel.queue_declare("orders", durable=True)
+    channel.queue_declare("scratch", durable=False)
+    for index in range(20):
+        properties = PERSISTENT if index % 2 == 0 else TRANSIENT
+        channel.basic_publish("", "orders", f"o{index}".encode(), properties)
+        channel.basic_publish("", "scratch", f"s{index}".encode(), PERSISTENT)
+
+    durable.restart(crash=crash)
+
+    channel = durable.connect().channel()
+    assert _drain(channel, "orders") == [(f"o{index}".encode(), False) for index in range(0, 20, 2)]
+    assert channel_error(channel, "queue_declare", "scratch", passive=True)[0] == 404
+    assert durable.recovered["messages"] == 10
+
+
+def test_bindings_between_durable_ends_route_after_restart(durable: DurableBroker) -> None:
+    channel = _confirmed_channel(durable)
+    channel.exchange_declare("events", "topic", durable=True)
+    channel.exchange_declare("fan", "fanout", durable=True)
+    channel.exchange_declare("scratch-ex", "fanout", durable=False)
+    channel.queue_declare("audit", durable=True)
+    channel.queue_declare("billing", durable=True)
+    channel.queue_declare("temp", durable=False)
+    channel.queue_bind("billing", "events", "invoice.#", arguments={"x-note": 7})
+    channel.exchange_bind("fan", "events", "#")  # E2E: events -> fan
+    channel.queue_bind("audit", "fan")
+    channel.queue_bind("temp", "events", "#")  # to a transient queue: not durable
+    channel.exchange_bind("scratch-ex", "events", "#")  # to a transient exchange: not durable
+
+    durable.restart()
+
+    channel = _confirmed_channel(durable)
+    channel.basic_publish("events", "invoice.paid", b"i1", PERSISTENT)
+    channel.basic_publish("events", "user.created", b"u1", PERSISTENT)
+    assert [body for body, _ in _drain(channel, "billing")] == [b"i1"]
+    assert [body for body, _ in _drain(channel, "audit")] == [b"i1", b"u1"]
+    assert channel_error(channel, "queue_declare", "temp", passive=True)[0] == 404
+    channel = durable.connect().channel()
+    assert channel_error(channel, "exchange_declare", "scratch-ex", passive=True)[0] == 404
+    channel = durable.connect().channel()
+    # Arguments came back typed: a redeclare must be equivalent, and the binding is the same one.
+    channel.queue_unbind("billing", "events", "invoice.#", arguments={"x-note": 7})
+    channel.basic_publish("events", "invoice.paid", b"i2")
+    assert _drain(channel, "billing") == []
+    assert durable.recovered == {
+        "vhosts": 1,
+        "exchanges": 2,
+        "queues": 2,
+        "bindings": 3,
+        "messages": 0,
+        "redelivered": 0,
+        "skipped": 0,
+    }
+
+
+def test_exclusive_and_auto_delete_queues_are_gone_after_restart(durable: DurableBroker) -> None:
+    connection = durable.connect()
+    channel = connection.channel()
+    channel.queue_declare("mine", durable=True, exclusive=True)
+    channel.queue_declare("short-lived", auto_delete=True)
+    channel.basic_publish("", "mine", b"x", PERSISTENT)
+
+    durable.restart(crash=True)
+
+    channel = durable.connect().channel()
+    for name in ("mine", "short-lived"):
+        assert channel_error(channel, "queue_declare", name, passive=True)[0] == 404
+        channel = durable.connect().channel()
+
+
+def test_queue_arguments_survive_and_redeclare_checks_them(durable: DurableBroker) -> None:
+    channel = durable.connect().channel()
+    channel.queue_declare("limited", durable=True, arguments={"x-max-length": 2, "x-overflow": "drop-head"})
+
+    durable.restart()
+
+    channel = _confirmed_channel(durable)
+    channel.queue_declare("limited", durable=True, arguments={"x-max-length": 2, "x-overflow": "drop-head"})
+    for index in range(4):
+        channel.basic_publish("", "limited", f"m{index}".encode(), PERSISTENT)
+    assert [body for body, _ in _drain(channel, "limited")] == [b"m2", b"m3"]
+    code, text = channel_error(
+        channel, "queue_declare", "limited", durable=True, arguments={"x-max-length": 3}
+    )
+    assert code == 406
+    assert "x-max-length" in text
+
+
+def test_unacked_deliveries_come_back_redelivered_and_acked_ones_do_not(durable: DurableBroker) -> None:
+    channel = _confirmed_channel(durable)
+    channel.queue_declare("work", durable=True)
+    for index in range(6):
+        channel.basic_publish("", "work", f"w{index}".encode(), PERSISTENT)
+    consumer = durable.connect().channel()
+    tags = []
+    for _ in range(4):
+        method, _, _ = consumer.basic_get("work")
+        assert method is not None
+        tags.append(method.delivery_tag)
+    consumer.basic_ack(tags[0])  # w0 acked, w1..w3 delivered and unacked, w4..w5 never delivered
+    # Batches commit in order: once a later publish is confirmed, the ack and the delivery marks before it
+    # are on disk too.
+    channel.basic_publish("", "work", b"sentinel", PERSISTENT)
+
+    durable.restart(crash=True)
+
+    channel = durable.connect().channel()
+    assert _drain(channel, "work") == [
+        (b"w1", True),
+        (b"w2", True),
+        (b"w3", True),
+        (b"w4", False),
+        (b"w5", False),
+        (b"sentinel", False),
+    ]
+
+
+def test_committed_transaction_survives_a_crash(durable: DurableBroker) -> None:
+    channel = durable.connect().channel()
+    channel.queue_declare("ledger", durable=True)
+    channel.tx_select()
+    channel.basic_publish("", "ledger", b"debit", PERSISTENT)
+    channel.basic_publish("", "ledger", b"credit", PERSISTENT)
+    channel.tx_commit()  # commit-ok comes only after the store committed
+    channel.basic_publish("", "ledger", b"uncommitted", PERSISTENT)
+
+    durable.restart(crash=True)
+
+    channel = durable.connect().channel()
+    assert [body for body, _ in _drain(channel, "ledger")] == [b"debit", b"credit"]
+
+
+def test_rejected_message_moves_to_the_dead_letter_queue_across_a_crash(durable: DurableBroker) -> None:
+    channel = _confirmed_channel(durable)
+    channel.exchange_declare("dlx", "fanout", durable=True)
+    channel.queue_declare("dead", durable=True)
+    channel.queue_bind("dead", "dlx")
+    channel.queue_declare("inbox", durable=True, arguments={"x-dead-letter-exchange": "dlx"})
+    channel.basic_publish("", "inbox", b"poison", PERSISTENT)
+    method, _, _ = channel.basic_get("inbox")
+    assert method is not None
+    channel.basic_reject(method.delivery_tag, requeue=False)
+    channel.basic_publish("", "inbox", b"sentinel", PERSISTENT)
+
+    durable.restart(crash=True)
+
+    channel = durable.connect().channel()
+    assert [body for body, _ in _drain(channel, "inbox")] == [b"sentinel"]
+    method, properties, body = channel.basic_get("dead", auto_ack=True)
+    assert body == b"poison"
+    assert properties.headers["x-death"][0]["reason"] == "rejected"
+
+
+def test_purge_and_delete_are_durable(durable: DurableBroker) -> None:
+    channel = _confirmed_channel(durable)
+    channel.queue_declare("purged", durable=True)
+    channel.queue_declare("deleted", durable=True)
+    for queue in ("purged", "deleted"):
+        channel.basic_publish("", queue, b"x", PERSISTENT)
+    channel.queue_purge("purged")
+    channel.queue_delete("deleted")
+
+    durable.restart()
+
+    channel = durable.connect().channel()
+    assert channel.queue_declare("purged", passive=True).method.message_count == 0
+    assert channel_error(channel, "queue_declare", "deleted", passive=True)[0] == 404
+
+
+def test_vhosts_and_their_entities_survive_and_deleting_a_vhost_is_durable(durable: DurableBroker) -> None:
+    assert durable.process is not None
+    durable.stop()
+    process = durable.start("--vhost", "/", "--vhost", "tenant")
+    tenant = pika.BlockingConnection(pika.URLParameters(process.url + "tenant")).channel()
+    tenant.confirm_delivery()
+    tenant.queue_declare("jobs", durable=True)
+    tenant.basic_publish("", "jobs", b"j", PERSISTENT)
+
+    durable.restart()  # without --vhost tenant: the stored vhost comes back by itself
+
+    assert durable.process is not None
+    tenant = pika.BlockingConnection(pika.URLParameters(durable.process.url + "tenant")).channel()
+    assert [body for body, _ in _drain(tenant, "jobs")] == [b"j"]
+    assert durable.recovered["vhosts"] == 2
+
+
+def test_message_ttl_deadlines_are_kept_across_a_restart(durable: DurableBroker) -> None:
+    channel = _confirmed_channel(durable)
+    channel.queue_declare("fresh", durable=True, arguments={"x-message-ttl": 600_000})
+    channel.queue_declare("stale", durable=True)
+    channel.basic_publish("", "fresh", b"keep", PERSISTENT)
+    channel.basic_publish("", "stale", b"gone", pika.BasicProperties(delivery_mode=2, expiration="300"))
+
+    durable.restart()
+
+    channel = durable.connect().channel()
+    assert [body for body, _ in _drain(channel, "fresh")] == [b"keep"]
+    # 300 ms passed during the restart (the broker takes longer than that to stop and start): expired.
+    assert _drain(channel, "stale") == []
+
+
+def test_a_corrupt_store_is_refused_with_the_file_named(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "warrenmq.db").write_bytes(b"this is not a database, it is a grocery list" * 100)
+    result = subprocess.run(
+        [sys.executable, "-m", "broker", "serve", "--port", "0", "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert str(data_dir / "warrenmq.db") in result.stderr
+    assert (data_dir / "warrenmq.db").read_bytes().startswith(b"this is not a database")
+
+
+def test_a_second_broker_on_the_same_data_directory_is_refused(durable: DurableBroker) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "broker", "serve", "--port", "0", "--data-dir", str(durable.data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "in use by another broker" in result.stderr
+    assert durable.process is not None
+    assert durable.process.process.poll() is None
+    durable.process.process.send_signal(signal.SIGCONT)  # still serving
