@@ -17,6 +17,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,11 +48,7 @@ METRICS = {
 }
 DEFAULT = list(METRICS)
 # Rows whose comparison is not like-for-like yet, with the reason printed under the table.
-CAVEATS = {
-    "confirm": "WarrenMQ has no disk store yet (issue #4): it confirms persistent messages from memory, "
-    "RabbitMQ after fsync. Not a like-for-like comparison until durability lands.",
-}
-CAVEATS["confirm1"] = CAVEATS["confirm"]
+CAVEATS: dict[str, str] = {}
 
 
 def _free(port: int) -> None:
@@ -64,7 +61,8 @@ def _free(port: int) -> None:
         time.sleep(0.1)
 
 
-def _warrenmq_cmd(port: int) -> list[str]:
+def _warrenmq_cmd(port: int, data_dir: str) -> list[str]:
+    """A fresh data directory per start, as RabbitMQ gets a fresh node directory (brokers/rabbitmq.sh)."""
     return [
         sys.executable,
         "-m",
@@ -76,6 +74,8 @@ def _warrenmq_cmd(port: int) -> list[str]:
         str(port),
         "--log-level",
         "error",
+        "--data-dir",
+        data_dir,
     ]
 
 
@@ -96,24 +96,25 @@ def run_scenario(broker: str, scenario: str, port: int) -> dict[str, object]:
     env = dict(os.environ)
     if scenario == "coldstart":
         if broker == "warrenmq":
-            env["BROKER_CMD"] = " ".join(_warrenmq_cmd(port))
+            env["BROKER_CMD"] = " ".join(_warrenmq_cmd(port, tempfile.mkdtemp(prefix="warrenmq-perf-")))
         else:
             env["BROKER_CMD"] = f"bash {RABBITMQ} fg {port}"
         _free(port)
         return _amqpperf(port, scenario, env)
     if broker == "warrenmq":
-        process = subprocess.Popen(
-            _warrenmq_cmd(port), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
-        assert process.stdout is not None
-        process.stdout.readline()
-        try:
-            env["BROKER_PID"] = str(process.pid)
-            return _amqpperf(port, scenario, env)
-        finally:
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=30)
-            _free(port)
+        with tempfile.TemporaryDirectory(prefix="warrenmq-perf-") as data_dir:
+            process = subprocess.Popen(
+                _warrenmq_cmd(port, data_dir), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+            )
+            assert process.stdout is not None
+            process.stdout.readline()
+            try:
+                env["BROKER_PID"] = str(process.pid)
+                return _amqpperf(port, scenario, env)
+            finally:
+                process.send_signal(signal.SIGTERM)
+                process.wait(timeout=30)
+                _free(port)
     subprocess.run(["bash", str(RABBITMQ), "start", str(port)], check=True, capture_output=True, timeout=180)
     try:
         return _amqpperf(port, scenario, env)
