@@ -69,7 +69,6 @@ _TOPOLOGY_SQL = {
     "exchange+": "INSERT OR REPLACE INTO exchanges VALUES (?, ?, ?, ?, ?, ?)",
     "exchange-": "DELETE FROM exchanges WHERE vhost = ? AND name = ?",
     "queue+": "INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?)",
-    "queue-": "DELETE FROM queues WHERE id = ?",
     "binding+": "INSERT OR IGNORE INTO bindings VALUES (?, ?, ?, ?, ?, ?)",
     "binding-": (
         "DELETE FROM bindings WHERE vhost = ? AND source = ? AND destination_type = ? AND destination = ?"
@@ -79,6 +78,10 @@ _TOPOLOGY_SQL = {
 _INSERT_MESSAGE = "INSERT OR REPLACE INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)"
 _MARK_DELIVERED = "UPDATE messages SET delivered = 1 WHERE key = ?"
 _DELETE_MESSAGE = "DELETE FROM messages WHERE key = ?"
+_DELETE_QUEUE = (
+    "DELETE FROM messages WHERE key >= ?1 << 40 AND key < (?1 + 1) << 40",
+    "DELETE FROM queues WHERE id = ?1",
+)
 _DELETE_VHOST = (
     "DELETE FROM messages WHERE key >> 40 IN (SELECT id FROM queues WHERE vhost = ?1)",
     "DELETE FROM queues WHERE vhost = ?1",
@@ -195,6 +198,9 @@ class SqliteStore:
             for op, row in batch.topology:
                 if op == "vhost-":
                     for statement in _DELETE_VHOST:
+                        db.execute(statement, row)
+                elif op == "queue-":
+                    for statement in _DELETE_QUEUE:
                         db.execute(statement, row)
                 else:
                     db.execute(_TOPOLOGY_SQL[op], row)
