@@ -10,6 +10,7 @@ from pamqp import commands
 
 from broker.core.expiration import parse_expiration
 from broker.core.message import Message
+from broker.storage.base import Store
 from protocol.codec import encode_header_payload
 from protocol.fastpath import parse_content_header
 
@@ -67,3 +68,16 @@ def make_message(exchange: str, routing_key: str, body: bytes, **properties: Any
         info.expiration,
         ttl,
     )
+
+
+def snapshot(store: Store, queue_ids: int = 7) -> dict[str, Any]:
+    """What a store would hand to recovery, with the orders that are not part of the contract removed."""
+    definitions = store.load()
+    return {
+        "vhosts": sorted(definitions.vhosts),
+        "users": sorted(definitions.users, key=repr),
+        "exchanges": sorted(definitions.exchanges, key=repr),
+        "queues": definitions.queues,  # in id order: recovery declares them in that order
+        "bindings": sorted(definitions.bindings, key=repr),
+        "messages": {queue_id: list(store.messages(queue_id)) for queue_id in range(queue_ids)},
+    }

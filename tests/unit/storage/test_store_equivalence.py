@@ -19,14 +19,15 @@ from hypothesis import strategies as st
 from broker.storage.base import KEY_SEQ_BITS, Batch, MessageRow, Store, message_key
 from broker.storage.memory import MemoryStore
 from broker.storage.sqlite import SqliteStore
+from tests.unit.storage.helpers import snapshot
 
+TOPOLOGY_OPS = "vhost+ vhost- user+ exchange+ exchange- queue+ queue- binding+ binding-".split()
 VHOSTS = ("/", "v")
 EXCHANGES = ("x", "y")
 QUEUE_NAMES = ("q1", "q2")
 QUEUE_IDS = (1, 2, 3, 4)
 MESSAGE_QUEUE_IDS = (1, 2, 3, 4, 5)  # 5 never gets a queue row: its messages are orphans
 SEQS = (0, 1, 2, 3, (1 << KEY_SEQ_BITS) - 1)  # both ends of a queue's key range
-PROBED_QUEUE_IDS = range(7)
 ARGUMENTS = (None, "[]", '[["x-max-priority", "b", 5]]')
 BINDING_ARGUMENTS = ("[]", '[["x-match", "S", "all"]]')
 
@@ -64,11 +65,7 @@ class LiveQueues:
 
 
 def _topology_op(draw: st.DrawFn, live: LiveQueues) -> tuple[str, tuple[Any, ...]] | None:
-    kind = draw(
-        st.sampled_from(
-            ("vhost+", "vhost-", "user+", "exchange+", "exchange-", "queue+", "queue-", "binding+", "binding-")
-        )
-    )
+    kind = draw(st.sampled_from(TOPOLOGY_OPS))
     vhost = draw(st.sampled_from(VHOSTS))
     if kind in ("vhost+", "vhost-"):
         if kind == "vhost-":
@@ -102,7 +99,7 @@ def _topology_op(draw: st.DrawFn, live: LiveQueues) -> tuple[str, tuple[Any, ...
         return kind, (queue_id,)
     destination_type = draw(st.sampled_from(("queue", "exchange")))
     names = QUEUE_NAMES if destination_type == "queue" else EXCHANGES
-    row = (
+    binding = (
         vhost,
         draw(st.sampled_from(EXCHANGES)),
         destination_type,
@@ -110,7 +107,7 @@ def _topology_op(draw: st.DrawFn, live: LiveQueues) -> tuple[str, tuple[Any, ...
         draw(st.sampled_from(("", "k", "a.#"))),
         draw(st.sampled_from(BINDING_ARGUMENTS)),
     )
-    return kind, row
+    return kind, binding
 
 
 def _message_row(draw: st.DrawFn, key: int) -> MessageRow:
@@ -142,19 +139,6 @@ def batch_sequences(draw: st.DrawFn) -> list[Batch]:
         batch.dropped_queues = draw(st.lists(st.sampled_from(MESSAGE_QUEUE_IDS), max_size=2))
         batches.append(batch)
     return batches
-
-
-def snapshot(store: Store) -> dict[str, Any]:
-    """What a store would hand to recovery, with the orders that are not part of the contract removed."""
-    definitions = store.load()
-    return {
-        "vhosts": sorted(definitions.vhosts),
-        "users": sorted(definitions.users, key=repr),
-        "exchanges": sorted(definitions.exchanges, key=repr),
-        "queues": definitions.queues,  # in id order: recovery declares them in that order
-        "bindings": sorted(definitions.bindings, key=repr),
-        "messages": {queue_id: list(store.messages(queue_id)) for queue_id in PROBED_QUEUE_IDS},
-    }
 
 
 def check_max_queue_id(memory: MemoryStore, sqlite: SqliteStore) -> None:
