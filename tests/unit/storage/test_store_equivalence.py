@@ -21,7 +21,17 @@ from broker.storage.memory import MemoryStore
 from broker.storage.sqlite import SqliteStore
 from tests.unit.storage.helpers import snapshot
 
-TOPOLOGY_OPS = "vhost+ vhost- user+ exchange+ exchange- queue+ queue- binding+ binding-".split()
+TOPOLOGY_OPS = (
+    "vhost+",
+    "vhost-",
+    "user+",
+    "exchange+",
+    "exchange-",
+    "queue+",
+    "queue-",
+    "binding+",
+    "binding-",
+)
 VHOSTS = ("/", "v")
 EXCHANGES = ("x", "y")
 QUEUE_NAMES = ("q1", "q2")
