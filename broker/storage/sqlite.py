@@ -104,13 +104,19 @@ class SqliteStore:
         except OSError as error:
             raise StorageError(f"cannot create data directory {self.directory}: {error}") from error
         self._lock = self._lock_directory()
+        db: sqlite3.Connection | None = None
         try:
             # Used by the loop thread at start-up and by the writer thread afterwards, never both at once.
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.db = db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._prepare(fsync)
-        except sqlite3.DatabaseError as error:
+        except BaseException as error:
+            # Whatever refused the file (a StorageError from _prepare too): release the directory and file.
+            if db is not None:
+                db.close()
             self._lock.close()
-            raise StorageError(f"{self.path} is not a usable WarrenMQ store: {error}") from error
+            if isinstance(error, sqlite3.DatabaseError):
+                raise StorageError(f"{self.path} is not a usable WarrenMQ store: {error}") from error
+            raise
 
     def _lock_directory(self) -> Any:
         """One broker per data directory: a second one would interleave writes with the first."""
