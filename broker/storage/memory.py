@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from broker.storage.base import (
+    KEY_SEQ_BITS,
     Batch,
     BindingRow,
     Definitions,
@@ -44,7 +45,8 @@ class MemoryStore:
         return iter(sorted((row for key, row in self.rows.items() if low <= key < high), key=lambda r: r[0]))
 
     def max_queue_id(self) -> int:
-        return max(self.queues, default=0)
+        # As SqliteStore: a queue id that still has stored messages is taken, even without its queue row.
+        return max(max(self.queues, default=0), max(self.rows, default=0) >> KEY_SEQ_BITS)
 
     def apply(self, batch: Batch) -> None:
         for op, row in batch.topology:

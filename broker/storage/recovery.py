@@ -111,6 +111,10 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
         envelopes = [_envelope(message) for message in store.messages(row.id)]
         report.messages += len(envelopes)
         report.redelivered += sum(1 for envelope in envelopes if envelope.redelivered)
+        if queue.features is None and any(isinstance(envelope, TimedEnvelope) for envelope in envelopes):
+            # A plain queue tracked per-message deadlines (the expiration property) before the restart: the
+            # recovered messages must still expire, so it takes the featured path again, as enqueue does.
+            queue.use_features()
         queue.recover(envelopes)
     return report
 

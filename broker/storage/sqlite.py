@@ -69,7 +69,6 @@ _TOPOLOGY_SQL = {
     "exchange+": "INSERT OR REPLACE INTO exchanges VALUES (?, ?, ?, ?, ?, ?)",
     "exchange-": "DELETE FROM exchanges WHERE vhost = ? AND name = ?",
     "queue+": "INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?)",
-    "queue-": "DELETE FROM queues WHERE id = ?",
     "binding+": "INSERT OR IGNORE INTO bindings VALUES (?, ?, ?, ?, ?, ?)",
     "binding-": (
         "DELETE FROM bindings WHERE vhost = ? AND source = ? AND destination_type = ? AND destination = ?"
@@ -79,6 +78,10 @@ _TOPOLOGY_SQL = {
 _INSERT_MESSAGE = "INSERT OR REPLACE INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)"
 _MARK_DELIVERED = "UPDATE messages SET delivered = 1 WHERE key = ?"
 _DELETE_MESSAGE = "DELETE FROM messages WHERE key = ?"
+_DELETE_QUEUE = (
+    "DELETE FROM messages WHERE key >= ?1 << 40 AND key < (?1 + 1) << 40",
+    "DELETE FROM queues WHERE id = ?1",
+)
 _DELETE_VHOST = (
     "DELETE FROM messages WHERE key >> 40 IN (SELECT id FROM queues WHERE vhost = ?1)",
     "DELETE FROM queues WHERE vhost = ?1",
@@ -101,13 +104,19 @@ class SqliteStore:
         except OSError as error:
             raise StorageError(f"cannot create data directory {self.directory}: {error}") from error
         self._lock = self._lock_directory()
+        db: sqlite3.Connection | None = None
         try:
             # Used by the loop thread at start-up and by the writer thread afterwards, never both at once.
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.db = db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._prepare(fsync)
-        except sqlite3.DatabaseError as error:
+        except BaseException as error:
+            # Whatever refused the file (a StorageError from _prepare too): release the directory and file.
+            if db is not None:
+                db.close()
             self._lock.close()
-            raise StorageError(f"{self.path} is not a usable WarrenMQ store: {error}") from error
+            if isinstance(error, sqlite3.DatabaseError):
+                raise StorageError(f"{self.path} is not a usable WarrenMQ store: {error}") from error
+            raise
 
     def _lock_directory(self) -> Any:
         """One broker per data directory: a second one would interleave writes with the first."""
@@ -195,6 +204,9 @@ class SqliteStore:
             for op, row in batch.topology:
                 if op == "vhost-":
                     for statement in _DELETE_VHOST:
+                        db.execute(statement, row)
+                elif op == "queue-":
+                    for statement in _DELETE_QUEUE:
                         db.execute(statement, row)
                 else:
                     db.execute(_TOPOLOGY_SQL[op], row)
