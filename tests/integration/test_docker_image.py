@@ -46,16 +46,19 @@ def test_image_shape() -> None:
     assert docker["USER"] == "warrenmq"
     assert docker["EXPOSE"] == "5672 15672"
     assert json.loads(str(docker["VOLUME"])) == ["/var/lib/warrenmq"]
+    assert docker["ENV"]["WARRENMQ_DATA_DIR"] == "/var/lib/warrenmq"  # type: ignore[index]
     assert json.loads(str(docker["ENTRYPOINT"])) == ["warrenmq"]
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["warrenmq"] == "broker.cli:main"
 
 
-def test_entrypoint_serves_with_the_image_env_and_the_healthcheck_passes_against_it() -> None:
+def test_entrypoint_serves_with_the_image_env_and_the_healthcheck_passes_against_it(tmp_path: Path) -> None:
     docker = _dockerfile()
     env = {**os.environ, **docker["ENV"], "PYTHONPATH": str(ROOT)}  # type: ignore[dict-item]
-    # Only the port numbers differ from the container: parallel test runs cannot all bind 5672/15672.
+    # Only the ports and the volume's path differ from the container: parallel test runs cannot all bind
+    # 5672/15672, and /var/lib/warrenmq is the container's.
     env.update({"WARRENMQ_HOST": "127.0.0.1", "WARRENMQ_PORT": "0", "WARRENMQ_MANAGEMENT_PORT": "0"})
+    env["WARRENMQ_DATA_DIR"] = str(tmp_path / "volume")
     argv = json.loads(str(docker["ENTRYPOINT"])) + json.loads(str(docker["CMD"]))
     server = subprocess.Popen(
         _command(argv), env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -64,6 +67,8 @@ def test_entrypoint_serves_with_the_image_env_and_the_healthcheck_passes_against
         assert server.stdout is not None
         ready = json.loads(server.stdout.readline())
         assert ready["event"] == "ready"
+        assert ready["recovered"] is not None  # the store under the data directory is in use
+        assert (tmp_path / "volume" / "warrenmq.db").exists()
         port = ready["amqp_port"]
         connection = pika.BlockingConnection(pika.URLParameters(f"amqp://guest:guest@127.0.0.1:{port}/"))
         connection.close()
