@@ -62,6 +62,10 @@ class Persistence(Protocol):
         """Also gives the queue its ``store_id`` (the key of its messages in the store)."""
         ...
 
+    def queue_consumed(self, queue: Queue) -> None:
+        """A durable auto-delete queue got its first consumer: after a crash it is deleted, not recovered."""
+        ...
+
     def queue_deleted(self, queue: Queue) -> None:
         """The queue and every message stored for it go."""
         ...

@@ -189,6 +189,8 @@ class Queue:
                 ReplyCode.ACCESS_REFUSED, f"queue '{self.name}' in vhost '{self.vhost}' in exclusive use"
             )
         self.consumers.append(consumer)
+        if not self.had_consumer and self.auto_delete and self.store is not None:
+            self.store.queue_consumed(self)
         self.had_consumer = True
         if consumer.arguments and "x-priority" in consumer.arguments:
             self.use_features()

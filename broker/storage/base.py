@@ -18,7 +18,7 @@ KEY_SEQ_BITS = 40  # 10^12 messages per queue before a key would spill into the 
 
 # ("vhost+", (name,)) ("vhost-", (name,)) ("user+", (name, password, hash, algorithm))
 # ("exchange+", (vhost, name, type, auto_delete, internal, arguments)) ("exchange-", (vhost, name))
-# ("queue+", (id, vhost, name, auto_delete, arguments)) ("queue-", (id,))
+# ("queue+", (id, vhost, name, auto_delete, arguments)) ("queue-", (id,)) ("queue~", (id,)): had a consumer
 # ("binding+" / "binding-", (vhost, source, destination_type, destination, routing_key, arguments))
 # ``arguments`` are typed JSON (broker.core.typed_json), so AMQP field types survive a restart.
 TopologyOp = tuple[str, tuple[Any, ...]]
@@ -72,6 +72,8 @@ class QueueRow:
     name: str
     auto_delete: bool
     arguments: str | None
+    # An auto-delete queue that has had a consumer: RabbitMQ deletes it at recovery (its consumers are gone).
+    had_consumer: int = 0
 
 
 @dataclass(frozen=True)

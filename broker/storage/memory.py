@@ -3,6 +3,7 @@ the same `MemoryStore` recovers its durable state, which lets tests exercise rec
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -75,9 +76,22 @@ class MemoryStore:
             self.exchanges.pop((str(row[0]), str(row[1])), None)
         elif op == "queue+":
             self.queues[int(row[0])] = QueueRow(*row)
+        elif op == "queue~":
+            queue = self.queues.get(int(row[0]))
+            if queue is not None:
+                self.queues[queue.id] = dataclasses.replace(queue, had_consumer=1)
         elif op == "queue-":
-            self.queues.pop(int(row[0]), None)
+            gone = self.queues.pop(int(row[0]), None)
             self._drop_messages(int(row[0]))
+            if gone is not None:
+                self.bindings = {
+                    binding: None
+                    for binding in self.bindings
+                    if not (
+                        binding.destination_type == "queue"
+                        and (binding.vhost, binding.destination) == (gone.vhost, gone.name)
+                    )
+                }
         elif op == "binding+":
             self.bindings[BindingRow(*row)] = None
         elif op == "binding-":

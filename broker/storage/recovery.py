@@ -36,6 +36,7 @@ class RecoveryReport:
     messages: int = 0
     redelivered: int = 0
     skipped: int = 0
+    auto_deleted: int = 0
 
     def fields(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -45,6 +46,7 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
     report = RecoveryReport()
     definitions = store.load()
     queues: list[tuple[Queue, QueueRow]] = []
+    auto_deleted: set[tuple[str, str]] = set()
     writer.replaying = True
     try:
         for name in definitions.vhosts:
@@ -73,6 +75,13 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
                 _skipped(report, "exchange", exchange.vhost, exchange.name, error)
         for row in definitions.queues:
             vhost = broker.vhosts.get(row.vhost)
+            if row.auto_delete and row.had_consumer:
+                # Its consumers died with the broker, so it is deleted, as RabbitMQ 3.10.8 does after a crash
+                # (an auto-delete queue that never had a consumer is recovered).
+                writer.drop_stored_queue(row.id)  # with its bindings and messages
+                auto_deleted.add((row.vhost, row.name))
+                report.auto_deleted += 1
+                continue
             try:
                 if vhost is None:
                     raise LookupError(f"vhost '{row.vhost}' is not in the store")
@@ -90,6 +99,8 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
             except (AMQPError, LookupError) as error:
                 _skipped(report, "queue", row.vhost, row.name, error)
         for binding in definitions.bindings:
+            if binding.destination_type == "queue" and (binding.vhost, binding.destination) in auto_deleted:
+                continue
             vhost = broker.vhosts.get(binding.vhost)
             try:
                 if vhost is None:

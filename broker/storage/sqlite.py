@@ -48,7 +48,8 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     CREATE TABLE queues (
         id INTEGER PRIMARY KEY, vhost TEXT NOT NULL, name TEXT NOT NULL,
-        auto_delete INTEGER NOT NULL, arguments TEXT, UNIQUE (vhost, name)
+        auto_delete INTEGER NOT NULL, arguments TEXT, had_consumer INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (vhost, name)
     );
     CREATE TABLE bindings (
         vhost TEXT NOT NULL, source TEXT NOT NULL, destination_type TEXT NOT NULL,
@@ -68,7 +69,8 @@ _TOPOLOGY_SQL = {
     "user+": "INSERT OR REPLACE INTO users VALUES (?, ?, ?, ?)",
     "exchange+": "INSERT OR REPLACE INTO exchanges VALUES (?, ?, ?, ?, ?, ?)",
     "exchange-": "DELETE FROM exchanges WHERE vhost = ? AND name = ?",
-    "queue+": "INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?)",
+    "queue+": "INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?, 0)",
+    "queue~": "UPDATE queues SET had_consumer = 1 WHERE id = ?",
     "binding+": "INSERT OR IGNORE INTO bindings VALUES (?, ?, ?, ?, ?, ?)",
     "binding-": (
         "DELETE FROM bindings WHERE vhost = ? AND source = ? AND destination_type = ? AND destination = ?"
@@ -80,6 +82,8 @@ _MARK_DELIVERED = "UPDATE messages SET delivered = 1 WHERE key = ?"
 _DELETE_MESSAGE = "DELETE FROM messages WHERE key = ?"
 _DELETE_QUEUE = (
     "DELETE FROM messages WHERE key >= ?1 << 40 AND key < (?1 + 1) << 40",
+    "DELETE FROM bindings WHERE destination_type = 'queue'"
+    " AND (vhost, destination) IN (SELECT vhost, name FROM queues WHERE id = ?1)",
     "DELETE FROM queues WHERE id = ?1",
 )
 _DELETE_VHOST = (

@@ -195,9 +195,17 @@ class StoreWriter:
         row = (queue.store_id, queue.vhost, queue.name, int(queue.auto_delete), encode_table(queue.arguments))
         self._topology("queue+", row)
 
+    def queue_consumed(self, queue: Queue) -> None:
+        self._topology("queue~", (queue.store_id,))
+
     def queue_deleted(self, queue: Queue) -> None:
-        self._batch.dropped_queues.append(queue.store_id)
-        self._topology("queue-", (queue.store_id,))
+        self.drop_stored_queue(queue.store_id)
+
+    def drop_stored_queue(self, queue_id: int) -> None:
+        """The queue row, its bindings and its messages go (recovery uses it too, while replaying)."""
+        self._batch.dropped_queues.append(queue_id)
+        self._batch.topology.append(("queue-", (queue_id,)))
+        self._dirty()
 
     def _binding_row(self, vhost: str, binding: Binding) -> tuple[str, str, str, str, str, str]:
         kind = "exchange" if binding.is_e2e else "queue"
