@@ -50,6 +50,7 @@ class Batch:
     removed: list[int] = field(default_factory=list)
     dropped_queues: list[int] = field(default_factory=list)
     waiters: dict[CommitWaiter, None] = field(default_factory=dict)
+    committed: bool = False  # set by whoever applied it, so shutdown never applies it twice
 
     def empty(self) -> bool:
         return not (self.topology or self.added or self.delivered or self.removed or self.dropped_queues)

@@ -114,8 +114,9 @@ class StoreWriter:
     def _apply(self, batch: Batch) -> BaseException | None:
         try:
             self.store.apply(batch)
-        except BaseException as error:
+        except BaseException as error:  # reported to the loop, which stops the broker
             return error
+        batch.committed = True
         return None
 
     def _run(self) -> None:
@@ -148,9 +149,9 @@ class StoreWriter:
             self._jobs.put(None)
             self._thread.join()
             self._thread = None
-        if self._inflight is not None and not self._failed:
-            self._apply(self._inflight)
-            self._inflight = None
+        if self._inflight is not None and not self._failed and not self._inflight.committed:
+            self._apply(self._inflight)  # the thread stopped before it could take this one
+        self._inflight = None
         if not self._batch.empty() and not self._failed:
             self._apply(self._batch)
         self.store.close()
