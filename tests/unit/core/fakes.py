@@ -19,11 +19,23 @@ class ManualLoop:
         self.callbacks.append(callback)
         return None
 
+    def turn(self) -> None:
+        """Run the callbacks scheduled so far (not the ones they schedule)."""
+        callbacks, self.callbacks = self.callbacks, []
+        for callback in callbacks:
+            callback()
+
     def run(self) -> None:
         while self.callbacks:
-            callbacks, self.callbacks = self.callbacks, []
-            for callback in callbacks:
-                callback()
+            self.turn()
+
+    def drain(self) -> None:
+        """Run turns until nothing is scheduled; a loop that never goes idle is a failure, not a hang."""
+        for _ in range(1000):
+            if not self.callbacks:
+                return
+            self.turn()
+        raise AssertionError("the loop never went idle")
 
 
 class RecordingChannel:

@@ -13,31 +13,9 @@ from broker.core.message import Message
 from broker.storage.base import Store
 from protocol.codec import encode_header_payload
 from protocol.fastpath import parse_content_header
+from tests.unit.core.fakes import ManualLoop
 
-
-class ManualLoop:
-    """``call_soon`` appends to a list; ``turn`` runs what one event-loop turn would run."""
-
-    def __init__(self) -> None:
-        self.callbacks: list[Callable[[], None]] = []
-
-    def call_soon(self, callback: Callable[[], None]) -> Any:
-        self.callbacks.append(callback)
-        return None
-
-    def turn(self) -> None:
-        """Run the callbacks scheduled so far (not the ones they schedule)."""
-        callbacks, self.callbacks = self.callbacks, []
-        for callback in callbacks:
-            callback()
-
-    def drain(self) -> None:
-        """Run turns until nothing is scheduled."""
-        for _ in range(1000):
-            if not self.callbacks:
-                return
-            self.turn()
-        raise AssertionError("the loop never went idle")
+__all__ = ["ManualLoop", "Waiter", "make_message", "snapshot"]
 
 
 class Waiter:
