@@ -1,5 +1,8 @@
 """One journal file being written: Parquet (zstd, through pyarrow) or JSON Lines, hidden until complete.
 
+Rows arrive as tuples in the schema's column order with timestamps in nanoseconds (what the loop thread can
+take cheapest); files hold microseconds.
+
 A file is written as ``.<name>.inprogress`` next to its final name and renamed (atomically, ``os.replace``) by
 ``complete()``; a half-written Parquet file has no footer and would break a reader, and Spark/Hadoop skip
 dot-prefixed names. A file that received no rows is deleted instead of published.
@@ -56,6 +59,17 @@ def arrow_schema(table: str) -> Any:
     return pa.schema(fields, metadata={METADATA_KEY: str(SCHEMA_VERSION).encode()})
 
 
+def warm_up() -> None:
+    """Pay pyarrow's one-off costs now, before traffic: its import, and the pandas import its first
+    conversion of Python values triggers (~0.3 s). Done later on the writer thread, that time is stolen
+    from the event loop (they share the GIL) in the middle of the first batches."""
+    import pyarrow as pa
+    import pyarrow.compute
+    import pyarrow.parquet
+
+    pa.array([0], pa.int64())
+
+
 class ParquetFile:
     def __init__(self, table: str, path: Path, node: str) -> None:
         import pyarrow.parquet as pq
@@ -64,21 +78,30 @@ class ParquetFile:
         self.rows = 0
         self._tmp = in_progress_path(path)
         self._schema = arrow_schema(table)
+        self._kinds = [kind for _, kind in COLUMNS[table][CONSTANT_COLUMNS:]]
         self._node = node
         self._writer = pq.ParquetWriter(str(self._tmp), self._schema, compression="zstd")
 
     def write(self, rows: Sequence[tuple[Any, ...]]) -> None:
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         if not rows:
             return
         n = len(rows)
-        columns = list(zip(*rows, strict=True))
         schema = self._schema
-        arrays = [pa.array([SCHEMA_VERSION] * n, pa.int16()), pa.array([self._node] * n, pa.string())]
-        for index, values in enumerate(columns):
+        arrays = [
+            pa.repeat(pa.scalar(SCHEMA_VERSION, pa.int16()), n),
+            pa.repeat(pa.scalar(self._node, pa.string()), n),
+        ]
+        # Conversion from Python values holds the GIL (the loop waits meanwhile); zip and pa.array are the
+        # cheapest ways found to do it, and the Parquet encoding below releases the GIL.
+        for index, values in enumerate(zip(*rows, strict=True)):
             field = schema.field(index + CONSTANT_COLUMNS)
-            arrays.append(pa.array(values, field.type))
+            if self._kinds[index] == "ts":  # nanoseconds in the rows, microseconds in the file
+                arrays.append(pc.divide(pa.array(values, pa.int64()), 1000).cast(field.type))
+            else:
+                arrays.append(pa.array(values, field.type))
         self._writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
         self.rows += n
 
@@ -98,13 +121,21 @@ class JsonlFile:
         self.rows = 0
         self._tmp = in_progress_path(path)
         self._names = [name for name, _ in COLUMNS[table][CONSTANT_COLUMNS:]]
+        kinds = [kind for _, kind in COLUMNS[table][CONSTANT_COLUMNS:]]
+        self._ts = [index for index, kind in enumerate(kinds) if kind == "ts"]
         self._prefix = json.dumps({"v": SCHEMA_VERSION, "node": node})[:-1] + ", "
         self._file = open(self._tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed by complete()
         self._size = 0
 
     def write(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        names, prefix, dumps = self._names, self._prefix, json.dumps
-        lines = [prefix + dumps(dict(zip(names, row, strict=True)))[1:] for row in rows]
+        names, prefix, dumps, ts = self._names, self._prefix, json.dumps, self._ts
+        lines = []
+        for row in rows:
+            values = list(row)
+            for index in ts:  # nanoseconds in the rows, microseconds in the file
+                if values[index] is not None:
+                    values[index] //= 1000
+            lines.append(prefix + dumps(dict(zip(names, values, strict=True)))[1:])
         if lines:
             text = "\n".join(lines) + "\n"
             self._file.write(text)

@@ -1,234 +1,272 @@
-"""The journal's EventBus observer: turns message fates and topology changes into row tuples, in batches.
+"""The journal's hook on the EventBus: turns message steps, fates and topology changes into rows, in batches.
 
-Runs on the loop thread inside the broker's emit calls, so it only reads the clock, builds flat tuples and
-appends them to per-table lists; full lists (``batch_rows``) and the periodic ``flush`` hand them to the
-writer thread. Sampling is decided once per message at publish (all of a message's rows are kept or none);
-state per live message (publish time, exchange, fan-out, copies not yet settled) is dropped when its last copy
-reaches a final fate, so publish time can be copied onto every later row and TTD needs no join.
+Runs on the loop thread inside the broker's emit calls, so per message it only reads the clock, builds flat
+tuples and appends them to per-table lists; full lists (``batch_rows``) and the periodic ``flush`` hand them
+to the writer thread. The per-message steps (publish + route, deliver, settle) arrive through the fast lane
+(``JournalHook``: plain positional values, one call per step); topology changes and the rarer fates (dropped,
+dead-lettered, expired) through the generic observer lane.
 
-Modes: ``full`` writes one events row per fate; ``compact`` writes one deliveries row per delivery attempt
-(publish, deliver and settle times with the outcome) plus one per fate without a delivery (unroutable,
-returned, drop, dead_letter, expire). Topology changes and journal_drop rows go to the events table in both.
+Sampling is decided once per message at publish, before anything is built: a sampled message is marked with
+``Message.journal = (publish_ns, fanout)`` and gets a broker-wide id in ``Message.message_id``; later emit
+sites test that attribute, so unsampled messages cost one attribute check and all of a sampled message's
+rows are kept. The mark lives and dies with the message, so nothing here grows with queue depth: the only
+table is ``inflight``, the deliver time of each sampled delivery awaiting its ack (bounded by prefetch).
+
+Timestamps are taken with ``time.time_ns`` (the cheapest clock call) and stay nanoseconds in the rows; the
+writer converts whole columns to microseconds.
+
+Modes: ``full`` writes one events row per step and fate; ``compact`` writes one deliveries row per delivery
+attempt (publish, deliver and settle times with the outcome) plus one per fate without a delivery
+(unroutable, returned, drop, dead_letter, expire). Topology changes and journal_drop rows go to the events
+table in both.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
-from collections.abc import Callable
-from typing import Any, Protocol
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.core.events import Fate, MessageEvent, TopologyEvent
 from broker.core.typed_json import encode_table
 from broker.journal import schema as s
 
+if TYPE_CHECKING:
+    from broker.core.message import Message
+    from broker.core.queue import Envelope, Queue
+    from broker.core.unacked import Delivery
+
 COMPACT, FULL = "compact", "full"
 
-# Queue-level fates after which the queue no longer holds that copy of the message.
-_FINAL = frozenset((Fate.ACKED, Fate.DROPPED, Fate.DEAD_LETTERED, Fate.EXPIRED))
-_FULL_EVENT = {
-    Fate.DELIVERED: s.DELIVER,
-    Fate.ACKED: s.ACK,
-    Fate.NACKED: s.NACK,
-    Fate.REQUEUED: s.REQUEUE,
-    Fate.DROPPED: s.DROP,
-    Fate.DEAD_LETTERED: s.DEAD_LETTER,
-    Fate.EXPIRED: s.EXPIRE,
-}
-_COMPACT_FATE = {Fate.DROPPED: s.DROP, Fate.DEAD_LETTERED: s.DEAD_LETTER, Fate.EXPIRED: s.EXPIRE}
+# The fates that reach the journal through the generic lane, and their row names.
+_LEFT_QUEUE = {Fate.DROPPED: s.DROP, Fate.DEAD_LETTERED: s.DEAD_LETTER, Fate.EXPIRED: s.EXPIRE}
 
 
 class BatchSink(Protocol):
     def submit(self, table: str, rows: list[tuple[Any, ...]]) -> bool: ...
 
 
-class _Live:
-    """What the journal remembers about one sampled message until its last copy is settled."""
-
-    __slots__ = ("body_size", "exchange", "fanout", "publish_ts", "remaining", "routing_key")
-
-    def __init__(self, publish_ts: int, exchange: str, routing_key: str, body_size: int) -> None:
-        self.publish_ts = publish_ts
-        self.exchange = exchange
-        self.routing_key = routing_key
-        self.body_size = body_size
-        self.fanout: int | None = None
-        self.remaining = 0
+def _rejected_is_dropped(queue: Queue) -> bool:
+    """A rejected message is dropped unless its queue dead-letters it (which reports DEAD_LETTERED)."""
+    features = queue.features
+    return features is None or features.settings.dead_letter_exchange is None
 
 
 class JournalRecorder:
+    """Implements ``broker.core.events.JournalHook``; attach with ``EventBus.attach_journal``."""
+
     def __init__(
         self,
         sink: BatchSink,
-        clock_us: Callable[[], int],
+        clock_ns: Callable[[], int] = time.time_ns,
         mode: str = COMPACT,
         sample: float = 1.0,
         capture_routing: bool = False,
         batch_rows: int = 8192,
         rng: Callable[[], float] = random.random,
+        ids: Iterator[int] | None = None,
     ) -> None:
         if mode not in (COMPACT, FULL):
             raise ValueError(f"journal mode must be {COMPACT!r} or {FULL!r}, not {mode!r}")
         self.sink = sink
-        self.clock = clock_us
+        self.clock = clock_ns
         self.full = mode == FULL
         self.sample = sample
+        self.sampling = sample < 1.0
         self.capture_routing = capture_routing
         self.batch_rows = batch_rows
         self.rng = rng
-        self.live: dict[int, _Live] = {}
-        self.inflight: dict[tuple[int, str], tuple[int, bool]] = {}  # (msg, queue) -> deliver ts, redelivered
-        self.buffers: dict[str, list[tuple[Any, ...]]] = {table: [] for table in s.TABLES}
+        self.ids = ids if ids is not None else itertools.count(1)  # the EventBus's, so ids are broker-wide
+        self.inflight: dict[Envelope, int] = {}  # sampled deliveries awaiting settlement -> deliver time
+        self.events: list[tuple[Any, ...]] = []
+        self.deliveries: list[tuple[Any, ...]] = []
+        self.captures: list[tuple[Any, ...]] = []
 
     # -- buffering ------------------------------------------------------------------------------------------
 
-    def _add(self, table: str, row: tuple[Any, ...]) -> None:
-        buffer = self.buffers[table]
-        buffer.append(row)
-        if len(buffer) >= self.batch_rows:
-            self.buffers[table] = []
-            self.sink.submit(table, buffer)
+    def _hand_over(self, table: str) -> None:
+        """Give one table's full buffer to the writer and start a new one."""
+        if table == s.EVENTS:
+            rows, self.events = self.events, []
+        elif table == s.DELIVERIES:
+            rows, self.deliveries = self.deliveries, []
+        else:
+            rows, self.captures = self.captures, []
+        if rows:
+            self.sink.submit(table, rows)
 
     def flush(self) -> None:
         """Hand every non-empty buffer to the writer (called on a timer and at shutdown)."""
-        for table, buffer in self.buffers.items():
-            if buffer:
-                self.buffers[table] = []
-                self.sink.submit(table, buffer)
+        for table in s.TABLES:
+            self._hand_over(table)
 
-    # -- Observer ---------------------------------------------------------------------------------------
+    # -- fast lane (JournalHook) ---------------------------------------------------------------------------
+
+    def published(
+        self,
+        vhost: str,
+        message: Message,
+        queues: Sequence[Queue],
+        mandatory: bool,
+        channel: int,
+        connection: str,
+    ) -> None:
+        if self.sampling and self.rng() >= self.sample:
+            return
+        now = self.clock()
+        fanout = len(queues)
+        message.journal = (now, fanout)
+        seq = message.message_id = next(self.ids)
+        if self.capture_routing:
+            self.captures.append(
+                (now, vhost, seq, message.exchange, message.routing_key, encode_table(message.headers),
+                 [queue.name for queue in queues])
+            )  # fmt: skip
+            if len(self.captures) >= self.batch_rows:
+                self._hand_over(s.ROUTE_CAPTURE)
+        if self.full:
+            exchange, routing_key, size = message.exchange, message.routing_key, len(message.body)
+            events = self.events
+            events.append(
+                (now, s.PUBLISH, vhost, seq, exchange, routing_key, None, now, None, size, connection,
+                 channel, None, None, None, None, None)
+            )  # fmt: skip
+            events.append(
+                (now, s.ROUTE, vhost, seq, exchange, routing_key, None, now, fanout, size, None, None, None,
+                 None, None, None, None)
+            )  # fmt: skip
+            if not fanout and mandatory:
+                events.append(
+                    (now, s.RETURN, vhost, seq, exchange, routing_key, None, now, None, size, None, None,
+                     None, None, "NO_ROUTE", None, None)
+                )  # fmt: skip
+            if len(events) >= self.batch_rows:
+                self._hand_over(s.EVENTS)
+        elif not fanout:
+            outcome = s.OUTCOME_RETURNED if mandatory else s.OUTCOME_UNROUTABLE
+            self._delivery_row(now, outcome, vhost, message, None, None, None, None)
+
+    def delivered(self, queue: Queue, envelope: Envelope, delivery_tag: int, no_ack: bool) -> None:
+        message = envelope.message
+        if message.journal is None:
+            return
+        now = self.clock()
+        redelivered = envelope.redelivered
+        if self.full:
+            self._event_row(now, s.DELIVER, queue, message, tag=delivery_tag, redelivered=redelivered)
+            if no_ack:
+                self._event_row(now, s.ACK, queue, message)
+        elif no_ack:
+            self._delivery_row(now, s.OUTCOME_ACK, queue.vhost, message, queue.name, now, redelivered)
+        else:
+            self.inflight[envelope] = now
+
+    def settled(self, deliveries: list[Delivery], requeue: bool | None, closed: bool) -> None:
+        for delivery in deliveries:
+            envelope = delivery.envelope
+            message = envelope.message
+            if message.journal is None:
+                continue
+            queue = delivery.queue
+            now = self.clock()
+            if self.full:
+                self._full_settled(now, delivery, queue, message, requeue, closed)
+                continue
+            deliver_ts = self.inflight.pop(envelope, None)
+            if deliver_ts is not None:
+                if closed:
+                    outcome, reason = s.OUTCOME_REQUEUE, None
+                elif requeue is None:
+                    outcome, reason = s.OUTCOME_ACK, None
+                else:
+                    outcome, reason = s.OUTCOME_NACK, ("requeue" if requeue else None)
+                self._delivery_row(
+                    now, outcome, queue.vhost, message, queue.name, deliver_ts, envelope.redelivered, reason
+                )
+            if requeue is False and _rejected_is_dropped(queue):
+                self._delivery_row(now, s.DROP, queue.vhost, message, queue.name, None, None, "rejected")
+
+    def _full_settled(
+        self, now: int, delivery: Delivery, queue: Queue, message: Message, requeue: bool | None, closed: bool
+    ) -> None:
+        if not closed:
+            if requeue is None:
+                self._event_row(now, s.ACK, queue, message, tag=delivery.delivery_tag)
+                return
+            self._event_row(now, s.NACK, queue, message, reason="requeue" if requeue else None)
+        if requeue:
+            self._event_row(now, s.REQUEUE, queue, message)
+        elif _rejected_is_dropped(queue):
+            self._event_row(now, s.DROP, queue, message, reason="rejected")
+
+    # -- generic lane (Observer): topology and the fates without a delivery ---------------------------------
 
     def on_topology(self, event: TopologyEvent) -> None:
         detail = json.dumps(event.detail, default=repr, separators=(",", ":"), sort_keys=True)
-        self._add(s.EVENTS, (self.clock(), event.kind.value, event.vhost, *(None,) * 13, detail))
+        self.events.append((self.clock(), event.kind.value, event.vhost, *(None,) * 13, detail))
+        if len(self.events) >= self.batch_rows:
+            self._hand_over(s.EVENTS)
 
     def on_message(self, event: MessageEvent) -> None:
-        fate = event.fate
-        if fate is Fate.PUBLISHED:
-            self._published(event)
-            return
-        live = self.live.get(event.message_id)
-        if live is None:
-            return  # not sampled (or published before the journal started)
-        if fate is Fate.ROUTED:
-            self._routed(event, live)
-        elif event.queue is not None:
-            self._queue_fate(event, live)
-
-    def _published(self, event: MessageEvent) -> None:
-        if self.sample < 1.0 and self.rng() >= self.sample:
-            return
-        message, detail = event.message, event.detail
-        ts = self.clock()
-        live = _Live(ts, message.exchange, message.routing_key, len(message.body))
-        self.live[event.message_id] = live
+        message, queue = event.message, event.queue
+        name = _LEFT_QUEUE.get(event.fate)
+        if message.journal is None or queue is None or name is None:
+            return  # not sampled, or a step the fast lane reports
+        now = self.clock()
+        reason = event.detail.get("reason")
         if self.full:
-            self._add(
-                s.EVENTS,
-                (ts, s.PUBLISH, event.vhost, event.message_id, live.exchange, live.routing_key, None, ts,
-                 None, live.body_size, detail.get("connection"), detail.get("channel"), None, None, None,
-                 None, None),
+            mark = message.journal
+            self.events.append(
+                (now, name, event.vhost, message.message_id, message.exchange, message.routing_key, queue,
+                 mark[0], None, len(message.body), None, None, None, None, reason, None, None)
             )  # fmt: skip
-
-    def _routed(self, event: MessageEvent, live: _Live) -> None:
-        queues: list[str] = event.detail.get("queues", [])
-        fanout = len(queues)
-        if live.fanout is None:
-            live.fanout = fanout
-        live.remaining += fanout
-        ts = self.clock()
-        if self.capture_routing:
-            message = event.message
-            self._add(
-                s.ROUTE_CAPTURE,
-                (ts, event.vhost, event.message_id, message.exchange, message.routing_key,
-                 encode_table(message.headers), list(queues)),
-            )  # fmt: skip
-        if self.full:
-            self._event_row(event, live, s.ROUTE, fanout=fanout, ts=ts)
-            # RETURNED follows at once for a mandatory unroutable publish; ROUTED says so (``mandatory``) and
-            # the message's state ends here, so the return row is written now.
-            if not fanout and event.detail.get("mandatory"):
-                self._event_row(event, live, s.RETURN, ts=ts, reason="NO_ROUTE")
-        elif not fanout:
-            outcome = s.OUTCOME_RETURNED if event.detail.get("mandatory") else s.OUTCOME_UNROUTABLE
-            self._delivery_row(event, live, outcome, ts, None, None, None)
-        if live.remaining <= 0:
-            del self.live[event.message_id]
-
-    def _queue_fate(self, event: MessageEvent, live: _Live) -> None:
-        fate, detail = event.fate, event.detail
-        ts = self.clock()
-        if self.full:
-            reason = detail.get("reason")
-            if fate is Fate.NACKED:
-                reason = "requeue" if detail.get("requeue") else None
-            self._event_row(
-                event, live, _FULL_EVENT[fate], ts=ts, reason=reason,
-                tag=detail.get("delivery_tag"), redelivered=detail.get("redelivered"),
-            )  # fmt: skip
+            if len(self.events) >= self.batch_rows:
+                self._hand_over(s.EVENTS)
         else:
-            self._compact_fate(event, live, ts)
-        if fate in _FINAL:
-            live.remaining -= 1
-            if live.remaining <= 0:
-                self.live.pop(event.message_id, None)
-
-    def _compact_fate(self, event: MessageEvent, live: _Live, ts: int) -> None:
-        fate, detail = event.fate, event.detail
-        key = (event.message_id, event.queue or "")
-        if fate is Fate.DELIVERED:
-            self.inflight[key] = (ts, bool(detail.get("redelivered")))
-            return
-        if fate is Fate.ACKED or fate is Fate.NACKED or fate is Fate.REQUEUED:
-            attempt = self.inflight.pop(key, None)
-            if attempt is None:
-                return  # REQUEUED after a NACKED: the attempt's row is written already
-            reason: str | None = None
-            if fate is Fate.ACKED:
-                outcome = s.OUTCOME_ACK
-            elif fate is Fate.NACKED:
-                outcome, reason = s.OUTCOME_NACK, ("requeue" if detail.get("requeue") else None)
-            else:
-                outcome = s.OUTCOME_REQUEUE
-            self._delivery_row(event, live, outcome, ts, attempt[0], attempt[1], reason)
-            return
-        final = _COMPACT_FATE.get(fate)
-        if final is not None:
-            self._delivery_row(event, live, final, ts, None, None, detail.get("reason"))
+            self._delivery_row(now, name, event.vhost, message, queue, None, None, reason)
 
     # -- rows -----------------------------------------------------------------------------------------------
 
     def _event_row(
         self,
-        event: MessageEvent,
-        live: _Live,
+        now: int,
         name: str,
-        ts: int | None = None,
-        fanout: int | None = None,
-        reason: str | None = None,
+        queue: Queue,
+        message: Message,
         tag: int | None = None,
         redelivered: bool | None = None,
+        reason: str | None = None,
     ) -> None:
-        self._add(
-            s.EVENTS,
-            (self.clock() if ts is None else ts, name, event.vhost, event.message_id, live.exchange,
-             live.routing_key, event.queue, live.publish_ts, fanout, live.body_size, None, None, tag,
-             redelivered, reason, None, None),
+        mark = message.journal
+        assert mark is not None
+        events = self.events
+        events.append(
+            (now, name, queue.vhost, message.message_id, message.exchange, message.routing_key, queue.name,
+             mark[0], None, len(message.body), None, None, tag, redelivered, reason, None, None)
         )  # fmt: skip
+        if len(events) >= self.batch_rows:
+            self._hand_over(s.EVENTS)
 
     def _delivery_row(
         self,
-        event: MessageEvent,
-        live: _Live,
+        now: int,
         outcome: str,
-        ts: int,
+        vhost: str,
+        message: Message,
+        queue: str | None,
         deliver_ts: int | None,
         redelivered: bool | None,
-        reason: str | None,
+        reason: str | None = None,
     ) -> None:
-        self._add(
-            s.DELIVERIES,
-            (ts, outcome, event.vhost, event.message_id, live.exchange, live.routing_key, event.queue,
-             live.fanout, live.body_size, live.publish_ts, deliver_ts, redelivered, reason),
+        mark = message.journal
+        assert mark is not None
+        rows = self.deliveries
+        rows.append(
+            (now, outcome, vhost, message.message_id, message.exchange, message.routing_key, queue, mark[1],
+             len(message.body), mark[0], deliver_ts, redelivered, reason)
         )  # fmt: skip
+        if len(rows) >= self.batch_rows:
+            self._hand_over(s.DELIVERIES)

@@ -11,7 +11,7 @@ import structlog
 from broker.config import JournalConfig
 from broker.core.events import EventBus
 from broker.journal.recorder import JournalRecorder
-from broker.journal.writer import JournalStats, JournalWriter, wall_clock_us
+from broker.journal.writer import JournalStats, JournalWriter
 
 log = structlog.get_logger("warrenmq.journal")
 
@@ -32,10 +32,10 @@ class JournalService:
         )
         self.recorder = JournalRecorder(
             self.writer,
-            wall_clock_us,
             mode=config.mode,
             sample=config.sample,
             capture_routing=config.capture_routing,
+            ids=events.ids,
         )
         self._events = events
         self._detach: Callable[[], None] | None = None
@@ -47,7 +47,7 @@ class JournalService:
 
     def start(self) -> None:
         self.writer.start()
-        self._detach = self._events.attach(self.recorder)
+        self._detach = self._events.attach_journal(self.recorder)
         self._timer = self.loop.call_later(FLUSH_INTERVAL_S, self._tick)
         log.info(
             "journal_started",

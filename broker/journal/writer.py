@@ -23,7 +23,7 @@ from typing import Any
 
 import structlog
 
-from broker.journal.files import JournalFile, default_format, open_file
+from broker.journal.files import PARQUET, JournalFile, default_format, open_file, warm_up
 from broker.journal.schema import EVENTS, JOURNAL_DROP, TABLES, row_width
 
 log = structlog.get_logger("warrenmq.journal")
@@ -79,6 +79,8 @@ class JournalWriter:
 
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
+        if self.format == PARQUET:
+            warm_up()
         self._thread = threading.Thread(target=self._run, name="warrenmq-journal", daemon=True)
         self._thread.start()
 
@@ -132,7 +134,7 @@ class JournalWriter:
             return
         stats.drops_reported += lost
         row: list[Any] = [None] * row_width(EVENTS)
-        row[0], row[1], row[14], row[15] = self._clock(), JOURNAL_DROP, "backpressure", lost
+        row[0], row[1], row[14], row[15] = self._clock() * 1000, JOURNAL_DROP, "backpressure", lost
         self._write(EVENTS, [tuple(row)])
 
     def _write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -148,7 +150,8 @@ class JournalWriter:
             self.stats.write_errors += 1
             log.exception("journal_write_failed", table=table, rows=len(rows))
 
-    def _file_for(self, table: str, ts_us: int) -> JournalFile:
+    def _file_for(self, table: str, ts_ns: int) -> JournalFile:
+        ts_us = ts_ns // 1000
         partition = time.strftime("date=%Y-%m-%d/hour=%H", time.gmtime(ts_us / 1_000_000))
         current = self._files.get(table)
         if current is not None:

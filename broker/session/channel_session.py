@@ -161,8 +161,11 @@ class ChannelSession:
         else:
             queues, rejected = vhost.publish(message.exchange, message)
         events = vhost.events
-        if events.observers:
-            events.message(
+        journal = events.journal
+        if journal is not None:
+            journal.published(vhost.name, message, queues, mandatory, self.channel_id, self.conn.peer)
+        if events.hot_observers:
+            events.hot_message(
                 Fate.PUBLISHED,
                 vhost.name,
                 message,
@@ -171,11 +174,11 @@ class ChannelSession:
                 channel=self.channel_id,
                 connection=self.conn.peer,
             )
-            events.message(
+            events.hot_message(
                 Fate.ROUTED, vhost.name, message, queues=[queue.name for queue in queues], mandatory=mandatory
             )
             if not queues and mandatory:
-                events.message(Fate.RETURNED, vhost.name, message, reply_code=int(ReplyCode.NO_ROUTE))
+                events.hot_message(Fate.RETURNED, vhost.name, message, reply_code=int(ReplyCode.NO_ROUTE))
         if not queues and mandatory:
             # basic.return goes out before the confirm (confirms.md), which flush_confirms sends later.
             self.send_content(
@@ -236,8 +239,12 @@ class ChannelSession:
             tracker.track(Delivery(tag, queue, envelope, consumer))
         message = envelope.message
         events = queue.events
-        if events is not None and events.observers:
-            self.delivered_event(queue, envelope, tag, consumer.consumer_tag, consumer.no_ack)
+        if events is not None:
+            journal = events.journal
+            if journal is not None and message.journal is not None:
+                journal.delivered(queue, envelope, tag, consumer.no_ack)
+            if events.hot_observers:
+                self.delivered_event(queue, envelope, tag, consumer.consumer_tag, consumer.no_ack)
         self.send_content(
             encode_basic_deliver(
                 self.channel_id,
@@ -254,7 +261,7 @@ class ChannelSession:
         self, queue: Queue, envelope: Envelope, delivery_tag: int, consumer_tag: str | None, no_ack: bool
     ) -> None:
         assert queue.events is not None
-        queue.events.message(
+        queue.events.hot_message(
             Fate.DELIVERED,
             queue.vhost,
             envelope.message,
@@ -265,7 +272,7 @@ class ChannelSession:
             no_ack=no_ack,
         )
         if no_ack:
-            queue.events.message(Fate.ACKED, queue.vhost, envelope.message, queue.name, auto=True)
+            queue.events.hot_message(Fate.ACKED, queue.vhost, envelope.message, queue.name, auto=True)
 
     def send_content(self, method_frame: bytes, message: Message) -> None:
         conn = self.conn
@@ -297,7 +304,7 @@ class ChannelSession:
 
     def finish_settle(self, deliveries: list[Delivery], requeue: bool | None) -> None:
         vhost = self.conn.vhost
-        if vhost is not None and vhost.events.observers:
+        if vhost is not None and (vhost.events.journal is not None or vhost.events.hot_observers):
             settled_events(vhost.events, deliveries, requeue)
         if requeue:
             requeue_deliveries(deliveries)
@@ -361,6 +368,6 @@ class ChannelSession:
             self.tx = None
         deliveries = self.unacked.take_all()
         vhost = self.conn.vhost
-        if vhost is not None and vhost.events.observers:
+        if vhost is not None and (vhost.events.journal is not None or vhost.events.hot_observers):
             settled_events(vhost.events, deliveries, True, closed=True)
         requeue_deliveries(deliveries)

@@ -1,4 +1,4 @@
-"""Events for how deliveries were settled (ack, nack/reject, requeue on close), for attached observers."""
+"""How deliveries were settled (ack, nack/reject, requeue on close), told to the journal and observers."""
 
 from __future__ import annotations
 
@@ -9,18 +9,23 @@ from broker.core.unacked import Delivery
 def settled_events(
     events: EventBus, deliveries: list[Delivery], requeue: bool | None, closed: bool = False
 ) -> None:
-    """ACKED for acks; NACKED then REQUEUED or DROPPED for nacks and rejects; REQUEUED on channel close."""
+    """The journal gets the whole settlement in one call; step observers get ACKED for acks, NACKED then
+    REQUEUED or DROPPED for nacks and rejects, REQUEUED on channel close."""
+    if events.journal is not None:
+        events.journal.settled(deliveries, requeue, closed)
+    if not events.hot_observers:
+        return
     for delivery in deliveries:
         queue, message = delivery.queue, delivery.envelope.message
         if not closed:
             if requeue is None:
-                events.message(
+                events.hot_message(
                     Fate.ACKED, queue.vhost, message, queue.name, delivery_tag=delivery.delivery_tag
                 )
                 continue
-            events.message(Fate.NACKED, queue.vhost, message, queue.name, requeue=requeue)
+            events.hot_message(Fate.NACKED, queue.vhost, message, queue.name, requeue=requeue)
         if requeue:
-            events.message(Fate.REQUEUED, queue.vhost, message, queue.name)
+            events.hot_message(Fate.REQUEUED, queue.vhost, message, queue.name)
         elif queue.features is None or queue.features.settings.dead_letter_exchange is None:
-            # With a DLX the dead-lettering emits DEAD_LETTERED instead.
-            events.message(Fate.DROPPED, queue.vhost, message, queue.name, reason="rejected")
+            # With a DLX the dead-lettering emits DEAD_LETTERED instead (to every observer).
+            events.hot_message(Fate.DROPPED, queue.vhost, message, queue.name, reason="rejected")

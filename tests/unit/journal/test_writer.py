@@ -19,7 +19,9 @@ T0 = 1_700_000_000_000_000  # µs, 2023-11-14T22:13:20Z
 
 
 def delivery_row(ts: int, seq: int) -> tuple[Any, ...]:
-    return (ts, "ack", "/", seq, "ex", "rk", "q", 1, 16, ts - 500, ts - 100, False, None)
+    """A deliveries row settled at ``ts`` µs; rows carry nanoseconds, files microseconds."""
+    ns = ts * 1000
+    return (ns, "ack", "/", seq, "ex", "rk", "q", 1, 16, ns - 500_000, ns - 100_000, False, None)
 
 
 class Clock:
