@@ -22,23 +22,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RUN = HERE / "run.sh"
 MODES = ("off", "compact", "full")
-
-
-def _free(port: int) -> None:
-    for _ in range(100):
-        out = subprocess.run(
-            ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=False
-        ).stdout
-        if not out.strip():
-            return
-        time.sleep(0.1)
 
 
 def _broker_cmd(port: int, mode: str, journal_dir: str, extra: list[str]) -> list[str]:
@@ -49,11 +38,13 @@ def _broker_cmd(port: int, mode: str, journal_dir: str, extra: list[str]) -> lis
     return cmd
 
 
-def run_once(scenario: str, mode: str, port: int, extra: list[str]) -> dict[str, object]:
+def run_once(scenario: str, mode: str, extra: list[str]) -> dict[str, object]:
     journal_dir = tempfile.mkdtemp(prefix="wmq-journal-")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # Port 0: the broker picks a free port and reports it, so a broker someone else left on a fixed port
+    # cannot silently take the traffic.
     process = subprocess.Popen(
-        _broker_cmd(port, mode, journal_dir, extra),
+        _broker_cmd(0, mode, journal_dir, extra),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -61,7 +52,11 @@ def run_once(scenario: str, mode: str, port: int, extra: list[str]) -> dict[str,
         env=env,
     )
     assert process.stdout is not None
-    process.stdout.readline()  # the readiness line
+    line = process.stdout.readline()
+    if not line:
+        process.wait(timeout=30)
+        raise RuntimeError(f"broker exited with {process.returncode} before reporting readiness")
+    port = int(json.loads(line)["amqp_port"])
     try:
         out = subprocess.run(
             ["bash", str(RUN), "127.0.0.1", str(port), scenario],
@@ -76,10 +71,10 @@ def run_once(scenario: str, mode: str, port: int, extra: list[str]) -> dict[str,
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)
-        _free(port)
-    data["journal_files"] = sum(
-        1 for path in Path(journal_dir).rglob("*") if path.suffix in (".parquet", ".jsonl")
-    )
+    files = [path for path in Path(journal_dir).rglob("*") if path.suffix in (".parquet", ".jsonl")]
+    data["journal_files"] = len(files)
+    if mode != "off" and not files:
+        data["error"] = "the journal wrote no file"
     shutil.rmtree(journal_dir, ignore_errors=True)
     return data
 
@@ -90,7 +85,6 @@ def main() -> int:
     )
     parser.add_argument("scenarios", nargs="*", default=["pub16", "pubsub", "ack1"])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--port", type=int, default=5699)
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, from off,compact,full")
     parser.add_argument("--raw", type=Path, default=None, help="append every raw JSON result here")
     parser.add_argument(
@@ -103,17 +97,21 @@ def main() -> int:
         for scenario in args.scenarios:
             shift = round_index % len(modes)
             for mode in modes[shift:] + modes[:shift]:
-                data = run_once(scenario, mode, args.port, args.journal_arg)
+                data = run_once(scenario, mode, args.journal_arg)
                 data["mode"], data["round"] = mode, round_index
                 if args.raw:
                     with args.raw.open("a") as raw:
                         raw.write(json.dumps(data) + "\n")
                 rate = data.get("rate")
-                if not isinstance(rate, int | float) or not rate:
+                if data.get("error") or not isinstance(rate, int | float) or not rate:
                     print(f"{scenario} {mode}: no figure ({data.get('error', data)})", file=sys.stderr)
                     continue
                 results.setdefault(scenario, {}).setdefault(mode, []).append(float(rate))
-                print(f"round {round_index + 1} {scenario:8} {mode:8} {rate:>10,.0f} msg/s", flush=True)
+                busy = data.get("bg_cpu")
+                print(
+                    f"round {round_index + 1} {scenario:8} {mode:8} {rate:>10,.0f} msg/s, others {busy} cpu",
+                    flush=True,
+                )
     print()
     print(
         "| scenario | "
