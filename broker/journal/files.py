@@ -1,6 +1,6 @@
 """One journal file being written: Parquet (zstd, through pyarrow) or JSON Lines, hidden until complete.
 
-Rows arrive as tuples in the schema's column order with timestamps in nanoseconds (what the loop thread can
+Rows arrive as packed batches (broker.journal.rows) with timestamps in nanoseconds (what the loop thread can
 take cheapest); files hold microseconds.
 
 A file is written as ``.<name>.inprogress`` next to its final name and renamed (atomically, ``os.replace``) by
@@ -13,25 +13,26 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from broker.journal.rows import RowBuffer
 from broker.journal.schema import COLUMNS, CONSTANT_COLUMNS, METADATA_KEY, SCHEMA_VERSION
 
 PARQUET, JSONL = "parquet", "jsonl"
 
 
 def default_format() -> str:
-    """Parquet when pyarrow (the optional `journal` extra) is installed, else JSON Lines."""
-    return PARQUET if importlib.util.find_spec("pyarrow") is not None else JSONL
+    """Parquet when pyarrow and numpy (the optional `journal` extra) are installed, else JSON Lines."""
+    found = all(importlib.util.find_spec(name) is not None for name in ("pyarrow", "numpy"))
+    return PARQUET if found else JSONL
 
 
 class JournalFile(Protocol):
     path: Path  # the final name
     rows: int
 
-    def write(self, rows: Sequence[tuple[Any, ...]]) -> None: ...
+    def write(self, batch: RowBuffer) -> None: ...
 
     def size(self) -> int: ...
 
@@ -60,11 +61,10 @@ def arrow_schema(table: str) -> Any:
 
 
 def warm_up() -> None:
-    """Pay pyarrow's one-off costs now, before traffic: its import, and the pandas import its first
-    conversion of Python values triggers (~0.3 s). Done later on the writer thread, that time is stolen
-    from the event loop (they share the GIL) in the middle of the first batches."""
+    """Pay the Parquet path's one-off costs now, before traffic: the imports, and the pandas import pyarrow
+    triggers on its first conversion of Python values (~0.3 s). Done later on the writer thread, that time
+    is taken from the event loop (they share the GIL) in the middle of the first batches."""
     import pyarrow as pa
-    import pyarrow.compute
     import pyarrow.parquet
 
     pa.array([0], pa.int64())
@@ -78,32 +78,17 @@ class ParquetFile:
         self.rows = 0
         self._tmp = in_progress_path(path)
         self._schema = arrow_schema(table)
-        self._kinds = [kind for _, kind in COLUMNS[table][CONSTANT_COLUMNS:]]
         self._node = node
         self._writer = pq.ParquetWriter(str(self._tmp), self._schema, compression="zstd")
 
-    def write(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
+    def write(self, batch: RowBuffer) -> None:
+        from broker.journal.columns import table_of
 
-        if not rows:
+        if not batch.rows:
             return
-        n = len(rows)
-        schema = self._schema
-        arrays = [
-            pa.repeat(pa.scalar(SCHEMA_VERSION, pa.int16()), n),
-            pa.repeat(pa.scalar(self._node, pa.string()), n),
-        ]
-        # Conversion from Python values holds the GIL (the loop waits meanwhile); zip and pa.array are the
-        # cheapest ways found to do it, and the Parquet encoding below releases the GIL.
-        for index, values in enumerate(zip(*rows, strict=True)):
-            field = schema.field(index + CONSTANT_COLUMNS)
-            if self._kinds[index] == "ts":  # nanoseconds in the rows, microseconds in the file
-                arrays.append(pc.divide(pa.array(values, pa.int64()), 1000).cast(field.type))
-            else:
-                arrays.append(pa.array(values, field.type))
-        self._writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
-        self.rows += n
+        # Building the table holds the GIL briefly (vectorised); the Parquet encoding releases it.
+        self._writer.write_table(table_of(batch, self._schema, self._node))
+        self.rows += batch.rows
 
     def size(self) -> int:
         return os.stat(self._tmp).st_size
@@ -127,10 +112,10 @@ class JsonlFile:
         self._file = open(self._tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed by complete()
         self._size = 0
 
-    def write(self, rows: Sequence[tuple[Any, ...]]) -> None:
+    def write(self, batch: RowBuffer) -> None:
         names, prefix, dumps, ts = self._names, self._prefix, json.dumps, self._ts
         lines = []
-        for row in rows:
+        for row in batch.tuples():
             values = list(row)
             for index in ts:  # nanoseconds in the rows, microseconds in the file
                 if values[index] is not None:
@@ -141,7 +126,7 @@ class JsonlFile:
             self._file.write(text)
             self._file.flush()
             self._size += len(text)
-            self.rows += len(rows)
+            self.rows += batch.rows
 
     def size(self) -> int:
         return self._size

@@ -1,10 +1,10 @@
 """The journal's hook on the EventBus: turns message steps, fates and topology changes into rows, in batches.
 
-Runs on the loop thread inside the broker's emit calls, so per message it only reads the clock, builds flat
-tuples and appends them to per-table lists; full lists (``batch_rows``) and the periodic ``flush`` hand them
-to the writer thread. The per-message steps (publish + route, deliver, settle) arrive through the fast lane
-(``JournalHook``: plain positional values, one call per step); topology changes and the rarer fates (dropped,
-dead-lettered, expired) through the generic observer lane.
+Runs on the loop thread inside the broker's emit calls, so per message it only reads the clock and packs
+rows into per-table buffers (broker.journal.rows); full buffers (``batch_rows``) and the periodic ``flush``
+hand them to the writer thread. The per-message steps (publish + route, deliver, settle) arrive through the
+fast lane (``JournalHook``: plain positional values, one call per step); topology changes and the rarer
+fates (dropped, dead-lettered, expired) through the generic observer lane.
 
 Sampling is decided once per message at publish, before anything is built: a sampled message is marked with
 ``Message.journal = (publish_ns, fanout)`` and gets a broker-wide id in ``Message.message_id``; later emit
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from broker.core.events import Fate, MessageEvent, TopologyEvent
 from broker.core.typed_json import encode_table
 from broker.journal import schema as s
+from broker.journal.rows import CODE, LAYOUTS, RowBuffer
 
 if TYPE_CHECKING:
     from broker.core.message import Message
@@ -43,10 +44,14 @@ COMPACT, FULL = "compact", "full"
 
 # The fates that reach the journal through the generic lane, and their row names.
 _LEFT_QUEUE = {Fate.DROPPED: s.DROP, Fate.DEAD_LETTERED: s.DEAD_LETTER, Fate.EXPIRED: s.EXPIRE}
+_ACK, _NACK, _REQUEUE, _DROP = CODE[s.ACK], CODE[s.NACK], CODE[s.REQUEUE], CODE[s.DROP]
+_REJECTED = CODE["rejected"]
+_DELIVERY = LAYOUTS[s.DELIVERIES]
+_PACK_DELIVERY, _DELIVERY_SIZE = _DELIVERY.pack_into, _DELIVERY.size
 
 
 class BatchSink(Protocol):
-    def submit(self, table: str, rows: list[tuple[Any, ...]]) -> bool: ...
+    def submit(self, table: str, batch: RowBuffer) -> bool: ...
 
 
 def _rejected_is_dropped(queue: Queue) -> bool:
@@ -81,27 +86,34 @@ class JournalRecorder:
         self.rng = rng
         self.ids = ids if ids is not None else itertools.count(1)  # the EventBus's, so ids are broker-wide
         self.inflight: dict[Envelope, int] = {}  # sampled deliveries awaiting settlement -> deliver time
-        self.events: list[tuple[Any, ...]] = []
-        self.deliveries: list[tuple[Any, ...]] = []
-        self.captures: list[tuple[Any, ...]] = []
+        self.events = RowBuffer(s.EVENTS, batch_rows)
+        self.deliveries = RowBuffer(s.DELIVERIES, batch_rows)
+        self.captures = RowBuffer(s.ROUTE_CAPTURE, batch_rows)
 
     # -- buffering ------------------------------------------------------------------------------------------
 
     def _hand_over(self, table: str) -> None:
-        """Give one table's full buffer to the writer and start a new one."""
+        """Give one table's buffer to the writer (when full, or on flush) and start a new one."""
+        fresh = RowBuffer(table, self.batch_rows)
         if table == s.EVENTS:
-            rows, self.events = self.events, []
+            batch, self.events = self.events, fresh
         elif table == s.DELIVERIES:
-            rows, self.deliveries = self.deliveries, []
+            batch, self.deliveries = self.deliveries, fresh
         else:
-            rows, self.captures = self.captures, []
-        if rows:
-            self.sink.submit(table, rows)
+            batch, self.captures = self.captures, fresh
+        self.sink.submit(table, batch)
 
     def flush(self) -> None:
         """Hand every non-empty buffer to the writer (called on a timer and at shutdown)."""
-        for table in s.TABLES:
-            self._hand_over(table)
+        for buffer in (self.events, self.deliveries, self.captures):
+            if buffer.rows:
+                self._hand_over(buffer.table)
+
+    def _add(self, buffer: RowBuffer, row: Sequence[Any]) -> None:
+        """The general path for the rarer rows (full mode, fates without a delivery, topology)."""
+        buffer.append(row)
+        if buffer.rows >= buffer.limit:
+            self._hand_over(buffer.table)
 
     # -- fast lane (JournalHook) ---------------------------------------------------------------------------
 
@@ -121,37 +133,41 @@ class JournalRecorder:
         message.journal = (now, fanout)
         seq = message.message_id = next(self.ids)
         if self.capture_routing:
-            self.captures.append(
+            self._add(
+                self.captures,
                 (now, vhost, seq, message.exchange, message.routing_key, encode_table(message.headers),
-                 [queue.name for queue in queues])
+                 [queue.name for queue in queues]),
             )  # fmt: skip
-            if len(self.captures) >= self.batch_rows:
-                self._hand_over(s.ROUTE_CAPTURE)
         if self.full:
             exchange, routing_key, size = message.exchange, message.routing_key, len(message.body)
-            events = self.events
-            events.append(
+            self._add(
+                self.events,
                 (now, s.PUBLISH, vhost, seq, exchange, routing_key, None, now, None, size, connection,
-                 channel, None, None, None, None, None)
+                 channel, None, None, None, None, None),
             )  # fmt: skip
-            events.append(
+            self._add(
+                self.events,
                 (now, s.ROUTE, vhost, seq, exchange, routing_key, None, now, fanout, size, None, None, None,
-                 None, None, None, None)
+                 None, None, None, None),
             )  # fmt: skip
             if not fanout and mandatory:
-                events.append(
+                self._add(
+                    self.events,
                     (now, s.RETURN, vhost, seq, exchange, routing_key, None, now, None, size, None, None,
-                     None, None, "NO_ROUTE", None, None)
+                     None, None, "NO_ROUTE", None, None),
                 )  # fmt: skip
-            if len(events) >= self.batch_rows:
-                self._hand_over(s.EVENTS)
         elif not fanout:
             outcome = s.OUTCOME_RETURNED if mandatory else s.OUTCOME_UNROUTABLE
-            self._delivery_row(now, outcome, vhost, message, None, None, None, None)
+            self._add(
+                self.deliveries,
+                (now, outcome, vhost, seq, message.exchange, message.routing_key, None, 0, len(message.body),
+                 now, None, None, None),
+            )  # fmt: skip
 
     def delivered(self, queue: Queue, envelope: Envelope, delivery_tag: int, no_ack: bool) -> None:
         message = envelope.message
-        if message.journal is None:
+        mark = message.journal
+        if mark is None:
             return
         now = self.clock()
         redelivered = envelope.redelivered
@@ -160,34 +176,66 @@ class JournalRecorder:
             if no_ack:
                 self._event_row(now, s.ACK, queue, message)
         elif no_ack:
-            self._delivery_row(now, s.OUTCOME_ACK, queue.vhost, message, queue.name, now, redelivered)
+            # The hottest row (publish -> consume with auto-ack): packed inline, no helper call.
+            buffer = self.deliveries
+            codes = buffer.codes
+            vhost_code, queue_code = buffer.queues.get(queue) or buffer.queue_codes(queue)
+            exchange = codes.get(message.exchange)
+            if exchange is None:
+                exchange = buffer.intern(message.exchange)
+            routing_key = codes.get(message.routing_key)
+            if routing_key is None:
+                routing_key = buffer.intern(message.routing_key)
+            _PACK_DELIVERY(
+                buffer.data, buffer.rows * _DELIVERY_SIZE, now, _ACK, vhost_code, message.message_id,
+                exchange, routing_key, queue_code, mark[1], len(message.body), mark[0], now, redelivered, 0,
+            )  # fmt: skip
+            buffer.rows += 1
+            if buffer.rows >= buffer.limit:
+                self._hand_over(s.DELIVERIES)
         else:
             self.inflight[envelope] = now
 
     def settled(self, deliveries: list[Delivery], requeue: bool | None, closed: bool) -> None:
+        clock, inflight, full = self.clock, self.inflight, self.full
         for delivery in deliveries:
             envelope = delivery.envelope
             message = envelope.message
-            if message.journal is None:
+            mark = message.journal
+            if mark is None:
                 continue
             queue = delivery.queue
-            now = self.clock()
-            if self.full:
+            now = clock()
+            if full:
                 self._full_settled(now, delivery, queue, message, requeue, closed)
                 continue
-            deliver_ts = self.inflight.pop(envelope, None)
+            deliver_ts = inflight.pop(envelope, None)
             if deliver_ts is not None:
                 if closed:
-                    outcome, reason = s.OUTCOME_REQUEUE, None
+                    outcome, reason = _REQUEUE, 0
                 elif requeue is None:
-                    outcome, reason = s.OUTCOME_ACK, None
+                    outcome, reason = _ACK, 0
                 else:
-                    outcome, reason = s.OUTCOME_NACK, ("requeue" if requeue else None)
-                self._delivery_row(
-                    now, outcome, queue.vhost, message, queue.name, deliver_ts, envelope.redelivered, reason
-                )
+                    outcome, reason = _NACK, (CODE[s.REQUEUE] if requeue else 0)
+                buffer = self.deliveries
+                codes = buffer.codes
+                vhost_code, queue_code = buffer.queues.get(queue) or buffer.queue_codes(queue)
+                exchange = codes.get(message.exchange)
+                if exchange is None:
+                    exchange = buffer.intern(message.exchange)
+                routing_key = codes.get(message.routing_key)
+                if routing_key is None:
+                    routing_key = buffer.intern(message.routing_key)
+                _PACK_DELIVERY(
+                    buffer.data, buffer.rows * _DELIVERY_SIZE, now, outcome, vhost_code, message.message_id,
+                    exchange, routing_key, queue_code, mark[1], len(message.body), mark[0], deliver_ts,
+                    envelope.redelivered, reason,
+                )  # fmt: skip
+                buffer.rows += 1
+                if buffer.rows >= buffer.limit:
+                    self._hand_over(s.DELIVERIES)
             if requeue is False and _rejected_is_dropped(queue):
-                self._delivery_row(now, s.DROP, queue.vhost, message, queue.name, None, None, "rejected")
+                self._delivery_row(now, s.DROP, queue.vhost, message, queue.name, "rejected")
 
     def _full_settled(
         self, now: int, delivery: Delivery, queue: Queue, message: Message, requeue: bool | None, closed: bool
@@ -206,27 +254,24 @@ class JournalRecorder:
 
     def on_topology(self, event: TopologyEvent) -> None:
         detail = json.dumps(event.detail, default=repr, separators=(",", ":"), sort_keys=True)
-        self.events.append((self.clock(), event.kind.value, event.vhost, *(None,) * 13, detail))
-        if len(self.events) >= self.batch_rows:
-            self._hand_over(s.EVENTS)
+        self._add(self.events, (self.clock(), event.kind.value, event.vhost, *(None,) * 13, detail))
 
     def on_message(self, event: MessageEvent) -> None:
         message, queue = event.message, event.queue
         name = _LEFT_QUEUE.get(event.fate)
-        if message.journal is None or queue is None or name is None:
+        mark = message.journal
+        if mark is None or queue is None or name is None:
             return  # not sampled, or a step the fast lane reports
         now = self.clock()
         reason = event.detail.get("reason")
         if self.full:
-            mark = message.journal
-            self.events.append(
+            self._add(
+                self.events,
                 (now, name, event.vhost, message.message_id, message.exchange, message.routing_key, queue,
-                 mark[0], None, len(message.body), None, None, None, None, reason, None, None)
+                 mark[0], None, len(message.body), None, None, None, None, reason, None, None),
             )  # fmt: skip
-            if len(self.events) >= self.batch_rows:
-                self._hand_over(s.EVENTS)
         else:
-            self._delivery_row(now, name, event.vhost, message, queue, None, None, reason)
+            self._delivery_row(now, name, event.vhost, message, queue, reason)
 
     # -- rows -----------------------------------------------------------------------------------------------
 
@@ -242,31 +287,20 @@ class JournalRecorder:
     ) -> None:
         mark = message.journal
         assert mark is not None
-        events = self.events
-        events.append(
+        self._add(
+            self.events,
             (now, name, queue.vhost, message.message_id, message.exchange, message.routing_key, queue.name,
-             mark[0], None, len(message.body), None, None, tag, redelivered, reason, None, None)
+             mark[0], None, len(message.body), None, None, tag, redelivered, reason, None, None),
         )  # fmt: skip
-        if len(events) >= self.batch_rows:
-            self._hand_over(s.EVENTS)
 
     def _delivery_row(
-        self,
-        now: int,
-        outcome: str,
-        vhost: str,
-        message: Message,
-        queue: str | None,
-        deliver_ts: int | None,
-        redelivered: bool | None,
-        reason: str | None = None,
+        self, now: int, outcome: str, vhost: str, message: Message, queue: str, reason: str | None
     ) -> None:
+        """A compact row for a fate without a delivery attempt (drop, dead_letter, expire)."""
         mark = message.journal
         assert mark is not None
-        rows = self.deliveries
-        rows.append(
+        self._add(
+            self.deliveries,
             (now, outcome, vhost, message.message_id, message.exchange, message.routing_key, queue, mark[1],
-             len(message.body), mark[0], deliver_ts, redelivered, reason)
+             len(message.body), mark[0], None, None, reason),
         )  # fmt: skip
-        if len(rows) >= self.batch_rows:
-            self._hand_over(s.DELIVERIES)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.journal.rows import RowBuffer
 from broker.journal.schema import COLUMNS, CONSTANT_COLUMNS
 
 
@@ -13,8 +14,9 @@ class Sink:
     def __init__(self) -> None:
         self.batches: list[tuple[str, list[tuple[Any, ...]]]] = []
 
-    def submit(self, table: str, rows: list[tuple[Any, ...]]) -> bool:
-        self.batches.append((table, list(rows)))
+    def submit(self, table: str, batch: RowBuffer) -> bool:
+        assert batch.table == table
+        self.batches.append((table, list(batch.tuples())))
         return True
 
     def tuples(self, table: str) -> list[tuple[Any, ...]]:
