@@ -20,6 +20,7 @@ from broker.journal.rows import RowBuffer
 from broker.journal.schema import COLUMNS, CONSTANT_COLUMNS, METADATA_KEY, SCHEMA_VERSION
 
 PARQUET, JSONL = "parquet", "jsonl"
+_INTS = frozenset(("ts", "int16", "int32", "int64"))
 
 
 def default_format() -> str:
@@ -79,7 +80,20 @@ class ParquetFile:
         self._tmp = in_progress_path(path)
         self._schema = arrow_schema(table)
         self._node = node
-        self._writer = pq.ParquetWriter(str(self._tmp), self._schema, compression="zstd")
+        # Encodings chosen by measurement (8192 compact rows, zstd): the default dictionary-encodes every
+        # column, which for timestamps and ids costs CPU and makes files larger; dictionaries for strings,
+        # delta encoding for integers and statistics only on timestamps (for time-range pruning) cut the
+        # encoding from ~470 to ~170 ns a row and the file from ~11 to <1 byte a row. This work releases
+        # the GIL but runs on the second core, which the clients and the kernel's network stack share.
+        kinds = dict(COLUMNS[table])
+        self._writer = pq.ParquetWriter(
+            str(self._tmp),
+            self._schema,
+            compression="zstd",
+            use_dictionary=[name for name, kind in kinds.items() if kind in ("string", "strings")],
+            column_encoding={name: "DELTA_BINARY_PACKED" for name, kind in kinds.items() if kind in _INTS},
+            write_statistics=[name for name, kind in kinds.items() if kind == "ts"],
+        )
 
     def write(self, batch: RowBuffer) -> None:
         from broker.journal.columns import table_of

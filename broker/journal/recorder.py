@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from broker.core.events import Fate, MessageEvent, TopologyEvent
 from broker.core.typed_json import encode_table
 from broker.journal import schema as s
-from broker.journal.rows import CODE, LAYOUTS, RowBuffer
+from broker.journal.rows import CODE, LAYOUTS, NULL, RowBuffer
 
 if TYPE_CHECKING:
     from broker.core.message import Message
@@ -44,10 +44,10 @@ COMPACT, FULL = "compact", "full"
 
 # The fates that reach the journal through the generic lane, and their row names.
 _LEFT_QUEUE = {Fate.DROPPED: s.DROP, Fate.DEAD_LETTERED: s.DEAD_LETTER, Fate.EXPIRED: s.EXPIRE}
+_PUBLISH, _ROUTE, _RETURN, _DELIVER = CODE[s.PUBLISH], CODE[s.ROUTE], CODE[s.RETURN], CODE[s.DELIVER]
 _ACK, _NACK, _REQUEUE, _DROP = CODE[s.ACK], CODE[s.NACK], CODE[s.REQUEUE], CODE[s.DROP]
-_REJECTED = CODE["rejected"]
-_DELIVERY = LAYOUTS[s.DELIVERIES]
-_PACK_DELIVERY, _DELIVERY_SIZE = _DELIVERY.pack_into, _DELIVERY.size
+_PACK_DELIVERY, _DELIVERY_SIZE = LAYOUTS[s.DELIVERIES].pack_into, LAYOUTS[s.DELIVERIES].size
+_PACK_EVENT, _EVENT_SIZE = LAYOUTS[s.EVENTS].pack_into, LAYOUTS[s.EVENTS].size
 
 
 class BatchSink(Protocol):
@@ -139,23 +139,10 @@ class JournalRecorder:
                  [queue.name for queue in queues]),
             )  # fmt: skip
         if self.full:
-            exchange, routing_key, size = message.exchange, message.routing_key, len(message.body)
-            self._add(
-                self.events,
-                (now, s.PUBLISH, vhost, seq, exchange, routing_key, None, now, None, size, connection,
-                 channel, None, None, None, None, None),
-            )  # fmt: skip
-            self._add(
-                self.events,
-                (now, s.ROUTE, vhost, seq, exchange, routing_key, None, now, fanout, size, None, None, None,
-                 None, None, None, None),
-            )  # fmt: skip
+            self._event_row(now, _PUBLISH, message, None, vhost, connection=connection, channel=channel)
+            self._event_row(now, _ROUTE, message, None, vhost, fanout=fanout)
             if not fanout and mandatory:
-                self._add(
-                    self.events,
-                    (now, s.RETURN, vhost, seq, exchange, routing_key, None, now, None, size, None, None,
-                     None, None, "NO_ROUTE", None, None),
-                )  # fmt: skip
+                self._event_row(now, _RETURN, message, None, vhost, reason="NO_ROUTE")
         elif not fanout:
             outcome = s.OUTCOME_RETURNED if mandatory else s.OUTCOME_UNROUTABLE
             self._add(
@@ -172,9 +159,9 @@ class JournalRecorder:
         now = self.clock()
         redelivered = envelope.redelivered
         if self.full:
-            self._event_row(now, s.DELIVER, queue, message, tag=delivery_tag, redelivered=redelivered)
+            self._event_row(now, _DELIVER, message, queue, tag=delivery_tag, redelivered=redelivered)
             if no_ack:
-                self._event_row(now, s.ACK, queue, message)
+                self._event_row(now, _ACK, message, queue)
         elif no_ack:
             # The hottest row (publish -> consume with auto-ack): packed inline, no helper call.
             buffer = self.deliveries
@@ -242,13 +229,13 @@ class JournalRecorder:
     ) -> None:
         if not closed:
             if requeue is None:
-                self._event_row(now, s.ACK, queue, message, tag=delivery.delivery_tag)
+                self._event_row(now, _ACK, message, queue, tag=delivery.delivery_tag)
                 return
-            self._event_row(now, s.NACK, queue, message, reason="requeue" if requeue else None)
+            self._event_row(now, _NACK, message, queue, reason="requeue" if requeue else None)
         if requeue:
-            self._event_row(now, s.REQUEUE, queue, message)
+            self._event_row(now, _REQUEUE, message, queue)
         elif _rejected_is_dropped(queue):
-            self._event_row(now, s.DROP, queue, message, reason="rejected")
+            self._event_row(now, _DROP, message, queue, reason="rejected")
 
     # -- generic lane (Observer): topology and the fates without a delivery ---------------------------------
 
@@ -265,11 +252,7 @@ class JournalRecorder:
         now = self.clock()
         reason = event.detail.get("reason")
         if self.full:
-            self._add(
-                self.events,
-                (now, name, event.vhost, message.message_id, message.exchange, message.routing_key, queue,
-                 mark[0], None, len(message.body), None, None, None, None, reason, None, None),
-            )  # fmt: skip
+            self._event_row(now, CODE[name], message, None, event.vhost, queue_name=queue, reason=reason)
         else:
             self._delivery_row(now, name, event.vhost, message, queue, reason)
 
@@ -278,20 +261,37 @@ class JournalRecorder:
     def _event_row(
         self,
         now: int,
-        name: str,
-        queue: Queue,
+        name: int,
         message: Message,
-        tag: int | None = None,
+        queue: Queue | None,
+        vhost: str = "",
+        queue_name: str | None = None,
+        fanout: int = NULL,
+        connection: str | None = None,
+        channel: int = NULL,
+        tag: int = NULL,
         redelivered: bool | None = None,
         reason: str | None = None,
     ) -> None:
+        """One full-mode row of a sampled message: ``name`` is a vocabulary code; the queue comes as the
+        object (``queue``) or, with the vhost, by name."""
         mark = message.journal
         assert mark is not None
-        self._add(
-            self.events,
-            (now, name, queue.vhost, message.message_id, message.exchange, message.routing_key, queue.name,
-             mark[0], None, len(message.body), None, None, tag, redelivered, reason, None, None),
+        buffer = self.events
+        intern = buffer.intern
+        if queue is not None:
+            vhost_code, queue_code = buffer.queues.get(queue) or buffer.queue_codes(queue)
+        else:
+            vhost_code, queue_code = intern(vhost), intern(queue_name)
+        _PACK_EVENT(
+            buffer.data, buffer.rows * _EVENT_SIZE, now, name, vhost_code, message.message_id,
+            intern(message.exchange), intern(message.routing_key), queue_code, mark[0], fanout,
+            len(message.body), intern(connection), channel, tag, -1 if redelivered is None else redelivered,
+            intern(reason), NULL, 0,
         )  # fmt: skip
+        buffer.rows += 1
+        if buffer.rows >= buffer.limit:
+            self._hand_over(s.EVENTS)
 
     def _delivery_row(
         self, now: int, outcome: str, vhost: str, message: Message, queue: str, reason: str | None

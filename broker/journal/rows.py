@@ -14,12 +14,14 @@ vocabulary (event names, outcomes, reasons) so the hot path can use constant cod
 from __future__ import annotations
 
 import struct
+from collections import deque
 from collections.abc import Hashable, Iterator, Sequence
 from typing import Any, Final
 
 from broker.journal import schema as s
 
 NULL: Final = -(2**63)  # int64 null
+_SPARES = 4
 _FORMAT = {"ts": "q", "int16": "q", "int32": "q", "int64": "q", "bool": "b", "string": "i", "strings": "i"}
 
 VOCABULARY: Final[tuple[str | None, ...]] = (
@@ -45,9 +47,9 @@ CODE: Final[dict[Hashable, int]] = {value: index for index, value in enumerate(V
 
 
 class Layout:
-    """How one table's rows are packed."""
+    """How one table's rows are packed, and spare buffers for them."""
 
-    __slots__ = ("kinds", "names", "pack_into", "size", "struct", "table")
+    __slots__ = ("kinds", "names", "pack_into", "size", "spare", "struct", "table")
 
     def __init__(self, table: str) -> None:
         columns = s.COLUMNS[table][s.CONSTANT_COLUMNS :]
@@ -57,6 +59,9 @@ class Layout:
         self.struct = struct.Struct("<" + "".join(_FORMAT[kind] for kind in self.kinds))
         self.size = self.struct.size
         self.pack_into = self.struct.pack_into
+        # Buffers the writer is done with. A fresh one is zero-filled (and page-faulted in, ~0.5 MB) by the
+        # loop thread; a recycled one is overwritten row by row. The writer appends, the loop pops.
+        self.spare: deque[bytearray] = deque()
 
 
 LAYOUTS: Final = {table: Layout(table) for table in s.TABLES}
@@ -68,9 +73,11 @@ class RowBuffer:
     __slots__ = ("codes", "data", "layout", "limit", "queues", "rows", "values")
 
     def __init__(self, table: str, limit: int) -> None:
-        self.layout = LAYOUTS[table]
+        self.layout = layout = LAYOUTS[table]
         self.limit = limit
-        self.data = bytearray(self.layout.size * limit)
+        length = layout.size * limit
+        data = layout.spare.pop() if layout.spare else None
+        self.data = data if data is not None and len(data) == length else bytearray(length)
         self.rows = 0
         self.values: list[Hashable] = list(VOCABULARY)
         self.codes: dict[Hashable, int] = dict(CODE)
@@ -134,6 +141,13 @@ class RowBuffer:
     def first_ts(self) -> int:
         """The first row's timestamp (ns): it names the file the batch starts."""
         return int(struct.unpack_from("<q", self.data, 0)[0])
+
+
+def recycle(batch: RowBuffer) -> None:
+    """The writer has written ``batch`` (nothing refers to its memory any more): keep it for reuse."""
+    spare = batch.layout.spare
+    if len(spare) < _SPARES:
+        spare.append(batch.data)
 
 
 def batch_of(table: str, rows: Sequence[Sequence[Any]]) -> RowBuffer:

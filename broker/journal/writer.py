@@ -24,7 +24,7 @@ from typing import Any
 import structlog
 
 from broker.journal.files import PARQUET, JournalFile, default_format, open_file, warm_up
-from broker.journal.rows import RowBuffer, batch_of
+from broker.journal.rows import RowBuffer, batch_of, recycle
 from broker.journal.schema import EVENTS, JOURNAL_DROP, TABLES, row_width
 
 log = structlog.get_logger("warrenmq.journal")
@@ -144,6 +144,7 @@ class JournalWriter:
         try:
             file = self._file_for(table, batch.first_ts())
             file.write(batch)
+            recycle(batch)
             self.stats.rows_written += batch.rows
             if file.size() >= self.rotate_bytes:
                 self._complete(table)
