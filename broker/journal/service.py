@@ -36,6 +36,7 @@ class JournalService:
             sample=config.sample,
             capture_routing=config.capture_routing,
             ids=events.ids,
+            call_soon=loop.call_soon,
         )
         self._events = events
         self._detach: Callable[[], None] | None = None

@@ -20,7 +20,7 @@ from broker.core.message import Message
 from broker.core.queue import Envelope, Queue
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.session import direct_reply
-from broker.session.fates import settled_events
+from broker.session.fates import settled_events, settled_steps
 from broker.session.handlers.table import HANDLERS
 from broker.session.tx import Transaction
 from protocol.channel_state import ContentAssembler
@@ -304,8 +304,12 @@ class ChannelSession:
 
     def finish_settle(self, deliveries: list[Delivery], requeue: bool | None) -> None:
         vhost = self.conn.vhost
-        if vhost is not None and (vhost.events.journal is not None or vhost.events.hot_observers):
-            settled_events(vhost.events, deliveries, requeue)
+        if vhost is not None:  # an ack per message: the journal is called here, not through settled_events
+            events = vhost.events
+            if events.journal is not None:
+                events.journal.settled(deliveries, requeue, False)
+            if events.hot_observers:
+                settled_steps(events, deliveries, requeue, False)
         if requeue:
             requeue_deliveries(deliveries)
         elif requeue is False:

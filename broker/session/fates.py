@@ -9,12 +9,15 @@ from broker.core.unacked import Delivery
 def settled_events(
     events: EventBus, deliveries: list[Delivery], requeue: bool | None, closed: bool = False
 ) -> None:
-    """The journal gets the whole settlement in one call; step observers get ACKED for acks, NACKED then
-    REQUEUED or DROPPED for nacks and rejects, REQUEUED on channel close."""
+    """The journal gets the whole settlement in one call, step observers one event per delivery."""
     if events.journal is not None:
         events.journal.settled(deliveries, requeue, closed)
-    if not events.hot_observers:
-        return
+    if events.hot_observers:
+        settled_steps(events, deliveries, requeue, closed)
+
+
+def settled_steps(events: EventBus, deliveries: list[Delivery], requeue: bool | None, closed: bool) -> None:
+    """ACKED for acks; NACKED then REQUEUED or DROPPED for nacks and rejects; REQUEUED on channel close."""
     for delivery in deliveries:
         queue, message = delivery.queue, delivery.envelope.message
         if not closed:

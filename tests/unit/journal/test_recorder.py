@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pamqp import commands
@@ -122,3 +123,17 @@ def test_batches_go_to_the_sink_when_full_without_waiting_for_flush() -> None:
     for _ in range(3):
         client.publish(1, b"x", "nowhere")
     assert len(sink.rows[DELIVERIES]) == 2
+
+
+def test_on_a_loop_the_clock_is_read_once_per_iteration() -> None:
+    pending: list[Callable[[], None]] = []
+    client, recorder, sink = setup(call_soon=pending.append)
+    client.publish(1, b"a", "nowhere")
+    client.publish(1, b"b", "nowhere")  # same loop iteration: same reading
+    assert len(pending) == 1
+    for callback in pending:  # the iteration ends
+        callback()
+    client.publish(1, b"c", "nowhere")
+    recorder.flush()
+    times = [row["ts"] for row in sink.rows[DELIVERIES]]
+    assert times[0] == times[1] < times[2]
