@@ -74,7 +74,7 @@ class JournalRecorder:
         mode: str = COMPACT,
         sample: float = 1.0,
         capture_routing: bool = False,
-        batch_rows: int = 8192,
+        batch_rows: int = 32768,
         rng: Callable[[], float] = random.random,
         ids: Iterator[int] | None = None,
         call_soon: Callable[[Callable[[], None]], object] | None = None,
@@ -178,34 +178,49 @@ class JournalRecorder:
         if mark is None:
             return
         now = self.now or self._tick()
-        redelivered = envelope.redelivered
+        if not no_ack:
+            if self.full:
+                self._event_row(
+                    now, _DELIVER, message, queue, tag=delivery_tag, redelivered=envelope.redelivered
+                )
+            else:
+                self.inflight[envelope] = now
+            return
         if self.full:
-            self._event_row(now, _DELIVER, message, queue, tag=delivery_tag, redelivered=redelivered)
-            if no_ack:
-                self._event_row(now, _ACK, message, queue)
-        elif no_ack:
-            # The hottest row (publish -> consume with auto-ack): packed inline, no helper call.
-            buffer = self.deliveries
-            codes = buffer.codes
-            vhost_code, queue_code = buffer.queues.get(queue) or buffer.queue_codes(queue)
-            exchange = codes.get(message.exchange)
-            if exchange is None:
-                exchange = buffer.intern(message.exchange)
-            routing_key = codes.get(message.routing_key)
-            if routing_key is None:
-                routing_key = buffer.intern(message.routing_key)
-            _PACK_DELIVERY(
-                buffer.data, buffer.rows * _DELIVERY_SIZE, now, _ACK, vhost_code, message.message_id,
-                exchange, routing_key, queue_code, mark[1], len(message.body), mark[0], now, redelivered, 0,
-            )  # fmt: skip
-            buffer.rows += 1
-            if buffer.rows >= buffer.limit:
-                self._hand_over(s.DELIVERIES)
-        else:
-            self.inflight[envelope] = now
+            self._event_row(now, _DELIVER, message, queue, tag=delivery_tag, redelivered=envelope.redelivered)
+            self._event_row(now, _ACK, message, queue)
+            return
+        # The hottest row (publish -> consume with auto-ack): packed inline, no helper call.
+        buffer = self.deliveries
+        codes = buffer.codes
+        vhost_code, queue_code = buffer.queues.get(queue) or buffer.queue_codes(queue)
+        exchange = codes.get(message.exchange)
+        if exchange is None:
+            exchange = buffer.intern(message.exchange)
+        routing_key = codes.get(message.routing_key)
+        if routing_key is None:
+            routing_key = buffer.intern(message.routing_key)
+        _PACK_DELIVERY(
+            buffer.data, buffer.rows * _DELIVERY_SIZE, now, _ACK, vhost_code, message.message_id, exchange,
+            routing_key, queue_code, mark[1], len(message.body), mark[0], now, envelope.redelivered, 0,
+        )  # fmt: skip
+        buffer.rows += 1
+        if buffer.rows >= buffer.limit:
+            self._hand_over(s.DELIVERIES)
 
     def settled(self, deliveries: list[Delivery], requeue: bool | None, closed: bool) -> None:
-        inflight, full = self.inflight, self.full
+        if self.full:
+            for delivery in deliveries:
+                if delivery.envelope.message.journal is not None:
+                    self._full_settled(delivery, requeue, closed)
+            return
+        if closed:
+            outcome, reason = _REQUEUE, 0
+        elif requeue is None:
+            outcome, reason = _ACK, 0
+        else:
+            outcome, reason = _NACK, (_REQUEUE if requeue else 0)  # reason "requeue" shares the code
+        inflight = self.inflight
         for delivery in deliveries:
             envelope = delivery.envelope
             message = envelope.message
@@ -214,17 +229,8 @@ class JournalRecorder:
                 continue
             queue = delivery.queue
             now = self.now or self._tick()
-            if full:
-                self._full_settled(now, delivery, queue, message, requeue, closed)
-                continue
             deliver_ts = inflight.pop(envelope, None)
-            if deliver_ts is not None:
-                if closed:
-                    outcome, reason = _REQUEUE, 0
-                elif requeue is None:
-                    outcome, reason = _ACK, 0
-                else:
-                    outcome, reason = _NACK, (CODE[s.REQUEUE] if requeue else 0)
+            if deliver_ts is not None:  # one row per delivery attempt (one ack per message: packed inline)
                 buffer = self.deliveries
                 codes = buffer.codes
                 vhost_code, queue_code = buffer.queues.get(queue) or buffer.queue_codes(queue)
@@ -245,9 +251,9 @@ class JournalRecorder:
             if requeue is False and _rejected_is_dropped(queue):
                 self._delivery_row(now, s.DROP, queue.vhost, message, queue.name, "rejected")
 
-    def _full_settled(
-        self, now: int, delivery: Delivery, queue: Queue, message: Message, requeue: bool | None, closed: bool
-    ) -> None:
+    def _full_settled(self, delivery: Delivery, requeue: bool | None, closed: bool) -> None:
+        queue, message = delivery.queue, delivery.envelope.message
+        now = self.now or self._tick()
         if not closed:
             if requeue is None:
                 self._event_row(now, _ACK, message, queue, tag=delivery.delivery_tag)

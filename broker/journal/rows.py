@@ -21,7 +21,7 @@ from typing import Any, Final
 from broker.journal import schema as s
 
 NULL: Final = -(2**63)  # int64 null
-_SPARES = 4
+_SPARES = 2
 _FORMAT = {"ts": "q", "int16": "q", "int32": "q", "int64": "q", "bool": "b", "string": "i", "strings": "i"}
 
 VOCABULARY: Final[tuple[str | None, ...]] = (

@@ -58,7 +58,7 @@ class JournalWriter:
         fmt: str | None = None,
         rotate_s: float = 60.0,
         rotate_bytes: int = 64 * 1024 * 1024,
-        max_batches: int = 64,
+        max_batches: int = 16,  # of up to 32768 rows (the recorder's batch size): ~0.5 M rows of slack
         clock_us: Callable[[], int] = wall_clock_us,
         tick_s: float = 0.5,
     ) -> None:
