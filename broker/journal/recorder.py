@@ -94,15 +94,15 @@ class JournalRecorder:
         self.rng = rng
         self.ids = ids if ids is not None else itertools.count(1)  # the EventBus's, so ids are broker-wide
         self.inflight: dict[Envelope, int] = {}  # sampled deliveries awaiting settlement -> deliver time
-        self.events = RowBuffer(s.EVENTS, batch_rows)
-        self.deliveries = RowBuffer(s.DELIVERIES, batch_rows)
-        self.captures = RowBuffer(s.ROUTE_CAPTURE, batch_rows)
+        self.events = RowBuffer(s.EVENTS, batch_rows, recyclable=True)
+        self.deliveries = RowBuffer(s.DELIVERIES, batch_rows, recyclable=True)
+        self.captures = RowBuffer(s.ROUTE_CAPTURE, batch_rows, recyclable=True)
 
     # -- buffering ------------------------------------------------------------------------------------------
 
     def _hand_over(self, table: str) -> None:
         """Give one table's buffer to the writer (when full, or on flush) and start a new one."""
-        fresh = RowBuffer(table, self.batch_rows)
+        fresh = RowBuffer(table, self.batch_rows, recyclable=True)
         if table == s.EVENTS:
             batch, self.events = self.events, fresh
         elif table == s.DELIVERIES:

@@ -70,13 +70,14 @@ LAYOUTS: Final = {table: Layout(table) for table in s.TABLES}
 class RowBuffer:
     """Rows of one table until they are handed to the writer; afterwards only the writer reads it."""
 
-    __slots__ = ("codes", "data", "layout", "limit", "queues", "rows", "values")
+    __slots__ = ("codes", "data", "layout", "limit", "queues", "recyclable", "rows", "values")
 
-    def __init__(self, table: str, limit: int) -> None:
+    def __init__(self, table: str, limit: int, recyclable: bool = False) -> None:
         self.layout = layout = LAYOUTS[table]
         self.limit = limit
+        self.recyclable = recyclable  # the recorder's big buffers; not the writer's or tests' small ones
         length = layout.size * limit
-        data = layout.spare.pop() if layout.spare else None
+        data = layout.spare.pop() if recyclable and layout.spare else None
         self.data = data if data is not None and len(data) == length else bytearray(length)
         self.rows = 0
         self.values: list[Hashable] = list(VOCABULARY)
@@ -146,7 +147,7 @@ class RowBuffer:
 def recycle(batch: RowBuffer) -> None:
     """The writer has written ``batch`` (nothing refers to its memory any more): keep it for reuse."""
     spare = batch.layout.spare
-    if len(spare) < _SPARES:
+    if batch.recyclable and len(spare) < _SPARES:
         spare.append(batch.data)
 
 
