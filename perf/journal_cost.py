@@ -14,8 +14,10 @@ the working tree is being edited.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import platform
 import shutil
 import signal
 import statistics
@@ -79,6 +81,46 @@ def run_once(scenario: str, mode: str, extra: list[str]) -> dict[str, object]:
     return data
 
 
+LABELS = {"pub16": "publish-only, 16 B", "pubsub": "publish → consume, autoack", "ack1": "manual ack each"}
+
+
+def render(results: dict[str, dict[str, list[float]]], modes: list[str], rounds: int, argv: list[str]) -> str:
+    """A Markdown report: medians and loss against "off" per scenario, then every round's figure."""
+    journaled = [m for m in modes if m != "off"]
+    with open("/proc/cpuinfo") as cpuinfo:
+        cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
+    lines = [
+        "# Journal cost: amqpperf with the journal off, compact and full",
+        "",
+        f"Measured {datetime.date.today().isoformat()} on {os.cpu_count()} cores ({cpu}),",
+        f"Python {platform.python_version()}; broker and generator share the cores. Each run is a freshly",
+        "started broker (`warrenmq serve`, Parquet journal in a new directory); the modes alternate in a",
+        f"rotating order within each of {rounds} round(s). Figures are amqpperf's `rate` in msg/s, medians",
+        "over rounds; loss is against the median with the journal off.",
+        "",
+        "| Scenario | " + " | ".join(modes) + " | " + " | ".join(f"{m} loss" for m in journaled) + " |",
+        "|---" * (len(modes) + len(journaled) + 1) + "|",
+    ]
+    for scenario, by_mode in results.items():
+        medians = {m: statistics.median(v) for m, v in by_mode.items() if v}
+        base = medians.get("off")
+        cells = [f"{medians[m]:,.0f}" if m in medians else "-" for m in modes]
+        losses = [
+            f"{(1 - medians[m] / base) * 100:.1f}%" if base and m in medians else "-" for m in journaled
+        ]
+        lines.append(f"| {LABELS.get(scenario, scenario)} | " + " | ".join(cells + losses) + " |")
+    header = " | ".join(str(index) for index in range(1, rounds + 1))
+    lines += ["", "Every round (msg/s):", "", f"| Scenario | Mode | {header} |"]
+    lines.append("|---|---|" + "---|" * rounds)
+    for scenario, by_mode in results.items():
+        for mode in modes:
+            figures = [f"{value:,.0f}" for value in by_mode.get(mode, [])]
+            lines.append(f"| {scenario} | {mode} | " + " | ".join(figures) + " |")
+    command = f"python perf/journal_cost.py {' '.join(argv)}".rstrip()
+    lines += ["", "Reproduce (needs librabbitmq-dev for amqpperf):", "", "```sh", command, "```", ""]
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -87,6 +129,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, from off,compact,full")
     parser.add_argument("--raw", type=Path, default=None, help="append every raw JSON result here")
+    parser.add_argument("--output", type=Path, default=None, help="write the Markdown report here")
     parser.add_argument(
         "--journal-arg", action="append", default=[], help="extra serve flag for journal runs"
     )
@@ -112,24 +155,11 @@ def main() -> int:
                     f"round {round_index + 1} {scenario:8} {mode:8} {rate:>10,.0f} msg/s, others {busy} cpu",
                     flush=True,
                 )
-    print()
-    print(
-        "| scenario | "
-        + " | ".join(f"{m} (median msg/s)" for m in modes)
-        + " | "
-        + " | ".join(f"{m} loss" for m in modes if m != "off")
-        + " |"
-    )
-    for scenario, by_mode in results.items():
-        medians = {m: statistics.median(v) for m, v in by_mode.items() if v}
-        cells = [f"{medians[m]:,.0f}" if m in medians else "-" for m in modes]
-        base = medians.get("off")
-        losses = [
-            f"{(1 - medians[m] / base) * 100:.1f}%" if base and m in medians else "-"
-            for m in modes
-            if m != "off"
-        ]
-        print(f"| {scenario} | " + " | ".join(cells) + " | " + " | ".join(losses) + " |")
+    report = render(results, modes, args.rounds, sys.argv[1:])
+    print(report)
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(report)
     return 0
 
 
