@@ -111,15 +111,21 @@ class EventBus:
 
     ``observers`` get topology and the fates emitted with ``message``; ``hot_observers`` (every observer but
     the journal) also get the per-message steps, emitted with ``hot_message``; ``journal`` is the fast lane.
+    ``stepping`` is true while either of the last two is attached: the per-message emit sites test only it, so
+    with nothing attached they cost what they did before the fast lane existed.
     """
 
-    __slots__ = ("hot_observers", "ids", "journal", "observers")
+    __slots__ = ("hot_observers", "ids", "journal", "observers", "stepping")
 
     def __init__(self) -> None:
         self.observers: list[Observer] = []
         self.hot_observers: list[Observer] = []
         self.journal: JournalHook | None = None
+        self.stepping = False
         self.ids = itertools.count(1)  # message ids, shared by observers and the journal
+
+    def _changed(self) -> None:
+        self.stepping = self.journal is not None or bool(self.hot_observers)
 
     def message_id(self, message: Message) -> int:
         """A broker-wide id, given the first time an observer sees the message (0 = never observed)."""
@@ -154,12 +160,14 @@ class EventBus:
         self.observers.append(observer)
         if hot:
             self.hot_observers.append(observer)
+        self._changed()
 
         def detach() -> None:
             if observer in self.observers:
                 self.observers.remove(observer)
             if observer in self.hot_observers:
                 self.hot_observers.remove(observer)
+            self._changed()
 
         return detach
 

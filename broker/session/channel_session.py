@@ -14,7 +14,7 @@ from pamqp.base import Frame
 
 from broker.core.consumer import Consumer
 from broker.core.dead_letter import reject_deliveries
-from broker.core.events import Fate
+from broker.core.events import EventBus, Fate
 from broker.core.expiration import parse_expiration
 from broker.core.message import Message
 from broker.core.queue import Envelope, Queue
@@ -161,24 +161,12 @@ class ChannelSession:
         else:
             queues, rejected = vhost.publish(message.exchange, message)
         events = vhost.events
-        journal = events.journal
-        if journal is not None:
-            journal.published(vhost.name, message, queues, mandatory, self.channel_id, self.conn.peer)
-        if events.hot_observers:
-            events.hot_message(
-                Fate.PUBLISHED,
-                vhost.name,
-                message,
-                exchange=message.exchange,
-                routing_key=message.routing_key,
-                channel=self.channel_id,
-                connection=self.conn.peer,
-            )
-            events.hot_message(
-                Fate.ROUTED, vhost.name, message, queues=[queue.name for queue in queues], mandatory=mandatory
-            )
-            if not queues and mandatory:
-                events.hot_message(Fate.RETURNED, vhost.name, message, reply_code=int(ReplyCode.NO_ROUTE))
+        if events.stepping:
+            journal = events.journal
+            if journal is not None:
+                journal.published(vhost.name, message, queues, mandatory, self.channel_id, self.conn.peer)
+            if events.hot_observers:
+                self.published_events(events, message, queues, mandatory)
         if not queues and mandatory:
             # basic.return goes out before the confirm (confirms.md), which flush_confirms sends later.
             self.send_content(
@@ -198,6 +186,27 @@ class ChannelSession:
                 self.nack_publish()
             else:
                 self.conn.want_confirm_flush(self)
+
+    def published_events(
+        self, events: EventBus, message: Message, queues: list[Queue], mandatory: bool
+    ) -> None:
+        """PUBLISHED, ROUTED and (mandatory, unroutable) RETURNED for step observers."""
+        vhost = self.conn.vhost
+        assert vhost is not None
+        events.hot_message(
+            Fate.PUBLISHED,
+            vhost.name,
+            message,
+            exchange=message.exchange,
+            routing_key=message.routing_key,
+            channel=self.channel_id,
+            connection=self.conn.peer,
+        )
+        events.hot_message(
+            Fate.ROUTED, vhost.name, message, queues=[queue.name for queue in queues], mandatory=mandatory
+        )
+        if not queues and mandatory:
+            events.hot_message(Fate.RETURNED, vhost.name, message, reply_code=int(ReplyCode.NO_ROUTE))
 
     def nack_publish(self) -> None:
         """Nack the latest publish: a queue refused it (x-overflow reject-publish; confirms.md "basic.nack …
@@ -239,7 +248,7 @@ class ChannelSession:
             tracker.track(Delivery(tag, queue, envelope, consumer))
         message = envelope.message
         events = queue.events
-        if events is not None:
+        if events is not None and events.stepping:
             journal = events.journal
             if journal is not None and message.journal is not None:
                 journal.delivered(queue, envelope, tag, consumer.no_ack)
@@ -304,7 +313,7 @@ class ChannelSession:
 
     def finish_settle(self, deliveries: list[Delivery], requeue: bool | None) -> None:
         vhost = self.conn.vhost
-        if vhost is not None:  # an ack per message: the journal is called here, not through settled_events
+        if vhost is not None and vhost.events.stepping:  # an ack per message: the journal is called here
             events = vhost.events
             if events.journal is not None:
                 events.journal.settled(deliveries, requeue, False)
@@ -372,6 +381,6 @@ class ChannelSession:
             self.tx = None
         deliveries = self.unacked.take_all()
         vhost = self.conn.vhost
-        if vhost is not None and (vhost.events.journal is not None or vhost.events.hot_observers):
+        if vhost is not None and vhost.events.stepping:
             settled_events(vhost.events, deliveries, True, closed=True)
         requeue_deliveries(deliveries)

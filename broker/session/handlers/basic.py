@@ -114,7 +114,7 @@ def send_get(channel: ChannelSession, queue: Queue, envelope: Envelope | None, n
     if not no_ack:
         channel.unacked.track(Delivery(tag, queue, envelope, None))
     events = queue.events
-    if events is not None:
+    if events is not None and events.stepping:
         if events.journal is not None and envelope.message.journal is not None:
             events.journal.delivered(queue, envelope, tag, no_ack)
         if events.hot_observers:
@@ -138,7 +138,7 @@ def recover(channel: ChannelSession, method: commands.Basic.Recover | commands.B
         raise HardError(ReplyCode.NOT_IMPLEMENTED, "requeue=false")
     deliveries = channel.unacked.take_all()
     vhost = channel.conn.vhost
-    if vhost is not None and (vhost.events.journal is not None or vhost.events.hot_observers):
+    if vhost is not None and vhost.events.stepping:
         settled_events(vhost.events, deliveries, True, closed=True)
     requeue_deliveries(deliveries)
     if isinstance(method, commands.Basic.Recover):
