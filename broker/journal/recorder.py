@@ -12,11 +12,13 @@ sites test that attribute, so unsampled messages cost one attribute check and al
 rows are kept. The mark lives and dies with the message, so nothing here grows with queue depth: the only
 table is ``inflight``, the deliver time of each sampled delivery awaiting its ack (bounded by prefetch).
 
-Timestamps are nanoseconds from ``time.time_ns`` (the writer converts whole columns to microseconds), read
-once per loop iteration: the first row of an iteration reads the clock and a ``call_soon`` callback forgets
-the reading when the iteration ends. A loop iteration is the broker's unit of work anyway: the messages of
-one socket read are routed together, deliveries are dispatched in passes and their frames written together
-at the end of the turn, so a per-message reading would add precision nobody observes, at ~50 ns a row.
+Timestamps are nanoseconds from ``time.time_ns`` (the writer converts whole columns to microseconds). On a
+loop, publishes and acks, which arrive in socket reads, share one reading per loop iteration: the first of
+them reads the clock and a ``call_soon`` callback forgets the reading at the start of the next iteration
+(the messages of one read are handled as a batch anyway, ~500 a loop turn under load; reading per message
+cost ~50 ns). Everything else reads the clock itself: deliveries are dispatched from ``call_soon`` callbacks
+that may run in the next iteration before the reading is forgotten, and timers (expiry, consumer timeout)
+fire before it is, so a shared reading would date them too early. This keeps publish <= deliver <= settle.
 Without a loop (``call_soon`` None: tests, embedding) every row reads the clock.
 
 Modes: ``full`` writes one events row per step and fate; ``compact`` writes one deliveries row per delivery
@@ -124,7 +126,7 @@ class JournalRecorder:
             self._hand_over(buffer.table)
 
     def _tick(self) -> int:
-        """Read the clock; on a loop, keep the reading for the rest of this loop iteration."""
+        """Read the clock; on a loop, keep the reading for this iteration's other publishes and acks."""
         now = self.clock()
         if self.call_soon is not None:
             self.now = now
@@ -177,7 +179,7 @@ class JournalRecorder:
         mark = message.journal
         if mark is None:
             return
-        now = self.now or self._tick()
+        now = self.clock()  # read per delivery: see the module docstring
         if not no_ack:
             if self.full:
                 self._event_row(
@@ -228,7 +230,7 @@ class JournalRecorder:
             if mark is None:
                 continue
             queue = delivery.queue
-            now = self.now or self._tick()
+            now = self.clock() if closed else (self.now or self._tick())
             deliver_ts = inflight.pop(envelope, None)
             if deliver_ts is not None:  # one row per delivery attempt (one ack per message: packed inline)
                 buffer = self.deliveries
@@ -253,7 +255,7 @@ class JournalRecorder:
 
     def _full_settled(self, delivery: Delivery, requeue: bool | None, closed: bool) -> None:
         queue, message = delivery.queue, delivery.envelope.message
-        now = self.now or self._tick()
+        now = self.clock() if closed else (self.now or self._tick())
         if not closed:
             if requeue is None:
                 self._event_row(now, _ACK, message, queue, tag=delivery.delivery_tag)
@@ -268,9 +270,7 @@ class JournalRecorder:
 
     def on_topology(self, event: TopologyEvent) -> None:
         detail = json.dumps(event.detail, default=repr, separators=(",", ":"), sort_keys=True)
-        self._add(
-            self.events, (self.now or self._tick(), event.kind.value, event.vhost, *(None,) * 13, detail)
-        )
+        self._add(self.events, (self.clock(), event.kind.value, event.vhost, *(None,) * 13, detail))
 
     def on_message(self, event: MessageEvent) -> None:
         message, queue = event.message, event.queue
@@ -278,7 +278,7 @@ class JournalRecorder:
         mark = message.journal
         if mark is None or queue is None or name is None:
             return  # not sampled, or a step the fast lane reports
-        now = self.now or self._tick()
+        now = self.clock()
         reason = event.detail.get("reason")
         if self.full:
             self._event_row(now, CODE[name], message, None, event.vhost, queue_name=queue, reason=reason)

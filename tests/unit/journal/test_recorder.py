@@ -125,15 +125,33 @@ def test_batches_go_to_the_sink_when_full_without_waiting_for_flush() -> None:
     assert len(sink.rows[DELIVERIES]) == 2
 
 
-def test_on_a_loop_the_clock_is_read_once_per_iteration() -> None:
+def test_on_a_loop_publishes_share_one_clock_reading_per_iteration() -> None:
     pending: list[Callable[[], None]] = []
     client, recorder, sink = setup(call_soon=pending.append)
     client.publish(1, b"a", "nowhere")
     client.publish(1, b"b", "nowhere")  # same loop iteration: same reading
     assert len(pending) == 1
-    for callback in pending:  # the iteration ends
+    for callback in pending:  # the next iteration starts
         callback()
     client.publish(1, b"c", "nowhere")
     recorder.flush()
     times = [row["ts"] for row in sink.rows[DELIVERIES]]
     assert times[0] == times[1] < times[2]
+
+
+def test_deliveries_dispatched_before_the_reading_is_forgotten_are_still_later_than_their_publish() -> None:
+    # The dispatcher's callback is queued while routing, before the journal's: on a FIFO loop it runs first,
+    # in the next iteration, while the publish's reading is still kept.
+    client = Client()
+    sink = Sink()
+    recorder = JournalRecorder(sink, Ticks(), ids=client.broker.events.ids, call_soon=client.loop.call_soon)
+    client.broker.events.attach_journal(recorder)
+    client.handshake()
+    client.open_channel(1)
+    client.send(1, commands.Queue.Declare(queue="q"))
+    client.send(1, commands.Basic.Consume(queue="q", consumer_tag="c"))
+    client.publish(1, b"x", "q")
+    client.send(1, commands.Basic.Ack(delivery_tag=1))
+    recorder.flush()
+    [row] = sink.rows[DELIVERIES]
+    assert row["publish_ts"] < row["deliver_ts"] < row["ts"]
