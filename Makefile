@@ -21,8 +21,8 @@ run: $(STAMP)
 	$(VENV)/bin/warrenmq serve --host $(HOST) --port $(PORT)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check protocol broker tests benchmarks perf/compare.py
-	$(VENV)/bin/ruff format --check protocol broker tests benchmarks perf/compare.py
+	$(VENV)/bin/ruff check protocol broker tests benchmarks perf/compare.py perf/journal_cost.py
+	$(VENV)/bin/ruff format --check protocol broker tests benchmarks perf/compare.py perf/journal_cost.py
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -24,6 +24,7 @@ class Message:
         "expiration",
         "header_payload",
         "headers",
+        "journal",
         "message_id",
         "priority",
         "routing_key",
@@ -53,6 +54,9 @@ class Message:
         # Milliseconds parsed from ``expiration`` (the session validated it): queues read this, not the text.
         self.ttl = ttl if ttl is not None or expiration is None else _parse_ttl(expiration)
         self.message_id = 0  # set by the EventBus when an observer first sees it
+        # The journal's mark, set when it samples the message at publish: (publish time in ns, fan-out). None
+        # = not journaled, so later steps cost unsampled messages this one attribute test.
+        self.journal: tuple[int, int] | None = None
 
     @property
     def body_size(self) -> int:

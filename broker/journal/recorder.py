@@ -1,234 +1,335 @@
-"""The journal's EventBus observer: turns message fates and topology changes into row tuples, in batches.
+"""The journal's hook on the EventBus: turns message steps, fates and topology changes into rows, in batches.
 
-Runs on the loop thread inside the broker's emit calls, so it only reads the clock, builds flat tuples and
-appends them to per-table lists; full lists (``batch_rows``) and the periodic ``flush`` hand them to the
-writer thread. Sampling is decided once per message at publish (all of a message's rows are kept or none);
-state per live message (publish time, exchange, fan-out, copies not yet settled) is dropped when its last copy
-reaches a final fate, so publish time can be copied onto every later row and TTD needs no join.
+Runs on the loop thread inside the broker's emit calls, so per message it only reads the clock and packs
+rows into per-table buffers (broker.journal.rows); full buffers (``batch_rows``) and the periodic ``flush``
+hand them to the writer thread. The per-message steps (publish + route, deliver, settle) arrive through the
+fast lane (``JournalHook``: plain positional values, one call per step); topology changes and the rarer
+fates (dropped, dead-lettered, expired) through the generic observer lane.
 
-Modes: ``full`` writes one events row per fate; ``compact`` writes one deliveries row per delivery attempt
-(publish, deliver and settle times with the outcome) plus one per fate without a delivery (unroutable,
-returned, drop, dead_letter, expire). Topology changes and journal_drop rows go to the events table in both.
+Sampling is decided once per message at publish, before anything is built: a sampled message is marked with
+``Message.journal = (publish_ns, fanout)`` and gets a broker-wide id in ``Message.message_id``; later emit
+sites test that attribute, so unsampled messages cost one attribute check and all of a sampled message's
+rows are kept. The mark lives and dies with the message, so nothing here grows with queue depth: the only
+table is ``inflight``, the deliver time of each sampled delivery awaiting its ack (bounded by prefetch).
+
+Timestamps are nanoseconds from ``time.time_ns`` (the writer converts whole columns to microseconds). On a
+loop, publishes and acks, which arrive in socket reads, share one reading per loop iteration: the first of
+them reads the clock and a ``call_soon`` callback forgets the reading at the start of the next iteration
+(the messages of one read are handled as a batch anyway, ~500 a loop turn under load; reading per message
+cost ~50 ns). Everything else reads the clock itself: deliveries are dispatched from ``call_soon`` callbacks
+that may run in the next iteration before the reading is forgotten, and timers (expiry, consumer timeout)
+fire before it is, so a shared reading would date them too early. This keeps publish <= deliver <= settle.
+Without a loop (``call_soon`` None: tests, embedding) every row reads the clock.
+
+Modes: ``full`` writes one events row per step and fate; ``compact`` writes one deliveries row per delivery
+attempt (publish, deliver and settle times with the outcome) plus one per fate without a delivery
+(unroutable, returned, drop, dead_letter, expire). Topology changes and journal_drop rows go to the events
+table in both.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
-from collections.abc import Callable
-from typing import Any, Protocol
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.core.events import Fate, MessageEvent, TopologyEvent
 from broker.core.typed_json import encode_table
 from broker.journal import schema as s
+from broker.journal.rows import CODE, LAYOUTS, NULL, RowBuffer
+
+if TYPE_CHECKING:
+    from broker.core.message import Message
+    from broker.core.queue import Envelope, Queue
+    from broker.core.unacked import Delivery
 
 COMPACT, FULL = "compact", "full"
 
-# Queue-level fates after which the queue no longer holds that copy of the message.
-_FINAL = frozenset((Fate.ACKED, Fate.DROPPED, Fate.DEAD_LETTERED, Fate.EXPIRED))
-_FULL_EVENT = {
-    Fate.DELIVERED: s.DELIVER,
-    Fate.ACKED: s.ACK,
-    Fate.NACKED: s.NACK,
-    Fate.REQUEUED: s.REQUEUE,
-    Fate.DROPPED: s.DROP,
-    Fate.DEAD_LETTERED: s.DEAD_LETTER,
-    Fate.EXPIRED: s.EXPIRE,
-}
-_COMPACT_FATE = {Fate.DROPPED: s.DROP, Fate.DEAD_LETTERED: s.DEAD_LETTER, Fate.EXPIRED: s.EXPIRE}
+# The fates that reach the journal through the generic lane, and their row names.
+_LEFT_QUEUE = {Fate.DROPPED: s.DROP, Fate.DEAD_LETTERED: s.DEAD_LETTER, Fate.EXPIRED: s.EXPIRE}
+_PUBLISH, _ROUTE, _RETURN, _DELIVER = CODE[s.PUBLISH], CODE[s.ROUTE], CODE[s.RETURN], CODE[s.DELIVER]
+_ACK, _NACK, _REQUEUE, _DROP = CODE[s.ACK], CODE[s.NACK], CODE[s.REQUEUE], CODE[s.DROP]
+_PACK_DELIVERY, _DELIVERY_SIZE = LAYOUTS[s.DELIVERIES].pack_into, LAYOUTS[s.DELIVERIES].size
+_PACK_EVENT, _EVENT_SIZE = LAYOUTS[s.EVENTS].pack_into, LAYOUTS[s.EVENTS].size
 
 
 class BatchSink(Protocol):
-    def submit(self, table: str, rows: list[tuple[Any, ...]]) -> bool: ...
+    def submit(self, table: str, batch: RowBuffer) -> bool: ...
 
 
-class _Live:
-    """What the journal remembers about one sampled message until its last copy is settled."""
-
-    __slots__ = ("body_size", "exchange", "fanout", "publish_ts", "remaining", "routing_key")
-
-    def __init__(self, publish_ts: int, exchange: str, routing_key: str, body_size: int) -> None:
-        self.publish_ts = publish_ts
-        self.exchange = exchange
-        self.routing_key = routing_key
-        self.body_size = body_size
-        self.fanout: int | None = None
-        self.remaining = 0
+def _rejected_is_dropped(queue: Queue) -> bool:
+    """A rejected message is dropped unless its queue dead-letters it (which reports DEAD_LETTERED)."""
+    features = queue.features
+    return features is None or features.settings.dead_letter_exchange is None
 
 
 class JournalRecorder:
+    """Implements ``broker.core.events.JournalHook``; attach with ``EventBus.attach_journal``."""
+
     def __init__(
         self,
         sink: BatchSink,
-        clock_us: Callable[[], int],
+        clock_ns: Callable[[], int] = time.time_ns,
         mode: str = COMPACT,
         sample: float = 1.0,
         capture_routing: bool = False,
-        batch_rows: int = 8192,
+        batch_rows: int = 32768,
         rng: Callable[[], float] = random.random,
+        ids: Iterator[int] | None = None,
+        call_soon: Callable[[Callable[[], None]], object] | None = None,
     ) -> None:
         if mode not in (COMPACT, FULL):
             raise ValueError(f"journal mode must be {COMPACT!r} or {FULL!r}, not {mode!r}")
         self.sink = sink
-        self.clock = clock_us
+        self.clock = clock_ns
         self.full = mode == FULL
         self.sample = sample
+        self.sampling = sample < 1.0
         self.capture_routing = capture_routing
+        self.quiet = not self.full and not capture_routing  # a routed publish writes nothing now
         self.batch_rows = batch_rows
+        self.call_soon = call_soon
+        self.now = 0  # this loop iteration's time once read (ns); 0: read the clock
         self.rng = rng
-        self.live: dict[int, _Live] = {}
-        self.inflight: dict[tuple[int, str], tuple[int, bool]] = {}  # (msg, queue) -> deliver ts, redelivered
-        self.buffers: dict[str, list[tuple[Any, ...]]] = {table: [] for table in s.TABLES}
+        self.ids = ids if ids is not None else itertools.count(1)  # the EventBus's, so ids are broker-wide
+        self.inflight: dict[Envelope, int] = {}  # sampled deliveries awaiting settlement -> deliver time
+        self.events = RowBuffer(s.EVENTS, batch_rows, recyclable=True)
+        self.deliveries = RowBuffer(s.DELIVERIES, batch_rows, recyclable=True)
+        self.captures = RowBuffer(s.ROUTE_CAPTURE, batch_rows, recyclable=True)
 
     # -- buffering ------------------------------------------------------------------------------------------
 
-    def _add(self, table: str, row: tuple[Any, ...]) -> None:
-        buffer = self.buffers[table]
-        buffer.append(row)
-        if len(buffer) >= self.batch_rows:
-            self.buffers[table] = []
-            self.sink.submit(table, buffer)
+    def _hand_over(self, table: str) -> None:
+        """Give one table's buffer to the writer (when full, or on flush) and start a new one."""
+        fresh = RowBuffer(table, self.batch_rows, recyclable=True)
+        if table == s.EVENTS:
+            batch, self.events = self.events, fresh
+        elif table == s.DELIVERIES:
+            batch, self.deliveries = self.deliveries, fresh
+        else:
+            batch, self.captures = self.captures, fresh
+        self.sink.submit(table, batch)
 
     def flush(self) -> None:
         """Hand every non-empty buffer to the writer (called on a timer and at shutdown)."""
-        for table, buffer in self.buffers.items():
-            if buffer:
-                self.buffers[table] = []
-                self.sink.submit(table, buffer)
+        for buffer in (self.events, self.deliveries, self.captures):
+            if buffer.rows:
+                self._hand_over(buffer.table)
 
-    # -- Observer ---------------------------------------------------------------------------------------
+    def _add(self, buffer: RowBuffer, row: Sequence[Any]) -> None:
+        """The general path for the rarer rows (full mode, fates without a delivery, topology)."""
+        buffer.append(row)
+        if buffer.rows >= buffer.limit:
+            self._hand_over(buffer.table)
+
+    def _tick(self) -> int:
+        """Read the clock; on a loop, keep the reading for this iteration's other publishes and acks."""
+        now = self.clock()
+        if self.call_soon is not None:
+            self.now = now
+            self.call_soon(self._expire)
+        return now
+
+    def _expire(self) -> None:
+        self.now = 0
+
+    # -- fast lane (JournalHook) ---------------------------------------------------------------------------
+
+    def published(
+        self,
+        vhost: str,
+        message: Message,
+        queues: Sequence[Queue],
+        mandatory: bool,
+        channel: int,
+        connection: str,
+    ) -> None:
+        if self.sampling and self.rng() >= self.sample:
+            return
+        now = self.now or self._tick()
+        fanout = len(queues)
+        message.journal = (now, fanout)
+        seq = message.message_id = next(self.ids)
+        if fanout and self.quiet:
+            return
+        if self.capture_routing:
+            self._add(
+                self.captures,
+                (now, vhost, seq, message.exchange, message.routing_key, encode_table(message.headers),
+                 [queue.name for queue in queues]),
+            )  # fmt: skip
+        if self.full:
+            self._event_row(now, _PUBLISH, message, None, vhost, connection=connection, channel=channel)
+            self._event_row(now, _ROUTE, message, None, vhost, fanout=fanout)
+            if not fanout and mandatory:
+                self._event_row(now, _RETURN, message, None, vhost, reason="NO_ROUTE")
+        elif not fanout:
+            outcome = s.OUTCOME_RETURNED if mandatory else s.OUTCOME_UNROUTABLE
+            self._add(
+                self.deliveries,
+                (now, outcome, vhost, seq, message.exchange, message.routing_key, None, 0, len(message.body),
+                 now, None, None, None),
+            )  # fmt: skip
+
+    def delivered(self, queue: Queue, envelope: Envelope, delivery_tag: int, no_ack: bool) -> None:
+        message = envelope.message
+        mark = message.journal
+        if mark is None:
+            return
+        now = self.clock()  # read per delivery: see the module docstring
+        if not no_ack:
+            if self.full:
+                self._event_row(
+                    now, _DELIVER, message, queue, tag=delivery_tag, redelivered=envelope.redelivered
+                )
+            else:
+                self.inflight[envelope] = now
+            return
+        if self.full:
+            self._event_row(now, _DELIVER, message, queue, tag=delivery_tag, redelivered=envelope.redelivered)
+            self._event_row(now, _ACK, message, queue)
+            return
+        # The hottest row (publish -> consume with auto-ack): packed inline, no helper call.
+        buffer = self.deliveries
+        codes = buffer.codes
+        vhost_code, queue_code = buffer.queues.get(queue) or buffer.queue_codes(queue)
+        exchange = codes.get(message.exchange)
+        if exchange is None:
+            exchange = buffer.intern(message.exchange)
+        routing_key = codes.get(message.routing_key)
+        if routing_key is None:
+            routing_key = buffer.intern(message.routing_key)
+        _PACK_DELIVERY(
+            buffer.data, buffer.rows * _DELIVERY_SIZE, now, _ACK, vhost_code, message.message_id, exchange,
+            routing_key, queue_code, mark[1], len(message.body), mark[0], now, envelope.redelivered, 0,
+        )  # fmt: skip
+        buffer.rows += 1
+        if buffer.rows >= buffer.limit:
+            self._hand_over(s.DELIVERIES)
+
+    def settled(self, deliveries: list[Delivery], requeue: bool | None, closed: bool) -> None:
+        if self.full:
+            for delivery in deliveries:
+                if delivery.envelope.message.journal is not None:
+                    self._full_settled(delivery, requeue, closed)
+            return
+        if closed:
+            outcome, reason = _REQUEUE, 0
+        elif requeue is None:
+            outcome, reason = _ACK, 0
+        else:
+            outcome, reason = _NACK, (_REQUEUE if requeue else 0)  # reason "requeue" shares the code
+        inflight = self.inflight
+        for delivery in deliveries:
+            envelope = delivery.envelope
+            message = envelope.message
+            mark = message.journal
+            if mark is None:
+                continue
+            queue = delivery.queue
+            now = self.clock() if closed else (self.now or self._tick())
+            deliver_ts = inflight.pop(envelope, None)
+            if deliver_ts is not None:  # one row per delivery attempt (one ack per message: packed inline)
+                buffer = self.deliveries
+                codes = buffer.codes
+                vhost_code, queue_code = buffer.queues.get(queue) or buffer.queue_codes(queue)
+                exchange = codes.get(message.exchange)
+                if exchange is None:
+                    exchange = buffer.intern(message.exchange)
+                routing_key = codes.get(message.routing_key)
+                if routing_key is None:
+                    routing_key = buffer.intern(message.routing_key)
+                _PACK_DELIVERY(
+                    buffer.data, buffer.rows * _DELIVERY_SIZE, now, outcome, vhost_code, message.message_id,
+                    exchange, routing_key, queue_code, mark[1], len(message.body), mark[0], deliver_ts,
+                    envelope.redelivered, reason,
+                )  # fmt: skip
+                buffer.rows += 1
+                if buffer.rows >= buffer.limit:
+                    self._hand_over(s.DELIVERIES)
+            if requeue is False and _rejected_is_dropped(queue):
+                self._delivery_row(now, s.DROP, queue.vhost, message, queue.name, "rejected")
+
+    def _full_settled(self, delivery: Delivery, requeue: bool | None, closed: bool) -> None:
+        queue, message = delivery.queue, delivery.envelope.message
+        now = self.clock() if closed else (self.now or self._tick())
+        if not closed:
+            if requeue is None:
+                self._event_row(now, _ACK, message, queue, tag=delivery.delivery_tag)
+                return
+            self._event_row(now, _NACK, message, queue, reason="requeue" if requeue else None)
+        if requeue:
+            self._event_row(now, _REQUEUE, message, queue)
+        elif _rejected_is_dropped(queue):
+            self._event_row(now, _DROP, message, queue, reason="rejected")
+
+    # -- generic lane (Observer): topology and the fates without a delivery ---------------------------------
 
     def on_topology(self, event: TopologyEvent) -> None:
         detail = json.dumps(event.detail, default=repr, separators=(",", ":"), sort_keys=True)
-        self._add(s.EVENTS, (self.clock(), event.kind.value, event.vhost, *(None,) * 13, detail))
+        self._add(self.events, (self.clock(), event.kind.value, event.vhost, *(None,) * 13, detail))
 
     def on_message(self, event: MessageEvent) -> None:
-        fate = event.fate
-        if fate is Fate.PUBLISHED:
-            self._published(event)
-            return
-        live = self.live.get(event.message_id)
-        if live is None:
-            return  # not sampled (or published before the journal started)
-        if fate is Fate.ROUTED:
-            self._routed(event, live)
-        elif event.queue is not None:
-            self._queue_fate(event, live)
-
-    def _published(self, event: MessageEvent) -> None:
-        if self.sample < 1.0 and self.rng() >= self.sample:
-            return
-        message, detail = event.message, event.detail
-        ts = self.clock()
-        live = _Live(ts, message.exchange, message.routing_key, len(message.body))
-        self.live[event.message_id] = live
+        message, queue = event.message, event.queue
+        name = _LEFT_QUEUE.get(event.fate)
+        mark = message.journal
+        if mark is None or queue is None or name is None:
+            return  # not sampled, or a step the fast lane reports
+        now = self.clock()
+        reason = event.detail.get("reason")
         if self.full:
-            self._add(
-                s.EVENTS,
-                (ts, s.PUBLISH, event.vhost, event.message_id, live.exchange, live.routing_key, None, ts,
-                 None, live.body_size, detail.get("connection"), detail.get("channel"), None, None, None,
-                 None, None),
-            )  # fmt: skip
-
-    def _routed(self, event: MessageEvent, live: _Live) -> None:
-        queues: list[str] = event.detail.get("queues", [])
-        fanout = len(queues)
-        if live.fanout is None:
-            live.fanout = fanout
-        live.remaining += fanout
-        ts = self.clock()
-        if self.capture_routing:
-            message = event.message
-            self._add(
-                s.ROUTE_CAPTURE,
-                (ts, event.vhost, event.message_id, message.exchange, message.routing_key,
-                 encode_table(message.headers), list(queues)),
-            )  # fmt: skip
-        if self.full:
-            self._event_row(event, live, s.ROUTE, fanout=fanout, ts=ts)
-            # RETURNED follows at once for a mandatory unroutable publish; ROUTED says so (``mandatory``) and
-            # the message's state ends here, so the return row is written now.
-            if not fanout and event.detail.get("mandatory"):
-                self._event_row(event, live, s.RETURN, ts=ts, reason="NO_ROUTE")
-        elif not fanout:
-            outcome = s.OUTCOME_RETURNED if event.detail.get("mandatory") else s.OUTCOME_UNROUTABLE
-            self._delivery_row(event, live, outcome, ts, None, None, None)
-        if live.remaining <= 0:
-            del self.live[event.message_id]
-
-    def _queue_fate(self, event: MessageEvent, live: _Live) -> None:
-        fate, detail = event.fate, event.detail
-        ts = self.clock()
-        if self.full:
-            reason = detail.get("reason")
-            if fate is Fate.NACKED:
-                reason = "requeue" if detail.get("requeue") else None
-            self._event_row(
-                event, live, _FULL_EVENT[fate], ts=ts, reason=reason,
-                tag=detail.get("delivery_tag"), redelivered=detail.get("redelivered"),
-            )  # fmt: skip
+            self._event_row(now, CODE[name], message, None, event.vhost, queue_name=queue, reason=reason)
         else:
-            self._compact_fate(event, live, ts)
-        if fate in _FINAL:
-            live.remaining -= 1
-            if live.remaining <= 0:
-                self.live.pop(event.message_id, None)
-
-    def _compact_fate(self, event: MessageEvent, live: _Live, ts: int) -> None:
-        fate, detail = event.fate, event.detail
-        key = (event.message_id, event.queue or "")
-        if fate is Fate.DELIVERED:
-            self.inflight[key] = (ts, bool(detail.get("redelivered")))
-            return
-        if fate is Fate.ACKED or fate is Fate.NACKED or fate is Fate.REQUEUED:
-            attempt = self.inflight.pop(key, None)
-            if attempt is None:
-                return  # REQUEUED after a NACKED: the attempt's row is written already
-            reason: str | None = None
-            if fate is Fate.ACKED:
-                outcome = s.OUTCOME_ACK
-            elif fate is Fate.NACKED:
-                outcome, reason = s.OUTCOME_NACK, ("requeue" if detail.get("requeue") else None)
-            else:
-                outcome = s.OUTCOME_REQUEUE
-            self._delivery_row(event, live, outcome, ts, attempt[0], attempt[1], reason)
-            return
-        final = _COMPACT_FATE.get(fate)
-        if final is not None:
-            self._delivery_row(event, live, final, ts, None, None, detail.get("reason"))
+            self._delivery_row(now, name, event.vhost, message, queue, reason)
 
     # -- rows -----------------------------------------------------------------------------------------------
 
     def _event_row(
         self,
-        event: MessageEvent,
-        live: _Live,
-        name: str,
-        ts: int | None = None,
-        fanout: int | None = None,
-        reason: str | None = None,
-        tag: int | None = None,
+        now: int,
+        name: int,
+        message: Message,
+        queue: Queue | None,
+        vhost: str = "",
+        queue_name: str | None = None,
+        fanout: int = NULL,
+        connection: str | None = None,
+        channel: int = NULL,
+        tag: int = NULL,
         redelivered: bool | None = None,
+        reason: str | None = None,
     ) -> None:
-        self._add(
-            s.EVENTS,
-            (self.clock() if ts is None else ts, name, event.vhost, event.message_id, live.exchange,
-             live.routing_key, event.queue, live.publish_ts, fanout, live.body_size, None, None, tag,
-             redelivered, reason, None, None),
+        """One full-mode row of a sampled message: ``name`` is a vocabulary code; the queue comes as the
+        object (``queue``) or, with the vhost, by name."""
+        mark = message.journal
+        assert mark is not None
+        buffer = self.events
+        intern = buffer.intern
+        if queue is not None:
+            vhost_code, queue_code = buffer.queues.get(queue) or buffer.queue_codes(queue)
+        else:
+            vhost_code, queue_code = intern(vhost), intern(queue_name)
+        _PACK_EVENT(
+            buffer.data, buffer.rows * _EVENT_SIZE, now, name, vhost_code, message.message_id,
+            intern(message.exchange), intern(message.routing_key), queue_code, mark[0], fanout,
+            len(message.body), intern(connection), channel, tag, -1 if redelivered is None else redelivered,
+            intern(reason), NULL, 0,
         )  # fmt: skip
+        buffer.rows += 1
+        if buffer.rows >= buffer.limit:
+            self._hand_over(s.EVENTS)
 
     def _delivery_row(
-        self,
-        event: MessageEvent,
-        live: _Live,
-        outcome: str,
-        ts: int,
-        deliver_ts: int | None,
-        redelivered: bool | None,
-        reason: str | None,
+        self, now: int, outcome: str, vhost: str, message: Message, queue: str, reason: str | None
     ) -> None:
+        """A compact row for a fate without a delivery attempt (drop, dead_letter, expire)."""
+        mark = message.journal
+        assert mark is not None
         self._add(
-            s.DELIVERIES,
-            (ts, outcome, event.vhost, event.message_id, live.exchange, live.routing_key, event.queue,
-             live.fanout, live.body_size, live.publish_ts, deliver_ts, redelivered, reason),
+            self.deliveries,
+            (now, outcome, vhost, message.message_id, message.exchange, message.routing_key, queue, mark[1],
+             len(message.body), mark[0], None, None, reason),
         )  # fmt: skip

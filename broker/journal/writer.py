@@ -16,20 +16,21 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from broker.journal.files import JournalFile, default_format, open_file
+from broker.journal.files import PARQUET, JournalFile, default_format, open_file, warm_up
+from broker.journal.rows import RowBuffer, batch_of, recycle
 from broker.journal.schema import EVENTS, JOURNAL_DROP, TABLES, row_width
 
 log = structlog.get_logger("warrenmq.journal")
 
-Batch = tuple[str, Sequence[tuple[Any, ...]]]
-_STOP = ("", ())
+Batch = tuple[str, RowBuffer | None]
+_STOP: Batch = ("", None)
 
 
 def wall_clock_us() -> int:
@@ -57,7 +58,7 @@ class JournalWriter:
         fmt: str | None = None,
         rotate_s: float = 60.0,
         rotate_bytes: int = 64 * 1024 * 1024,
-        max_batches: int = 64,
+        max_batches: int = 16,  # of up to 32768 rows (the recorder's batch size): ~0.5 M rows of slack
         clock_us: Callable[[], int] = wall_clock_us,
         tick_s: float = 0.5,
     ) -> None:
@@ -79,16 +80,18 @@ class JournalWriter:
 
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
+        if self.format == PARQUET:
+            warm_up()
         self._thread = threading.Thread(target=self._run, name="warrenmq-journal", daemon=True)
         self._thread.start()
 
-    def submit(self, table: str, rows: Sequence[tuple[Any, ...]]) -> bool:
+    def submit(self, table: str, batch: RowBuffer) -> bool:
         """Queue one batch for writing; False (and counted) when the writer is behind. Never blocks."""
         try:
-            self._queue.put_nowait((table, rows))
+            self._queue.put_nowait((table, batch))
         except queue.Full:
             self.stats.batches_dropped += 1
-            self.stats.rows_dropped += len(rows)
+            self.stats.rows_dropped += batch.rows
             return False
         self.stats.batches_submitted += 1
         return True
@@ -97,7 +100,7 @@ class JournalWriter:
         """Write what is queued, complete every file and stop the thread (blocks; call at shutdown)."""
         if self._thread is None:
             return
-        self._queue.put((_STOP[0], _STOP[1]))
+        self._queue.put(_STOP)
         self._thread.join(timeout_s)
         self._thread = None
 
@@ -106,13 +109,13 @@ class JournalWriter:
     def _run(self) -> None:
         while True:
             try:
-                table, rows = self._queue.get(timeout=self._tick_s)
+                table, batch = self._queue.get(timeout=self._tick_s)
             except queue.Empty:
                 self._housekeeping()
                 continue
-            if not table:
+            if batch is None:
                 break
-            self._write(table, rows)
+            self._write(table, batch)
             self._housekeeping()
         self._report_drops()
         for table in list(self._files):
@@ -132,23 +135,25 @@ class JournalWriter:
             return
         stats.drops_reported += lost
         row: list[Any] = [None] * row_width(EVENTS)
-        row[0], row[1], row[14], row[15] = self._clock(), JOURNAL_DROP, "backpressure", lost
-        self._write(EVENTS, [tuple(row)])
+        row[0], row[1], row[14], row[15] = self._clock() * 1000, JOURNAL_DROP, "backpressure", lost
+        self._write(EVENTS, batch_of(EVENTS, [row]))
 
-    def _write(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
-        if table not in TABLES or not rows:
+    def _write(self, table: str, batch: RowBuffer) -> None:
+        if table not in TABLES or not batch.rows:
             return
         try:
-            file = self._file_for(table, rows[0][0])
-            file.write(rows)
-            self.stats.rows_written += len(rows)
+            file = self._file_for(table, batch.first_ts())
+            file.write(batch)
+            recycle(batch)
+            self.stats.rows_written += batch.rows
             if file.size() >= self.rotate_bytes:
                 self._complete(table)
         except Exception:  # a full disk must not kill the thread: count, log once per batch, go on
             self.stats.write_errors += 1
-            log.exception("journal_write_failed", table=table, rows=len(rows))
+            log.exception("journal_write_failed", table=table, rows=batch.rows)
 
-    def _file_for(self, table: str, ts_us: int) -> JournalFile:
+    def _file_for(self, table: str, ts_ns: int) -> JournalFile:
+        ts_us = ts_ns // 1000
         partition = time.strftime("date=%Y-%m-%d/hour=%H", time.gmtime(ts_us / 1_000_000))
         current = self._files.get(table)
         if current is not None:

@@ -14,7 +14,7 @@ import structlog
 from broker.config import ServerConfig
 from broker.core.broker import Broker
 from broker.core.clock import Clock
-from broker.journal.service import JournalService
+from broker.journal.service import JournalService, preload
 from broker.server.amqp_protocol import AMQPProtocol
 from broker.server.clock import LoopClock
 from broker.server.runtime import tune_for_serving
@@ -203,6 +203,8 @@ def report_ready(ready: dict[str, Any]) -> None:
 
 
 def run(config: ServerConfig, addons: Sequence[Addon] = ()) -> int:
+    if config.journal is not None:
+        preload(config.journal)  # before the freeze below, which then covers the journal's libraries
     tune_for_serving()
     try:
         import uvloop

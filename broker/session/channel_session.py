@@ -15,13 +15,13 @@ from pamqp.base import Frame
 
 from broker.core.consumer import Consumer
 from broker.core.dead_letter import reject_deliveries
-from broker.core.events import Fate
+from broker.core.events import EventBus, Fate
 from broker.core.expiration import parse_expiration
 from broker.core.message import Message
 from broker.core.queue import Envelope, Queue
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.session import direct_reply
-from broker.session.fates import forget_settled, settled_events, stored_delivery
+from broker.session.fates import forget_settled, settled_events, settled_steps, stored_delivery
 from broker.session.handlers.table import HANDLERS
 from broker.session.tx import Transaction
 from protocol.channel_state import ContentAssembler
@@ -167,21 +167,12 @@ class ChannelSession:
         else:
             queues, rejected = vhost.publish(message.exchange, message)
         events = vhost.events
-        if events.observers:
-            events.message(
-                Fate.PUBLISHED,
-                vhost.name,
-                message,
-                exchange=message.exchange,
-                routing_key=message.routing_key,
-                channel=self.channel_id,
-                connection=self.conn.peer,
-            )
-            events.message(
-                Fate.ROUTED, vhost.name, message, queues=[queue.name for queue in queues], mandatory=mandatory
-            )
-            if not queues and mandatory:
-                events.message(Fate.RETURNED, vhost.name, message, reply_code=int(ReplyCode.NO_ROUTE))
+        if events.stepping:
+            journal = events.journal
+            if journal is not None:
+                journal.published(vhost.name, message, queues, mandatory, self.channel_id, self.conn.peer)
+            if events.hot_observers:
+                self.published_events(events, message, queues, mandatory)
         if not queues and mandatory:
             # basic.return goes out before the confirm (confirms.md), which flush_confirms sends later.
             self.send_content(
@@ -224,6 +215,27 @@ class ChannelSession:
         if not self.closing:
             self.conn.want_confirm_flush(self)
             self.conn.flush_confirms()
+
+    def published_events(
+        self, events: EventBus, message: Message, queues: list[Queue], mandatory: bool
+    ) -> None:
+        """PUBLISHED, ROUTED and (mandatory, unroutable) RETURNED for step observers."""
+        vhost = self.conn.vhost
+        assert vhost is not None
+        events.hot_message(
+            Fate.PUBLISHED,
+            vhost.name,
+            message,
+            exchange=message.exchange,
+            routing_key=message.routing_key,
+            channel=self.channel_id,
+            connection=self.conn.peer,
+        )
+        events.hot_message(
+            Fate.ROUTED, vhost.name, message, queues=[queue.name for queue in queues], mandatory=mandatory
+        )
+        if not queues and mandatory:
+            events.hot_message(Fate.RETURNED, vhost.name, message, reply_code=int(ReplyCode.NO_ROUTE))
 
     def nack_publish(self) -> None:
         """Nack the latest publish: a queue refused it (x-overflow reject-publish; confirms.md "basic.nack …
@@ -287,8 +299,12 @@ class ChannelSession:
         if queue.store is not None and message.delivery_mode == 2:
             stored_delivery(queue, envelope, consumer.no_ack)
         events = queue.events
-        if events is not None and events.observers:
-            self.delivered_event(queue, envelope, tag, consumer.consumer_tag, consumer.no_ack)
+        if events is not None and events.stepping:
+            journal = events.journal
+            if journal is not None and message.journal is not None:
+                journal.delivered(queue, envelope, tag, consumer.no_ack)
+            if events.hot_observers:
+                self.delivered_event(queue, envelope, tag, consumer.consumer_tag, consumer.no_ack)
         self.send_content(
             encode_basic_deliver(
                 self.channel_id,
@@ -305,7 +321,7 @@ class ChannelSession:
         self, queue: Queue, envelope: Envelope, delivery_tag: int, consumer_tag: str | None, no_ack: bool
     ) -> None:
         assert queue.events is not None
-        queue.events.message(
+        queue.events.hot_message(
             Fate.DELIVERED,
             queue.vhost,
             envelope.message,
@@ -316,7 +332,7 @@ class ChannelSession:
             no_ack=no_ack,
         )
         if no_ack:
-            queue.events.message(Fate.ACKED, queue.vhost, envelope.message, queue.name, auto=True)
+            queue.events.hot_message(Fate.ACKED, queue.vhost, envelope.message, queue.name, auto=True)
 
     def send_content(self, method_frame: bytes, message: Message) -> None:
         conn = self.conn
@@ -348,8 +364,12 @@ class ChannelSession:
 
     def finish_settle(self, deliveries: list[Delivery], requeue: bool | None) -> None:
         vhost = self.conn.vhost
-        if vhost is not None and vhost.events.observers:
-            settled_events(vhost.events, deliveries, requeue)
+        if vhost is not None and vhost.events.stepping:  # an ack per message: the journal is called here
+            events = vhost.events
+            if events.journal is not None:
+                events.journal.settled(deliveries, requeue, False)
+            if events.hot_observers:
+                settled_steps(events, deliveries, requeue, False)
         if requeue:
             requeue_deliveries(deliveries)
             return
@@ -415,6 +435,6 @@ class ChannelSession:
             self.tx = None
         deliveries = self.unacked.take_all()
         vhost = self.conn.vhost
-        if vhost is not None and vhost.events.observers:
+        if vhost is not None and vhost.events.stepping:
             settled_events(vhost.events, deliveries, True, closed=True)
         requeue_deliveries(deliveries)

@@ -12,12 +12,23 @@ from broker.analytics import schema as analytics_schema
 from broker.analytics.errors import AnalyticsError
 from broker.analytics.jobs import fanout, throughput, ttd
 from broker.journal import schema as journal_schema
+from broker.journal.rows import RowBuffer, batch_of
 from broker.journal.writer import JournalWriter
 
 pytestmark = pytest.mark.slow
 
 T0 = 1_700_000_000_000_000  # 2023-11-14T22:13:20Z, on a 10 s window boundary
 MS = 1000
+
+
+def batch(table: str, rows: list[tuple[Any, ...]]) -> RowBuffer:
+    """A writer batch of ``rows`` given with µs timestamps (batches carry ns, files µs)."""
+    kinds = [kind for _, kind in journal_schema.COLUMNS[table][journal_schema.CONSTANT_COLUMNS :]]
+    scaled = [
+        tuple(v * 1000 if kind == "ts" and v is not None else v for kind, v in zip(kinds, row, strict=True))
+        for row in rows
+    ]
+    return batch_of(table, scaled)
 
 
 def compact_journal(root: Path, fmt: str = "parquet") -> None:
@@ -70,7 +81,9 @@ def compact_journal(root: Path, fmt: str = "parquet") -> None:
         rows.append((T0 + i, "expire", "/", 500 + i, "a", "k", "qa", 1, 10, T0 + i, None, None, None))
     writer = JournalWriter(root, "n1", fmt=fmt, clock_us=lambda: T0)
     writer.start()
-    writer.submit(journal_schema.DELIVERIES, sorted(rows, key=lambda row: row[0]))
+    writer.submit(
+        journal_schema.DELIVERIES, batch(journal_schema.DELIVERIES, sorted(rows, key=lambda row: row[0]))
+    )
     writer.close()
 
 
@@ -151,7 +164,10 @@ def test_schema_version_mismatch_is_refused(spark: Any, tmp_path: Path) -> None:
 def test_journal_without_deliveries_is_a_clear_error_for_ttd(spark: Any, tmp_path: Path) -> None:
     writer = JournalWriter(tmp_path, "n", fmt="parquet", clock_us=lambda: T0)
     writer.start()
-    writer.submit(journal_schema.EVENTS, [(T0, "queue_declared", "/", *(None,) * 13, "{}")])
+    writer.submit(
+        journal_schema.EVENTS,
+        batch(journal_schema.EVENTS, [(T0, "queue_declared", "/", *(None,) * 13, "{}")]),
+    )
     writer.close()
     with pytest.raises(AnalyticsError, match="has no deliveries"):
         ttd.compute(spark, str(tmp_path))

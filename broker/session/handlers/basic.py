@@ -115,8 +115,12 @@ def send_get(channel: ChannelSession, queue: Queue, envelope: Envelope | None, n
         channel.unacked.track(Delivery(tag, queue, envelope, None))
     if queue.store is not None and envelope.message.delivery_mode == 2:
         stored_delivery(queue, envelope, no_ack)
-    if queue.events is not None and queue.events.observers:
-        channel.delivered_event(queue, envelope, tag, None, no_ack)
+    events = queue.events
+    if events is not None and events.stepping:
+        if events.journal is not None and envelope.message.journal is not None:
+            events.journal.delivered(queue, envelope, tag, no_ack)
+        if events.hot_observers:
+            channel.delivered_event(queue, envelope, tag, None, no_ack)
     message = envelope.message
     channel.send_content(
         encode_basic_get_ok(
@@ -136,7 +140,7 @@ def recover(channel: ChannelSession, method: commands.Basic.Recover | commands.B
         raise HardError(ReplyCode.NOT_IMPLEMENTED, "requeue=false")
     deliveries = channel.unacked.take_all()
     vhost = channel.conn.vhost
-    if vhost is not None and vhost.events.observers:
+    if vhost is not None and vhost.events.stepping:
         settled_events(vhost.events, deliveries, True, closed=True)
     requeue_deliveries(deliveries)
     if isinstance(method, commands.Basic.Recover):

@@ -2,40 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pamqp import commands
 
 from broker.core.typed_json import decode_table
 from broker.journal.recorder import JournalRecorder
-from broker.journal.schema import COLUMNS, CONSTANT_COLUMNS, DELIVERIES, EVENTS, ROUTE_CAPTURE
+from broker.journal.schema import DELIVERIES, EVENTS, ROUTE_CAPTURE
 from tests.component.harness import Client
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.rows: dict[str, list[dict[str, Any]]] = {}
-
-    def submit(self, table: str, rows: list[tuple[Any, ...]]) -> bool:
-        names = [name for name, _ in COLUMNS[table][CONSTANT_COLUMNS:]]
-        self.rows.setdefault(table, []).extend(dict(zip(names, row, strict=True)) for row in rows)
-        return True
-
-
-class Ticks:
-    def __init__(self) -> None:
-        self.now = 1_000_000
-
-    def __call__(self) -> int:
-        self.now += 10
-        return self.now
+from tests.unit.journal.support import Sink, Ticks
 
 
 def setup(**options: Any) -> tuple[Client, JournalRecorder, Sink]:
     client = Client()
     sink = Sink()
-    recorder = JournalRecorder(sink, Ticks(), **options)
-    client.broker.events.attach(recorder)
+    recorder = JournalRecorder(sink, Ticks(), ids=client.broker.events.ids, **options)
+    client.broker.events.attach_journal(recorder)
     client.handshake()
     client.open_channel(1)
     client.send(1, commands.Queue.Declare(queue="q"))
@@ -52,7 +35,6 @@ def test_compact_mode_writes_one_row_per_delivery_with_publish_deliver_and_settl
     assert (row["outcome"], row["exchange"], row["routing_key"], row["queue"]) == ("ack", "", "q", "q")
     assert (row["fanout"], row["body_size"], row["redelivered"]) == (1, 5, False)
     assert row["publish_ts"] < row["deliver_ts"] < row["ts"]
-    assert recorder.live == {}
     assert recorder.inflight == {}
 
 
@@ -84,7 +66,6 @@ def test_compact_mode_records_unroutable_and_returned_publishes() -> None:
         ("unroutable", 0, None),
         ("returned", 0, None),
     ]
-    assert recorder.live == {}
 
 
 def test_full_mode_writes_every_event_with_the_publish_time_carried() -> None:
@@ -142,3 +123,35 @@ def test_batches_go_to_the_sink_when_full_without_waiting_for_flush() -> None:
     for _ in range(3):
         client.publish(1, b"x", "nowhere")
     assert len(sink.rows[DELIVERIES]) == 2
+
+
+def test_on_a_loop_publishes_share_one_clock_reading_per_iteration() -> None:
+    pending: list[Callable[[], None]] = []
+    client, recorder, sink = setup(call_soon=pending.append)
+    client.publish(1, b"a", "nowhere")
+    client.publish(1, b"b", "nowhere")  # same loop iteration: same reading
+    assert len(pending) == 1
+    for callback in pending:  # the next iteration starts
+        callback()
+    client.publish(1, b"c", "nowhere")
+    recorder.flush()
+    times = [row["ts"] for row in sink.rows[DELIVERIES]]
+    assert times[0] == times[1] < times[2]
+
+
+def test_deliveries_dispatched_before_the_reading_is_forgotten_are_still_later_than_their_publish() -> None:
+    # The dispatcher's callback is queued while routing, before the journal's: on a FIFO loop it runs first,
+    # in the next iteration, while the publish's reading is still kept.
+    client = Client()
+    sink = Sink()
+    recorder = JournalRecorder(sink, Ticks(), ids=client.broker.events.ids, call_soon=client.loop.call_soon)
+    client.broker.events.attach_journal(recorder)
+    client.handshake()
+    client.open_channel(1)
+    client.send(1, commands.Queue.Declare(queue="q"))
+    client.send(1, commands.Basic.Consume(queue="q", consumer_tag="c"))
+    client.publish(1, b"x", "q")
+    client.send(1, commands.Basic.Ack(delivery_tag=1))
+    recorder.flush()
+    [row] = sink.rows[DELIVERIES]
+    assert row["publish_ts"] < row["deliver_ts"] < row["ts"]

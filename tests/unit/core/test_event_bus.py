@@ -1,0 +1,63 @@
+"""The EventBus lanes: which observers get the per-message steps, and the flag the hot emit sites test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from broker.core.events import EventBus, Fate, MessageEvent, TopologyEvent
+from broker.core.message import Message
+
+
+class Seen:
+    def __init__(self) -> None:
+        self.fates: list[Fate] = []
+
+    def on_message(self, event: MessageEvent) -> None:
+        self.fates.append(event.fate)
+
+    def on_topology(self, event: TopologyEvent) -> None:
+        pass
+
+
+class Journal(Seen):
+    def published(self, *args: Any) -> None: ...
+
+    def delivered(self, *args: Any) -> None: ...
+
+    def settled(self, *args: Any) -> None: ...
+
+
+def test_step_emit_sites_are_off_until_a_step_observer_or_journal_attaches() -> None:
+    bus = EventBus()
+    detach_quiet = bus.attach(Seen(), hot=False)
+    assert not bus.stepping
+    detach_steps = bus.attach(Seen())
+    assert bus.stepping
+    detach_steps()
+    assert not bus.stepping
+    detach_journal = bus.attach_journal(Journal())
+    assert bus.stepping
+    detach_journal()
+    detach_quiet()
+    assert (bus.stepping, bus.journal, bus.observers) == (False, None, [])
+
+
+def test_the_journal_gets_rare_fates_as_events_but_not_the_steps() -> None:
+    bus = EventBus()
+    journal, inspector = Journal(), Seen()
+    bus.attach_journal(journal)
+    bus.attach(inspector)
+    message = Message("", "k", b"", b"")
+    bus.hot_message(Fate.DELIVERED, "/", message, "q")
+    bus.message(Fate.EXPIRED, "/", message, "q")
+    assert journal.fates == [Fate.EXPIRED]
+    assert inspector.fates == [Fate.DELIVERED, Fate.EXPIRED]
+
+
+def test_only_one_journal_at_a_time() -> None:
+    bus = EventBus()
+    bus.attach_journal(Journal())
+    with pytest.raises(RuntimeError, match="already attached"):
+        bus.attach_journal(Journal())
