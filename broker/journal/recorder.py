@@ -120,7 +120,8 @@ class JournalRecorder:
                 self._hand_over(buffer.table)
 
     def _add(self, buffer: RowBuffer, row: Sequence[Any]) -> None:
-        """The general path for the rarer rows (full mode, fates without a delivery, topology)."""
+        """The general, slower path for the rarer rows (unroutable publishes, fates without a delivery,
+        topology, routing capture)."""
         buffer.append(row)
         if buffer.rows >= buffer.limit:
             self._hand_over(buffer.table)

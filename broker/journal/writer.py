@@ -6,6 +6,9 @@ table for the rows lost since its last report, so analyses can tell a quiet peri
 loop thread increments the drop counters and only the writer thread advances what it has reported, so no
 lock is needed.
 
+Batches are packed rows (broker.journal.rows, timestamps in ns); once a batch is written its buffer goes back
+to the recorder for reuse.
+
 Rotation: a table's current file is completed (renamed from its dot-prefixed in-progress name) when it is
 older than ``rotate_s``, larger than ``rotate_bytes``, or when the hour partition changes, and at ``close``.
 """
