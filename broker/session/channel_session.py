@@ -20,7 +20,7 @@ from broker.core.expiration import parse_expiration
 from broker.core.message import Message
 from broker.core.queue import Envelope, Queue
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
-from broker.session import direct_reply
+from broker.session import confirms, direct_reply
 from broker.session.fates import forget_settled, settled_events, settled_steps, stored_delivery
 from broker.session.handlers.table import HANDLERS
 from broker.session.tx import Transaction
@@ -33,9 +33,7 @@ from protocol.fastpath import (
     decode_basic_nack,
     decode_basic_publish,
     decode_basic_reject,
-    encode_basic_ack,
     encode_basic_deliver,
-    encode_basic_nack,
     encode_basic_return,
 )
 
@@ -186,29 +184,8 @@ class ChannelSession:
                 message,
             )
         if self.confirm:
-            self.publish_seq += 1
-            faults = self.conn.faults
-            if faults is not None and faults.take_nack(vhost.name):
-                rejected = True
-            if persistence is not None and persistence.writes != writes:
-                # Stored: confirm once the store committed it (confirms.md: "means persisting to disk").
-                self.await_commit(persistence.batch_id, rejected)
-            elif self.commit_waits:
-                if rejected:
-                    self.commit_waits.append((self.publish_seq, 0, True))
-                self.conn.want_confirm_flush(self)
-            elif rejected:
-                self.nack_publish()
-            else:
-                self.conn.want_confirm_flush(self)
-
-    def await_commit(self, batch_id: int, nack: bool) -> None:
-        """The latest publish was written to the store: its confirm waits for that batch's commit."""
-        self.commit_waits.append((self.publish_seq, batch_id, nack))
-        vhost = self.conn.vhost
-        assert vhost is not None
-        assert vhost.persistence is not None
-        vhost.persistence.on_commit(batch_id, self)
+            stored = persistence is not None and persistence.writes != writes
+            confirms.published(self, vhost, rejected, stored)
 
     def committed(self) -> None:
         """A store batch this channel waits for has committed (CommitWaiter)."""
@@ -237,46 +214,8 @@ class ChannelSession:
         if not queues and mandatory:
             events.hot_message(Fate.RETURNED, vhost.name, message, reply_code=int(ReplyCode.NO_ROUTE))
 
-    def nack_publish(self) -> None:
-        """Nack the latest publish: a queue refused it (x-overflow reject-publish; confirms.md "basic.nack …
-        when the queue … rejected it") or a test injected a nack. Earlier publishes are acked first."""
-        seq = self.publish_seq
-        if seq - 1 > self.confirmed_seq:
-            self.conn.write(encode_basic_ack(self.channel_id, seq - 1, seq - 1 - self.confirmed_seq > 1))
-        self.confirmed_seq = seq
-        self.conn.write(encode_basic_nack(self.channel_id, seq, False))
-
     def flush_confirms(self) -> None:
-        """One basic.ack per flush, ``multiple`` when it covers more than one publish; none past a publish
-        whose store batch has not committed yet."""
-        upto = self.publish_seq
-        if upto == self.confirmed_seq or self.closing:
-            return
-        faults = self.conn.faults
-        if faults is not None and self.conn.vhost is not None and faults.holds(self, self.conn.vhost.name):
-            return
-        waits = self.commit_waits
-        if waits:
-            upto = self._release_committed(waits)
-            if upto <= self.confirmed_seq:
-                return
-        multiple = upto - self.confirmed_seq > 1
-        self.confirmed_seq = upto
-        self.conn.write(encode_basic_ack(self.channel_id, upto, multiple))
-
-    def _release_committed(self, waits: deque[tuple[int, int, bool]]) -> int:
-        """Send the nacks whose turn has come; the highest publish seq that may be acked now."""
-        vhost = self.conn.vhost
-        committed = vhost.persistence.committed_id if vhost is not None and vhost.persistence else 0
-        while waits and waits[0][1] <= committed:
-            seq, _, nack = waits.popleft()
-            if nack:
-                if seq - 1 > self.confirmed_seq:
-                    multiple = seq - 1 - self.confirmed_seq > 1
-                    self.conn.write(encode_basic_ack(self.channel_id, seq - 1, multiple))
-                self.confirmed_seq = seq
-                self.conn.write(encode_basic_nack(self.channel_id, seq, False))
-        return waits[0][0] - 1 if waits else self.publish_seq
+        confirms.flush(self)
 
     # -- delivering (ConsumerChannel)
 
