@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from broker.core.exchange import Exchange
     from broker.core.queue import Envelope, Queue
 
-PERSISTENT = 2  # delivery_mode of a persistent message (AMQP 0-9-1 basic properties)
-
 
 class CommitWaiter(Protocol):
     def committed(self) -> None:

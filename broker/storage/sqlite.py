@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.storage.base import (
+    KEY_SEQ_BITS,
     Batch,
     BindingRow,
     Definitions,
@@ -81,13 +82,13 @@ _INSERT_MESSAGE = "INSERT OR REPLACE INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)"
 _MARK_DELIVERED = "UPDATE messages SET delivered = 1 WHERE key = ?"
 _DELETE_MESSAGE = "DELETE FROM messages WHERE key = ?"
 _DELETE_QUEUE = (
-    "DELETE FROM messages WHERE key >= ?1 << 40 AND key < (?1 + 1) << 40",
+    f"DELETE FROM messages WHERE key >= ?1 << {KEY_SEQ_BITS} AND key < (?1 + 1) << {KEY_SEQ_BITS}",
     "DELETE FROM bindings WHERE destination_type = 'queue'"
     " AND (vhost, destination) IN (SELECT vhost, name FROM queues WHERE id = ?1)",
     "DELETE FROM queues WHERE id = ?1",
 )
 _DELETE_VHOST = (
-    "DELETE FROM messages WHERE key >> 40 IN (SELECT id FROM queues WHERE vhost = ?1)",
+    f"DELETE FROM messages WHERE key >> {KEY_SEQ_BITS} IN (SELECT id FROM queues WHERE vhost = ?1)",
     "DELETE FROM queues WHERE vhost = ?1",
     "DELETE FROM bindings WHERE vhost = ?1",
     "DELETE FROM exchanges WHERE vhost = ?1",
@@ -189,15 +190,7 @@ class SqliteStore:
     def max_queue_id(self) -> int:
         row = self.db.execute("SELECT max(id) FROM queues").fetchone()
         top_message = self.db.execute("SELECT max(key) FROM messages").fetchone()
-        return max(row[0] or 0, (top_message[0] or 0) >> 40)
-
-    def orphan_count(self) -> int:
-        """Messages whose queue row is gone (a queue deleted in the same batch as a late insert)."""
-        return int(
-            self.db.execute(
-                "SELECT count(*) FROM messages WHERE key >> 40 NOT IN (SELECT id FROM queues)"
-            ).fetchone()[0]
-        )
+        return max(row[0] or 0, (top_message[0] or 0) >> KEY_SEQ_BITS)
 
     # -- writing (the writer thread)
 
