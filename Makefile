@@ -13,7 +13,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml setup.py broker/journal/_lane.c | $(PY)
 	$(PY) -m pip install -q -e '.[dev,journal,analytics]'
 	touch $(STAMP)
 
@@ -21,8 +21,8 @@ run: $(STAMP)
 	$(VENV)/bin/warrenmq serve --host $(HOST) --port $(PORT)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check protocol broker tests benchmarks perf/compare.py perf/journal_cost.py
-	$(VENV)/bin/ruff format --check protocol broker tests benchmarks perf/compare.py perf/journal_cost.py
+	$(VENV)/bin/ruff check protocol broker tests benchmarks setup.py perf/compare.py perf/journal_cost.py
+	$(VENV)/bin/ruff format --check protocol broker tests benchmarks setup.py perf/compare.py perf/journal_cost.py
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

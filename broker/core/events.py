@@ -79,7 +79,7 @@ class Observer(Protocol):
         ...
 
 
-class JournalHook(Observer, Protocol):
+class JournalHook(Protocol):
     """The journal's fast lane for the steps every message takes. Implementations decide at ``published``
     whether to follow a message (sampling) and mark it through ``Message.journal``; the later calls come only
     for marked messages' copies, after the emit site tested that attribute."""
@@ -171,12 +171,12 @@ class EventBus:
 
         return detach
 
-    def attach_journal(self, journal: JournalHook) -> Callable[[], None]:
+    def attach_journal(self, journal: JournalHook, observer: Observer) -> Callable[[], None]:
         """Install the journal's fast lane (one at a time) and its generic observer; returns the detach."""
         if self.journal is not None:
             raise RuntimeError("a journal is already attached to this event bus")
         self.journal = journal
-        detach_observer = self.attach(journal, hot=False)
+        detach_observer = self.attach(observer, hot=False)
 
         def detach() -> None:
             if self.journal is journal:

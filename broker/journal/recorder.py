@@ -36,9 +36,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.core.events import Fate, MessageEvent, TopologyEvent
+from broker.core.events import EventBus, Fate, MessageEvent, TopologyEvent
 from broker.core.typed_json import encode_table
 from broker.journal import schema as s
+from broker.journal.lane import make_lane
 from broker.journal.rows import CODE, LAYOUTS, NULL, RowBuffer
 
 if TYPE_CHECKING:
@@ -52,7 +53,6 @@ COMPACT, FULL = "compact", "full"
 _LEFT_QUEUE = {Fate.DROPPED: s.DROP, Fate.DEAD_LETTERED: s.DEAD_LETTER, Fate.EXPIRED: s.EXPIRE}
 _PUBLISH, _ROUTE, _RETURN, _DELIVER = CODE[s.PUBLISH], CODE[s.ROUTE], CODE[s.RETURN], CODE[s.DELIVER]
 _ACK, _NACK, _REQUEUE, _DROP = CODE[s.ACK], CODE[s.NACK], CODE[s.REQUEUE], CODE[s.DROP]
-_PACK_DELIVERY, _DELIVERY_SIZE = LAYOUTS[s.DELIVERIES].pack_into, LAYOUTS[s.DELIVERIES].size
 _PACK_EVENT, _EVENT_SIZE = LAYOUTS[s.EVENTS].pack_into, LAYOUTS[s.EVENTS].size
 
 
@@ -67,7 +67,9 @@ def _rejected_is_dropped(queue: Queue) -> bool:
 
 
 class JournalRecorder:
-    """Implements ``broker.core.events.JournalHook``; attach with ``EventBus.attach_journal``."""
+    """Builds the journal's rows. Its ``lane`` (broker.journal.lane) is the ``JournalHook`` for the
+    per-message steps and hands the rarer rows back here; the recorder itself observes topology and the rarer
+    fates. Attach both with ``attach``."""
 
     def __init__(
         self,
@@ -80,25 +82,39 @@ class JournalRecorder:
         rng: Callable[[], float] = random.random,
         ids: Iterator[int] | None = None,
         call_soon: Callable[[Callable[[], None]], object] | None = None,
+        native: bool | None = None,
     ) -> None:
         if mode not in (COMPACT, FULL):
             raise ValueError(f"journal mode must be {COMPACT!r} or {FULL!r}, not {mode!r}")
         self.sink = sink
         self.clock = clock_ns
         self.full = mode == FULL
-        self.sample = sample
-        self.sampling = sample < 1.0
         self.capture_routing = capture_routing
-        self.quiet = not self.full and not capture_routing  # a routed publish writes nothing now
         self.batch_rows = batch_rows
-        self.call_soon = call_soon
-        self.now = 0  # this loop iteration's time once read (ns); 0: read the clock
-        self.rng = rng
-        self.ids = ids if ids is not None else itertools.count(1)  # the EventBus's, so ids are broker-wide
-        self.inflight: dict[Envelope, int] = {}  # sampled deliveries awaiting settlement -> deliver time
         self.events = RowBuffer(s.EVENTS, batch_rows, recyclable=True)
         self.deliveries = RowBuffer(s.DELIVERIES, batch_rows, recyclable=True)
         self.captures = RowBuffer(s.ROUTE_CAPTURE, batch_rows, recyclable=True)
+        self.lane = make_lane(
+            self,
+            self.deliveries,
+            clock_ns,
+            call_soon,
+            ids if ids is not None else itertools.count(1),  # the EventBus's, so ids are broker-wide
+            rng,
+            sample,
+            full=self.full,
+            quiet=not self.full and not capture_routing,
+            native=native,
+        )
+
+    def attach(self, events: EventBus) -> Callable[[], None]:
+        """Start journaling ``events``' broker; returns the detach."""
+        return events.attach_journal(self.lane, self)
+
+    @property
+    def inflight(self) -> dict[Envelope, int]:
+        """Sampled deliveries awaiting settlement -> their deliver time (compact mode)."""
+        return self.lane.inflight
 
     # -- buffering ------------------------------------------------------------------------------------------
 
@@ -109,6 +125,7 @@ class JournalRecorder:
             batch, self.events = self.events, fresh
         elif table == s.DELIVERIES:
             batch, self.deliveries = self.deliveries, fresh
+            self.lane.deliveries = fresh
         else:
             batch, self.captures = self.captures, fresh
         self.sink.submit(table, batch)
@@ -126,21 +143,14 @@ class JournalRecorder:
         if buffer.rows >= buffer.limit:
             self._hand_over(buffer.table)
 
-    def _tick(self) -> int:
-        """Read the clock; on a loop, keep the reading for this iteration's other publishes and acks."""
-        now = self.clock()
-        if self.call_soon is not None:
-            self.now = now
-            self.call_soon(self._expire)
-        return now
+    # -- what the lane hands back (LaneOwner) ---------------------------------------------------------------
 
-    def _expire(self) -> None:
-        self.now = 0
+    def deliveries_full(self) -> None:
+        self._hand_over(s.DELIVERIES)
 
-    # -- fast lane (JournalHook) ---------------------------------------------------------------------------
-
-    def published(
+    def published_rows(
         self,
+        now: int,
         vhost: str,
         message: Message,
         queues: Sequence[Queue],
@@ -148,19 +158,12 @@ class JournalRecorder:
         channel: int,
         connection: str,
     ) -> None:
-        if self.sampling and self.rng() >= self.sample:
-            return
-        now = self.now or self._tick()
         fanout = len(queues)
-        message.journal = (now, fanout)
-        seq = message.message_id = next(self.ids)
-        if fanout and self.quiet:
-            return
         if self.capture_routing:
             self._add(
                 self.captures,
-                (now, vhost, seq, message.exchange, message.routing_key, encode_table(message.headers),
-                 [queue.name for queue in queues]),
+                (now, vhost, message.message_id, message.exchange, message.routing_key,
+                 encode_table(message.headers), [queue.name for queue in queues]),
             )  # fmt: skip
         if self.full:
             self._event_row(now, _PUBLISH, message, None, vhost, connection=connection, channel=channel)
@@ -171,101 +174,38 @@ class JournalRecorder:
             outcome = s.OUTCOME_RETURNED if mandatory else s.OUTCOME_UNROUTABLE
             self._add(
                 self.deliveries,
-                (now, outcome, vhost, seq, message.exchange, message.routing_key, None, 0, len(message.body),
-                 now, None, None, None),
+                (now, outcome, vhost, message.message_id, message.exchange, message.routing_key, None, 0,
+                 len(message.body), now, None, None, None),
             )  # fmt: skip
 
-    def delivered(self, queue: Queue, envelope: Envelope, delivery_tag: int, no_ack: bool) -> None:
+    def full_delivered(
+        self, now: int, queue: Queue, envelope: Envelope, delivery_tag: int, no_ack: bool
+    ) -> None:
         message = envelope.message
-        mark = message.journal
-        if mark is None:
-            return
-        now = self.clock()  # read per delivery: see the module docstring
-        if not no_ack:
-            if self.full:
-                self._event_row(
-                    now, _DELIVER, message, queue, tag=delivery_tag, redelivered=envelope.redelivered
-                )
-            else:
-                self.inflight[envelope] = now
-            return
-        if self.full:
-            self._event_row(now, _DELIVER, message, queue, tag=delivery_tag, redelivered=envelope.redelivered)
+        self._event_row(now, _DELIVER, message, queue, tag=delivery_tag, redelivered=envelope.redelivered)
+        if no_ack:
             self._event_row(now, _ACK, message, queue)
-            return
-        # The hottest row (publish -> consume with auto-ack): packed inline, no helper call.
-        buffer = self.deliveries
-        codes = buffer.codes
-        vhost_code, queue_code = buffer.queues.get(queue) or buffer.queue_codes(queue)
-        exchange = codes.get(message.exchange)
-        if exchange is None:
-            exchange = buffer.intern(message.exchange)
-        routing_key = codes.get(message.routing_key)
-        if routing_key is None:
-            routing_key = buffer.intern(message.routing_key)
-        _PACK_DELIVERY(
-            buffer.data, buffer.rows * _DELIVERY_SIZE, now, _ACK, vhost_code, message.message_id, exchange,
-            routing_key, queue_code, mark[1], len(message.body), mark[0], now, envelope.redelivered, 0,
-        )  # fmt: skip
-        buffer.rows += 1
-        if buffer.rows >= buffer.limit:
-            self._hand_over(s.DELIVERIES)
 
-    def settled(self, deliveries: list[Delivery], requeue: bool | None, closed: bool) -> None:
-        if self.full:
-            for delivery in deliveries:
-                if delivery.envelope.message.journal is not None:
-                    self._full_settled(delivery, requeue, closed)
-            return
-        if closed:
-            outcome, reason = _REQUEUE, 0
-        elif requeue is None:
-            outcome, reason = _ACK, 0
-        else:
-            outcome, reason = _NACK, (_REQUEUE if requeue else 0)  # reason "requeue" shares the code
-        inflight = self.inflight
+    def full_settled(self, deliveries: list[Delivery], requeue: bool | None, closed: bool) -> None:
+        lane = self.lane
         for delivery in deliveries:
-            envelope = delivery.envelope
-            message = envelope.message
-            mark = message.journal
-            if mark is None:
+            queue, message = delivery.queue, delivery.envelope.message
+            if message.journal is None:
                 continue
-            queue = delivery.queue
-            now = self.clock() if closed else (self.now or self._tick())
-            deliver_ts = inflight.pop(envelope, None)
-            if deliver_ts is not None:  # one row per delivery attempt (one ack per message: packed inline)
-                buffer = self.deliveries
-                codes = buffer.codes
-                vhost_code, queue_code = buffer.queues.get(queue) or buffer.queue_codes(queue)
-                exchange = codes.get(message.exchange)
-                if exchange is None:
-                    exchange = buffer.intern(message.exchange)
-                routing_key = codes.get(message.routing_key)
-                if routing_key is None:
-                    routing_key = buffer.intern(message.routing_key)
-                _PACK_DELIVERY(
-                    buffer.data, buffer.rows * _DELIVERY_SIZE, now, outcome, vhost_code, message.message_id,
-                    exchange, routing_key, queue_code, mark[1], len(message.body), mark[0], deliver_ts,
-                    envelope.redelivered, reason,
-                )  # fmt: skip
-                buffer.rows += 1
-                if buffer.rows >= buffer.limit:
-                    self._hand_over(s.DELIVERIES)
-            if requeue is False and _rejected_is_dropped(queue):
-                self._delivery_row(now, s.DROP, queue.vhost, message, queue.name, "rejected")
+            now = self.clock() if closed else (lane.now or lane.tick())
+            if not closed:
+                if requeue is None:
+                    self._event_row(now, _ACK, message, queue, tag=delivery.delivery_tag)
+                    continue
+                self._event_row(now, _NACK, message, queue, reason="requeue" if requeue else None)
+            if requeue:
+                self._event_row(now, _REQUEUE, message, queue)
+            elif _rejected_is_dropped(queue):
+                self._event_row(now, _DROP, message, queue, reason="rejected")
 
-    def _full_settled(self, delivery: Delivery, requeue: bool | None, closed: bool) -> None:
-        queue, message = delivery.queue, delivery.envelope.message
-        now = self.clock() if closed else (self.now or self._tick())
-        if not closed:
-            if requeue is None:
-                self._event_row(now, _ACK, message, queue, tag=delivery.delivery_tag)
-                return
-            self._event_row(now, _NACK, message, queue, reason="requeue" if requeue else None)
-        if requeue:
-            self._event_row(now, _REQUEUE, message, queue)
-        elif _rejected_is_dropped(queue):
-            self._event_row(now, _DROP, message, queue, reason="rejected")
+    def rejected(self, now: int, queue: Queue, message: Message) -> None:
+        if _rejected_is_dropped(queue):
+            self._delivery_row(now, s.DROP, queue.vhost, message, queue.name, "rejected")
 
     # -- generic lane (Observer): topology and the fates without a delivery ---------------------------------
 

@@ -57,7 +57,7 @@ class JournalService:
 
     def start(self) -> None:
         self.writer.start()
-        self._detach = self._events.attach_journal(self.recorder)
+        self._detach = self.recorder.attach(self._events)
         self._timer = self.loop.call_later(FLUSH_INTERVAL_S, self._tick)
         log.info(
             "journal_started",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,6 +29,9 @@ class Journal(Seen):
 
     def settled(self, *args: Any) -> None: ...
 
+    def attach(self, bus: EventBus) -> Callable[[], None]:
+        return bus.attach_journal(self, self)
+
 
 def test_step_emit_sites_are_off_until_a_step_observer_or_journal_attaches() -> None:
     bus = EventBus()
@@ -37,7 +41,7 @@ def test_step_emit_sites_are_off_until_a_step_observer_or_journal_attaches() -> 
     assert bus.stepping
     detach_steps()
     assert not bus.stepping
-    detach_journal = bus.attach_journal(Journal())
+    detach_journal = Journal().attach(bus)
     assert bus.stepping
     detach_journal()
     detach_quiet()
@@ -47,7 +51,7 @@ def test_step_emit_sites_are_off_until_a_step_observer_or_journal_attaches() -> 
 def test_the_journal_gets_rare_fates_as_events_but_not_the_steps() -> None:
     bus = EventBus()
     journal, inspector = Journal(), Seen()
-    bus.attach_journal(journal)
+    journal.attach(bus)
     bus.attach(inspector)
     message = Message("", "k", b"", b"")
     bus.hot_message(Fate.DELIVERED, "/", message, "q")
@@ -58,6 +62,6 @@ def test_the_journal_gets_rare_fates_as_events_but_not_the_steps() -> None:
 
 def test_only_one_journal_at_a_time() -> None:
     bus = EventBus()
-    bus.attach_journal(Journal())
+    Journal().attach(bus)
     with pytest.raises(RuntimeError, match="already attached"):
-        bus.attach_journal(Journal())
+        Journal().attach(bus)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+import pytest
 
 from broker.journal.rows import RowBuffer
 from broker.journal.schema import COLUMNS, CONSTANT_COLUMNS
@@ -42,3 +45,16 @@ class Ticks:
     def __call__(self) -> int:
         self.now += 10_000
         return self.now
+
+
+NATIVE_DISABLED = os.environ.get("WARRENMQ_JOURNAL_NATIVE") == "0"
+# Runs a test with the Python lane and the C lane (broker.journal.lane); the C one must be built unless
+# WARRENMQ_JOURNAL_NATIVE=0 turns it off.
+native_lanes = pytest.mark.parametrize(
+    "native",
+    [
+        False,
+        pytest.param(True, marks=pytest.mark.skipif(NATIVE_DISABLED, reason="WARRENMQ_JOURNAL_NATIVE=0")),
+    ],
+    ids=["python-lane", "native-lane"],
+)

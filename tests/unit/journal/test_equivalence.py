@@ -19,7 +19,7 @@ from broker.journal.recorder import JournalRecorder
 from broker.journal.schema import COLUMNS, CONSTANT_COLUMNS, DELIVERIES, EVENTS, ROUTE_CAPTURE
 from tests.component.features import TimedClient
 from tests.unit.journal.reference import ReferenceRecorder
-from tests.unit.journal.support import Sink, Ticks
+from tests.unit.journal.support import Sink, Ticks, native_lanes
 
 
 def _traffic(client: TimedClient) -> None:
@@ -69,7 +69,9 @@ def _traffic(client: TimedClient) -> None:
     client.get("q3", no_ack=True, channel=3)  # t1
 
 
-def _run(mode: str, capture_routing: bool, draws: list[float] | None) -> tuple[Sink, ReferenceRecorder]:
+def _run(
+    mode: str, capture_routing: bool, draws: list[float] | None, native: bool = False
+) -> tuple[Sink, ReferenceRecorder]:
     client = TimedClient()
     bus = client.broker.events
     ticks = Ticks()
@@ -82,12 +84,12 @@ def _run(mode: str, capture_routing: bool, draws: list[float] | None) -> tuple[S
     sink = Sink()
     journal = JournalRecorder(
         sink, ticks, mode=mode, sample=sample, capture_routing=capture_routing,
-        rng=lambda: next(new_draws), ids=bus.ids,
+        rng=lambda: next(new_draws), ids=bus.ids, native=native,
     )  # fmt: skip
     reference = ReferenceRecorder(
         ticks, mode=mode, sample=sample, capture_routing=capture_routing, rng=lambda: next(old_draws)
     )
-    bus.attach_journal(journal)
+    journal.attach(bus)
     bus.attach(reference)
     _traffic(client)
     journal.flush()
@@ -102,10 +104,11 @@ def _timeless(table: str, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     ]
 
 
+@native_lanes
 @pytest.mark.parametrize("mode", ["compact", "full"])
 @pytest.mark.parametrize("capture_routing", [False, True])
-def test_fast_lane_rows_equal_the_event_recorder_rows(mode: str, capture_routing: bool) -> None:
-    sink, reference = _run(mode, capture_routing, draws=None)
+def test_fast_lane_rows_equal_the_event_recorder_rows(mode: str, capture_routing: bool, native: bool) -> None:
+    sink, reference = _run(mode, capture_routing, draws=None, native=native)
     for table in (EVENTS, DELIVERIES, ROUTE_CAPTURE):
         assert _timeless(table, sink.tuples(table)) == _timeless(table, reference.rows[table]), table
     written = sink.tuples(DELIVERIES if mode == "compact" else EVENTS)
@@ -113,18 +116,20 @@ def test_fast_lane_rows_equal_the_event_recorder_rows(mode: str, capture_routing
     assert bool(sink.tuples(ROUTE_CAPTURE)) == capture_routing
 
 
+@native_lanes
 @pytest.mark.parametrize("mode", ["compact", "full"])
-def test_sampled_rows_equal_the_event_recorder_rows(mode: str) -> None:
+def test_sampled_rows_equal_the_event_recorder_rows(mode: str, native: bool) -> None:
     draws = [0.9, 0.1] * 20  # every other publish sampled
-    sink, reference = _run(mode, False, draws)
+    sink, reference = _run(mode, False, draws, native)
     table = DELIVERIES if mode == "compact" else EVENTS
     assert _timeless(table, sink.tuples(table)) == _timeless(table, reference.rows[table])
     sampled = {row[3] for row in sink.tuples(table) if row[3] is not None}
     assert 0 < len(sampled) < 14
 
 
-def test_compact_rows_carry_ordered_publish_deliver_and_settle_times() -> None:
-    sink, _ = _run("compact", False, draws=None)
+@native_lanes
+def test_compact_rows_carry_ordered_publish_deliver_and_settle_times(native: bool) -> None:
+    sink, _ = _run("compact", False, draws=None, native=native)
     rows = sink.rows[DELIVERIES]
     delivered = [row for row in rows if row["deliver_ts"] is not None]
     assert delivered
