@@ -1,4 +1,19 @@
 # WarrenMQ: a RabbitMQ-compatible AMQP 0-9-1 broker for tests and CI. Starts in well under a second.
+
+# Build stage: the wheel, with the journal's C lane (broker/journal/_lane.c) compiled; the runtime image
+# has no compiler, and without the lane the journal costs about three times as much per delivery.
+FROM python:3.11-slim AS build
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY pyproject.toml setup.py README.md ./
+COPY protocol ./protocol
+COPY broker ./broker
+# The extension is optional for pip (a failed compile only warns), so the image build checks it is there.
+RUN pip wheel --no-deps --wheel-dir /wheels . \
+    && python -m zipfile -l /wheels/warrenmq-*.whl | grep -q 'broker/journal/_lane\..*\.so'
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -11,10 +26,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     WARRENMQ_DATA_DIR=/var/lib/warrenmq
 
 WORKDIR /opt/warrenmq
-COPY pyproject.toml README.md ./
-COPY protocol ./protocol
-COPY broker ./broker
-RUN pip install --no-compile . \
+COPY --from=build /wheels /tmp/wheels
+RUN pip install --no-compile /tmp/wheels/*.whl \
+    && rm -rf /tmp/wheels \
     && useradd --system --uid 10001 --home-dir /var/lib/warrenmq --create-home warrenmq
 
 USER warrenmq

@@ -3,8 +3,9 @@
 Runs on the loop thread inside the broker's emit calls, so per message it only reads the clock and packs
 rows into per-table buffers (broker.journal.rows); full buffers (``batch_rows``) and the periodic ``flush``
 hand them to the writer thread. The per-message steps (publish + route, deliver, settle) arrive through the
-fast lane (``JournalHook``: plain positional values, one call per step); topology changes and the rarer
-fates (dropped, dead-lettered, expired) through the generic observer lane.
+fast lane, the recorder's ``lane`` (broker.journal.lane, in C when built: one call per step, positional
+values), which packs the compact mode's hot row itself and hands everything else back here; topology
+changes and the rarer fates (dropped, dead-lettered, expired) come through the generic observer lane.
 
 Sampling is decided once per message at publish, before anything is built: a sampled message is marked with
 ``Message.journal = (publish_ns, fanout)`` and gets a broker-wide id in ``Message.message_id``; later emit
