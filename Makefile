@@ -45,3 +45,4 @@ benchmarks: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -f broker/journal/_lane.*.so

@@ -34,7 +34,8 @@ MODES = ("off", "compact", "full")
 
 def _broker_cmd(port: int, mode: str, journal_dir: str, extra: list[str]) -> list[str]:
     cmd = [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    cmd += ["--log-level", "error", "--management-port", "-1"]
+    # No store: the scenarios are transient, and brokers started from the tree must not share ./warrenmq-data.
+    cmd += ["--log-level", "error", "--management-port", "-1", "--data-dir", "none"]
     if mode != "off":
         cmd += ["--journal-dir", journal_dir, "--journal-mode", mode, *extra]
     return cmd
