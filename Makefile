@@ -21,11 +21,12 @@ run: $(STAMP)
 	$(VENV)/bin/warrenmq serve --host $(HOST) --port $(PORT)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check protocol broker tests benchmarks setup.py perf/compare.py perf/journal_cost.py
-	$(VENV)/bin/ruff format --check protocol broker tests benchmarks setup.py perf/compare.py perf/journal_cost.py
+	$(VENV)/bin/ruff check protocol broker tests benchmarks examples setup.py perf/compare.py perf/journal_cost.py
+	$(VENV)/bin/ruff format --check protocol broker tests benchmarks examples setup.py perf/compare.py perf/journal_cost.py
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy examples
 
 contracts: $(STAMP)
 	$(VENV)/bin/lint-imports
