@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Callable
+from typing import Any
 
 import structlog
 
 from broker.config import JournalConfig
 from broker.core.events import EventBus
 from broker.journal.files import PARQUET, default_format, warm_up
+from broker.journal.lane import PyLane
 from broker.journal.recorder import JournalRecorder
 from broker.journal.writer import JournalStats, JournalWriter
 
@@ -55,6 +57,23 @@ class JournalService:
     def stats(self) -> JournalStats:
         return self.writer.stats
 
+    def metrics(self) -> dict[str, Any]:
+        """The journal's settings and counters, for the management API's overview."""
+        stats = self.writer.stats
+        return {
+            "directory": str(self.config.directory),
+            "mode": self.config.mode,
+            "format": self.writer.format,
+            "sample": self.config.sample,
+            "native_lane": not isinstance(self.recorder.lane, PyLane),
+            "batches_submitted": stats.batches_submitted,
+            "batches_dropped": stats.batches_dropped,
+            "rows_dropped": stats.rows_dropped,
+            "rows_written": stats.rows_written,
+            "files_completed": stats.files_completed,
+            "write_errors": stats.write_errors,
+        }
+
     def start(self) -> None:
         self.writer.start()
         self._detach = self.recorder.attach(self._events)
@@ -66,6 +85,7 @@ class JournalService:
             format=self.writer.format,
             sample=self.config.sample,
             capture_routing=self.config.capture_routing,
+            lane="python" if isinstance(self.recorder.lane, PyLane) else "native",
         )
 
     def _tick(self) -> None:

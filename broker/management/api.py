@@ -94,6 +94,8 @@ class ManagementAPI:
                     {"node": NODE, "protocol": "amqp", "ip_address": config.host, "port": self.server.port},
                     {"node": NODE, "protocol": "http", "ip_address": config.host, "port": self.http_port},
                 ],
+                # WarrenMQ's own: the event journal's settings and counters (drops included), null when off.
+                "journal": self.server.journal.metrics() if self.server.journal is not None else None,
             },
         )
 

@@ -3,16 +3,28 @@ journal on, and the compact rows it leaves are the deliveries the topology impli
 
 from __future__ import annotations
 
+import base64
+import json
+import os
 import subprocess
 import sys
+import urllib.request
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
 from tests.conftest import start_broker_process
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _overview(port: int | None) -> Any:
+    auth = "Basic " + base64.b64encode(b"guest:guest").decode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/overview", headers={"Authorization": auth})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return json.loads(response.read())
 
 
 def _expected(published: int) -> tuple[int, int]:
@@ -31,6 +43,13 @@ def test_the_example_traffic_lands_in_the_journal_as_one_row_per_delivery(tmp_pa
     journal = tmp_path / "journal"
     broker = start_broker_process("--journal-dir", str(journal), "--journal-mode", "compact")
     try:
+        overview = _overview(broker.management_port)["journal"]
+        native = os.environ.get("WARRENMQ_JOURNAL_NATIVE") != "0"
+        assert (overview["mode"], overview["native_lane"], overview["batches_dropped"]) == (
+            "compact",
+            native,
+            0,
+        )
         result = subprocess.run(
             [sys.executable, str(ROOT / "examples" / "journal_traffic.py"), "--url", broker.url,
              "--seconds", "1", "--rate", "400"],

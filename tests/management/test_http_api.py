@@ -104,6 +104,7 @@ def test_queue_depths_exchanges_and_bindings(api: Api, broker: BrokerProcess, un
     ]
     overview = api("GET", "/api/overview")[1]
     assert overview["object_totals"]["connections"] >= 1
+    assert overview["journal"] is None  # off by default
     assert api("GET", "/api/queues/%2F/missing")[0] == 404
     connection.close()
 
