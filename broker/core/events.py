@@ -7,8 +7,8 @@ to their own buffers: they never block and never call back into the core.
 Two lanes. Generic observers get a ``MessageEvent`` per fate (a dataclass and a detail dict: about 1.6 µs a
 message, fine for tests and tooling). The journal must cost almost nothing per message, so the steps every
 message takes (publish + route, deliver, settle) reach it through ``JournalHook`` as plain positional values,
-one call per step; it attaches as an observer too, with ``hot=False``, for topology and the rarer fates
-(dropped, dead-lettered, expired), which emit sites send to every observer.
+one call per step; its recorder attaches as an observer with ``hot=False`` (``attach_journal`` does both)
+for topology and the rarer fates (dropped, dead-lettered, expired), which emit sites send to every observer.
 """
 
 from __future__ import annotations

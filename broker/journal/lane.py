@@ -73,6 +73,19 @@ class JournalLane(Protocol):
     now: int
     deliveries: RowBuffer
 
+    def __init__(
+        self,
+        owner: LaneOwner,
+        deliveries: RowBuffer,
+        clock: Callable[[], int],
+        call_soon: Callable[[Callable[[], None]], object] | None,
+        ids: Iterator[int],
+        rng: Callable[[], float],
+        sample: float,
+        full: bool,
+        quiet: bool,
+    ) -> None: ...
+
     @property
     def inflight(self) -> dict[Envelope, int]: ...
 
@@ -234,23 +247,7 @@ class PyLane:
             self.owner.deliveries_full()
 
 
-LaneFactory = Callable[
-    [
-        LaneOwner,
-        RowBuffer,
-        Callable[[], int],
-        Callable[[Callable[[], None]], object] | None,
-        Iterator[int],
-        Callable[[], float],
-        float,
-        bool,
-        bool,
-    ],
-    JournalLane,
-]
-
-
-def _load_native() -> LaneFactory | None:
+def _load_native() -> type[JournalLane] | None:
     if os.environ.get("WARRENMQ_JOURNAL_NATIVE", "1") == "0":
         return None
     try:
@@ -272,22 +269,10 @@ def _load_native() -> LaneFactory | None:
 NATIVE_LANE: Final = _load_native()
 
 
-def make_lane(
-    owner: LaneOwner,
-    deliveries: RowBuffer,
-    clock: Callable[[], int],
-    call_soon: Callable[[Callable[[], None]], object] | None,
-    ids: Iterator[int],
-    rng: Callable[[], float],
-    sample: float,
-    full: bool,
-    quiet: bool,
-    native: bool | None = None,
-) -> JournalLane:
-    """The native lane if built (``native`` None), or the one asked for (True fails if it is not built)."""
-    if native is None:
-        native = NATIVE_LANE is not None
-    if native and NATIVE_LANE is None:
+def lane_class(native: bool | None = None) -> type[JournalLane]:
+    """The C lane if built (``native`` None), or the one asked for (True fails if it is not built)."""
+    if native is False or (native is None and NATIVE_LANE is None):
+        return PyLane
+    if NATIVE_LANE is None:
         raise RuntimeError("the native journal lane (broker/journal/_lane.c) is not built")
-    lane: LaneFactory = NATIVE_LANE if native and NATIVE_LANE is not None else PyLane
-    return lane(owner, deliveries, clock, call_soon, ids, rng, sample, full, quiet)
+    return NATIVE_LANE

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from broker.core.events import EventBus, Fate, MessageEvent, TopologyEvent
 from broker.core.typed_json import encode_table
 from broker.journal import schema as s
-from broker.journal.lane import make_lane
+from broker.journal.lane import lane_class
 from broker.journal.rows import CODE, LAYOUTS, NULL, RowBuffer
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ class JournalRecorder:
         self.events = RowBuffer(s.EVENTS, batch_rows, recyclable=True)
         self.deliveries = RowBuffer(s.DELIVERIES, batch_rows, recyclable=True)
         self.captures = RowBuffer(s.ROUTE_CAPTURE, batch_rows, recyclable=True)
-        self.lane = make_lane(
+        self.lane = lane_class(native)(
             self,
             self.deliveries,
             clock_ns,
@@ -103,9 +103,8 @@ class JournalRecorder:
             ids if ids is not None else itertools.count(1),  # the EventBus's, so ids are broker-wide
             rng,
             sample,
-            full=self.full,
-            quiet=not self.full and not capture_routing,
-            native=native,
+            self.full,
+            not self.full and not capture_routing,  # quiet: a routed publish writes nothing now
         )
 
     def attach(self, events: EventBus) -> Callable[[], None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -59,19 +60,13 @@ class JournalService:
 
     def metrics(self) -> dict[str, Any]:
         """The journal's settings and counters, for the management API's overview."""
-        stats = self.writer.stats
         return {
             "directory": str(self.config.directory),
             "mode": self.config.mode,
             "format": self.writer.format,
             "sample": self.config.sample,
             "native_lane": not isinstance(self.recorder.lane, PyLane),
-            "batches_submitted": stats.batches_submitted,
-            "batches_dropped": stats.batches_dropped,
-            "rows_dropped": stats.rows_dropped,
-            "rows_written": stats.rows_written,
-            "files_completed": stats.files_completed,
-            "write_errors": stats.write_errors,
+            **dataclasses.asdict(self.writer.stats),
         }
 
     def start(self) -> None:

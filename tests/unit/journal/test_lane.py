@@ -59,14 +59,14 @@ class World:
 
     @classmethod
     def build(cls, native: bool, mode: str, capture: bool, sample: float, draws: list[float]) -> World:
-        sink = RawSink()
-        world = cls(None, sink, [Queue(f"q{i}", "/" if i % 2 else "vh", _Dispatcher()) for i in range(3)])  # type: ignore[arg-type]
+        sink, callbacks = RawSink(), list[Callable[[], None]]()
+        queues = [Queue(f"q{i}", "/" if i % 2 else "vh", _Dispatcher()) for i in range(3)]  # type: ignore[arg-type]
         numbers = iter(draws * 200)
-        world.recorder = JournalRecorder(
+        recorder = JournalRecorder(
             sink, Ticks(), mode=mode, sample=sample, capture_routing=capture, batch_rows=3,
-            rng=lambda: next(numbers), call_soon=world.callbacks.append, native=native,
+            rng=lambda: next(numbers), call_soon=callbacks.append, native=native,
         )  # fmt: skip
-        return world
+        return cls(recorder, sink, queues, callbacks)
 
     def publish(self, fanout: int, mandatory: bool, key: int, size: int) -> None:
         message = Message("ex" if key % 2 else "", f"k{key}", b"", b"x" * size, {"h": key})
