@@ -81,7 +81,25 @@ class RabbitMQNode:
             "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
         }
 
-    def start(self, timeout_s: float = 90.0) -> None:
+    def start(self, timeout_s: float = 90.0, attempts: int = 3) -> None:
+        """Start the node. Its ports were free when picked, but the node binds them seconds later (Erlang
+        boot), and parallel test workers start brokers on ephemeral ports meanwhile: when a port was taken
+        (eaddrinuse, the node exits), pick new ones and start again."""
+        for attempt in range(attempts):
+            try:
+                self._launch(timeout_s)
+                return
+            except RuntimeError:
+                if attempt + 1 == attempts or "eaddrinuse" not in self._output():
+                    raise
+                self.stop()
+                self.port, self.dist_port = free_port(), free_port()
+
+    def _output(self) -> str:
+        path = self.base_dir / "log" / "stdout"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def _launch(self, timeout_s: float) -> None:
         d = self.base_dir
         for sub in ("mnesia", "log", "home"):
             (d / sub).mkdir(parents=True, exist_ok=True)
