@@ -12,8 +12,8 @@ class ExchangeType(Protocol):
     """The routing state of ONE exchange of a type (RabbitMQ's rabbit_exchange_type behaviour, made stateful).
 
     One instance per exchange, created by `broker.core.exchange.create_exchange`. A type's module holds the
-    class and registers it in `broker.core.exchanges.registry`; a plugin type adds one module and one registry
-    line. ``route`` is the hot path: everything it needs (split topic words, parsed ``x-match``) is prepared
+    class; `broker.core.exchanges.registry` lists every type (a plugin type adds one module and one registry
+    line). ``route`` is the hot path: everything it needs (split topic words, parsed ``x-match``) is prepared
     in ``bind``.
 
 

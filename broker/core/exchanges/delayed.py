@@ -30,15 +30,11 @@ class DelayHost(Protocol):
         ...
 
 
-def _inner_types() -> dict[str, type[ExchangeType]]:
-    from broker.core.exchanges.registry import EXCHANGE_TYPES  # the registry imports this module
-
-    return EXCHANGE_TYPES
-
-
 class DelayedMessageExchangeType:
     type_name: ClassVar[str] = "x-delayed-message"
     unique_destinations: ClassVar[bool] = False
+    # The types ``x-delayed-type`` may name: handed in by the registry, which lists this type among them.
+    inner_types: ClassVar[Mapping[str, type[ExchangeType]]] = {}
 
     __slots__ = ("_due", "_held", "_host", "_name", "inner")
 
@@ -57,15 +53,15 @@ class DelayedMessageExchangeType:
                 ReplyCode.PRECONDITION_FAILED,
                 "Invalid argument, 'x-delayed-type' can't be of type 'x-delayed-message'",
             )
-        if not isinstance(inner, str) or inner not in _inner_types():
+        if not isinstance(inner, str) or inner not in cls.inner_types:
             raise ChannelError(
                 ReplyCode.PRECONDITION_FAILED,
                 "Invalid argument, 'x-delayed-type' must be an existing exchange type",
             )
-        _inner_types()[inner].validate(arguments)
+        cls.inner_types[inner].validate(arguments)
 
     def configure(self, arguments: Mapping[str, Any]) -> None:
-        self.inner = _inner_types()[str(arguments[DELAYED_TYPE])]()
+        self.inner = self.inner_types[str(arguments[DELAYED_TYPE])]()
 
     def attach(self, host: DelayHost, exchange_name: str) -> None:
         """Called by the vhost once the exchange exists: the clock and the way back in for due messages."""

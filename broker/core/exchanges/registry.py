@@ -23,3 +23,5 @@ EXCHANGE_TYPES: dict[str, type[ExchangeType]] = {
     DelayedMessageExchangeType.type_name: DelayedMessageExchangeType,
     RandomExchangeType.type_name: RandomExchangeType,
 }
+# x-delayed-message wraps one of the types above (its x-delayed-type): it looks them up here.
+DelayedMessageExchangeType.inner_types = EXCHANGE_TYPES
