@@ -13,21 +13,44 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from broker.core.events import Fate
+from broker.core.clock import Clock
+from broker.core.event_types import Fate
+from broker.core.events import EventBus
+from broker.core.exchange import Exchange
 from broker.core.message import Message
-
-if TYPE_CHECKING:
-    from broker.core.queue import Envelope, Queue
-    from broker.core.unacked import Delivery
-    from broker.core.vhost import VirtualHost
+from broker.core.queue import Envelope, Queue
+from broker.core.unacked import Delivery
 
 # (content-header payload, headers to set — replacing equal keys —, headers to remove, clear expiration)
 # -> the new payload. Implemented by the session layer (broker.session.properties), injected into the core.
 HeaderRewriter = Callable[[bytes, Mapping[str, Any], Sequence[str], bool], bytes]
 
 REJECTED = "rejected"
+
+
+class DeadLetterHost(Protocol):
+    """What dead-lettering needs from the vhost the messages die in (`broker.core.vhost.VirtualHost`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def events(self) -> EventBus: ...
+
+    @property
+    def exchanges(self) -> Mapping[str, Exchange]: ...
+
+    @property
+    def rewrite_header(self) -> HeaderRewriter | None: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    def route_keys(self, exchange: Exchange, message: Message, keys: list[str]) -> list[Queue]:
+        """The queues ``message`` reaches through ``exchange`` with each of ``keys`` as its routing key."""
+        ...
 
 
 def header_routes(headers: Mapping[str, Any] | None, key: str) -> list[str]:
@@ -154,7 +177,7 @@ def is_cycle(reason: str, dead_lettered: Message, queue_name: str) -> bool:
     return False
 
 
-def publish_dead_letters(vhost: VirtualHost, queue: Queue, envelopes: list[Envelope], reason: str) -> None:
+def publish_dead_letters(vhost: DeadLetterHost, queue: Queue, envelopes: list[Envelope], reason: str) -> None:
     """Dead-letter (or drop) messages leaving ``queue``: events, x-death, routing through the DLX.
 
     A DLX that does not exist drops the message silently, as RabbitMQ does; queues that would close a

@@ -5,10 +5,15 @@ stays pure.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from broker.core.queue import Queue
+
+class Dispatchable(Protocol):
+    """What the dispatcher runs: a queue (`broker.core.queue.Queue`)."""
+
+    def dispatch(self, budget: int) -> bool:
+        """Deliver up to ``budget`` messages; True when more could be delivered right away."""
+        ...
 
 
 class Dispatcher:
@@ -23,10 +28,10 @@ class Dispatcher:
     def __init__(self, call_soon: Callable[[Callable[[], None]], Any], batch: int = 512) -> None:
         self._call_soon = call_soon
         self._batch = batch
-        self._pending: dict[Queue, None] = {}
+        self._pending: dict[Dispatchable, None] = {}
         self._scheduled = False
 
-    def wake(self, queue: Queue) -> None:
+    def wake(self, queue: Dispatchable) -> None:
         self._pending[queue] = None
         if not self._scheduled:
             self._scheduled = True

@@ -15,71 +15,18 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from broker.core.event_types import Fate, MessageEvent, Observer, Topology, TopologyEvent
 from broker.core.message import Message
+from broker.core.queue import DeliveryJournal, Queue
+from broker.core.unacked import Delivery
 
-if TYPE_CHECKING:
-    from broker.core.queue import Envelope, Queue
-    from broker.core.unacked import Delivery
-
-
-class Fate(Enum):
-    """What happened to a message at one step. ``queue`` is set for the queue-level fates."""
-
-    PUBLISHED = "published"  # accepted on a channel (exchange, routing_key)
-    ROUTED = "routed"  # routing done; detail["queues"] lists the queues reached (empty = unroutable)
-    RETURNED = "returned"  # basic.return sent to the publisher (mandatory, unroutable)
-    DELIVERED = "delivered"  # handed to a consumer (detail consumer_tag) or basic.get; detail["redelivered"]
-    ACKED = "acked"
-    NACKED = "nacked"  # nack or reject; detail["requeue"]
-    REQUEUED = "requeued"  # back in its queue at its old position
-    DEAD_LETTERED = "dead_lettered"  # detail["reason"]: rejected / expired / maxlen / delivery_limit
-    EXPIRED = "expired"
-    DROPPED = "dropped"  # discarded: detail["reason"] = rejected / purged / queue_deleted / maxlen …
+# The event vocabulary lives in broker.core.event_types (the queue uses it); callers may import it from here.
+__all__ = ["EventBus", "Fate", "JournalHook", "MessageEvent", "Observer", "Topology", "TopologyEvent"]
 
 
-class Topology(Enum):
-    EXCHANGE_DECLARED = "exchange_declared"
-    EXCHANGE_DELETED = "exchange_deleted"
-    QUEUE_DECLARED = "queue_declared"
-    QUEUE_DELETED = "queue_deleted"
-    BOUND = "bound"
-    UNBOUND = "unbound"
-    CONSUMER_ADDED = "consumer_added"  # detail: queue, consumer_tag
-    CONSUMER_REMOVED = "consumer_removed"  # detail: queue, consumer_tag
-
-
-@dataclass(slots=True)
-class MessageEvent:
-    fate: Fate
-    vhost: str
-    message: Message
-    message_id: int
-    queue: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class TopologyEvent:
-    kind: Topology
-    vhost: str
-    detail: dict[str, Any] = field(default_factory=dict)
-
-
-class Observer(Protocol):
-    def on_message(self, event: MessageEvent) -> None:
-        """Called synchronously at each fate of each message, in the order the broker acts."""
-        ...
-
-    def on_topology(self, event: TopologyEvent) -> None:
-        """Called after a declare, delete, bind or unbind took effect."""
-        ...
-
-
-class JournalHook(Protocol):
+class JournalHook(DeliveryJournal, Protocol):
     """The journal's fast lane for the steps every message takes. Implementations decide at ``published``
     whether to follow a message (sampling) and mark it through ``Message.journal``; the later calls come only
     for marked messages' copies, after the emit site tested that attribute."""
@@ -94,10 +41,6 @@ class JournalHook(Protocol):
         connection: str,
     ) -> None:
         """A publish was accepted and routed to ``queues`` (none: unroutable; returned if ``mandatory``)."""
-        ...
-
-    def delivered(self, queue: Queue, envelope: Envelope, delivery_tag: int, no_ack: bool) -> None:
-        """A marked message's copy went to a consumer or basic.get (``no_ack``: settled at once)."""
         ...
 
     def settled(self, deliveries: list[Delivery], requeue: bool | None, closed: bool) -> None:

@@ -8,13 +8,11 @@ for the commit of the batch that holds them (``batch_id``, ``committed_id``, ``o
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from broker.core.bindings import Binding
-    from broker.core.exchange import Exchange
-    from broker.core.queue import Envelope, Queue
+from broker.core.bindings import Binding
+from broker.core.exchange import Exchange
+from broker.core.queue import Queue, QueueStore
 
 
 class CommitWaiter(Protocol):
@@ -23,7 +21,7 @@ class CommitWaiter(Protocol):
         ...
 
 
-class Persistence(Protocol):
+class Persistence(QueueStore, Protocol):
     """Write-behind of durable state; every call is cheap and never blocks (the store batches)."""
 
     # A counter of message and topology writes: a caller compares it before and after an operation to learn
@@ -60,29 +58,11 @@ class Persistence(Protocol):
         """Also gives the queue its ``store_id`` (the key of its messages in the store)."""
         ...
 
-    def queue_consumed(self, queue: Queue) -> None:
-        """A durable auto-delete queue got its first consumer: after a crash it is deleted, not recovered."""
-        ...
-
-    def queue_deleted(self, queue: Queue) -> None:
-        """The queue and every message stored for it go."""
-        ...
-
     def binding_added(self, vhost: str, binding: Binding) -> None: ...
 
     def binding_removed(self, vhost: str, binding: Binding) -> None: ...
 
-    # -- messages (persistent messages on durable queues only)
-
-    def message_added(self, queue: Queue, envelope: Envelope) -> None: ...
-
-    def message_delivered(self, queue: Queue, envelope: Envelope) -> None:
-        """Delivered and not yet acked: after a crash it comes back with redelivered=true."""
-        ...
-
-    def messages_removed(self, queue: Queue, envelopes: Iterable[Envelope]) -> None:
-        """Acked, rejected, dead-lettered out, expired, dropped, purged or delivered with no_ack."""
-        ...
+    # The queue's own calls (queue_consumed, queue_deleted and the messages'): see QueueStore.
 
 
 def is_durable_queue(queue: Queue) -> bool:

@@ -9,14 +9,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from broker.core.queue import Envelope
-
-
-def _seq_of(envelope: Envelope) -> int:
-    return envelope.seq
+from broker.core.envelope import Envelope, seq_of
 
 
 class PriorityReady:
@@ -48,7 +42,7 @@ class PriorityReady:
     def insert_in_order(self, envelope: Envelope) -> None:
         """A requeued message goes back to its publish position within its priority level."""
         level = self.level_of(envelope)
-        level.insert(bisect_left(level, envelope.seq, key=_seq_of), envelope)
+        level.insert(bisect_left(level, envelope.seq, key=seq_of), envelope)
         self._len += 1
 
     def _top(self) -> deque[Envelope]:

@@ -1,39 +1,169 @@
 """A queue: ready messages in publish order, a round-robin ring of consumers, and dispatch to them in
-batches.
+batches. What a queue calls out to is a Protocol declared here, in the queue's terms, so this module names
+nothing above it: the channel (`ConsumerChannel`), the vhost (`QueueHost`), the store (`QueueStore`, part of
+`Persistence`), the event bus (`QueueEvents`) and the featured slow path (`FeaturedPath`, `QueueFeatures`).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.core.events import Topology
+# Envelope is re-exported: callers take it with the Queue it belongs to.
+from broker.core.envelope import Envelope as Envelope  # noqa: PLC0414
+from broker.core.envelope import seq_of
+from broker.core.event_types import Fate, Observer, Topology
 from broker.core.message import Message
 from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:
-    from broker.core.consumer import Consumer
+    from broker.core.clock import Clock
     from broker.core.dispatcher import Dispatcher
-    from broker.core.events import EventBus
-    from broker.core.persistence import Persistence
-    from broker.core.queue_features import QueueFeatures, QueueHost
+    from broker.core.queue_settings import QueueSettings
 
 
-class Envelope:
-    """A message's place in one queue: ``seq`` is its publish position, kept when it is requeued."""
+class ConsumerChannel(Protocol):
+    """What a queue needs from the channel that owns a consumer. Implemented by the session layer."""
 
-    __slots__ = ("message", "redelivered", "seq")
+    def can_deliver(self, consumer: Consumer) -> bool:
+        """Called before each delivery: prefetch limits and socket backpressure say yes or no."""
 
-    def __init__(self, seq: int, message: Message, redelivered: bool = False) -> None:
-        self.seq = seq
-        self.message = message
-        self.redelivered = redelivered
+    def deliver(self, consumer: Consumer, queue: Queue, envelope: Envelope) -> None:
+        """Called when the queue hands a message to the consumer; the channel assigns the delivery tag."""
+
+    def consumer_cancelled(self, consumer: Consumer) -> None:
+        """Called when the broker cancels the consumer (its queue was deleted)."""
 
 
-def _seq_of(envelope: Envelope) -> int:
-    return envelope.seq
+class Consumer:
+    """One basic.consume. ``unacked`` counts deliveries awaiting ack, for its per-consumer prefetch."""
+
+    __slots__ = (
+        "arguments",
+        "channel",
+        "consumer_tag",
+        "exclusive",
+        "no_ack",
+        "prefetch_count",
+        "queue",
+        "unacked",
+    )
+
+    def __init__(
+        self,
+        consumer_tag: str,
+        queue: Queue,
+        channel: ConsumerChannel,
+        no_ack: bool,
+        exclusive: bool,
+        prefetch_count: int,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.consumer_tag = consumer_tag
+        self.queue = queue
+        self.channel = channel
+        self.no_ack = no_ack
+        self.exclusive = exclusive
+        self.prefetch_count = prefetch_count
+        self.arguments = dict(arguments or {})
+        self.unacked = 0
+
+    def __repr__(self) -> str:
+        return f"Consumer({self.consumer_tag!r} on {self.queue.name!r})"
+
+
+class QueueStore(Protocol):
+    """The durable store's calls for a durable queue and its persistent messages (part of `Persistence`)."""
+
+    def queue_consumed(self, queue: Queue) -> None:
+        """A durable auto-delete queue got its first consumer: after a crash it is deleted, not recovered."""
+
+    def queue_deleted(self, queue: Queue) -> None:
+        """The queue and every message stored for it go."""
+
+    def message_added(self, queue: Queue, envelope: Envelope) -> None: ...
+
+    def message_delivered(self, queue: Queue, envelope: Envelope) -> None:
+        """Delivered and not yet acked: after a crash it comes back with redelivered=true."""
+
+    def messages_removed(self, queue: Queue, envelopes: Iterable[Envelope]) -> None:
+        """Acked, rejected, dead-lettered out, expired, dropped, purged or delivered with no_ack."""
+
+
+class DeliveryJournal(Protocol):
+    """The journal's fast lane as a delivery meets it (see `JournalHook`)."""
+
+    def delivered(self, queue: Queue, envelope: Envelope, delivery_tag: int, no_ack: bool) -> None:
+        """A marked message's copy went to a consumer or basic.get (``no_ack``: settled at once)."""
+
+
+class QueueEvents(Protocol):
+    """The event bus as a queue and the deliveries from it use it (see `EventBus`)."""
+
+    @property
+    def observers(self) -> Sequence[Observer]: ...
+
+    @property
+    def hot_observers(self) -> Sequence[Observer]: ...
+
+    @property
+    def stepping(self) -> bool: ...
+
+    @property
+    def journal(self) -> DeliveryJournal | None: ...
+
+    def hot_message(
+        self, fate: Fate, vhost: str, message: Message, queue: str | None = None, **detail: Any
+    ) -> None: ...
+
+    def topology(self, kind: Topology, vhost: str, **detail: Any) -> None: ...
+
+
+class FeaturedPath(Protocol):
+    """A featured queue's slow path (`QueueFeatures`): each method takes over the matching Queue method."""
+
+    @property
+    def settings(self) -> QueueSettings: ...
+
+    def enqueue(self, message: Message) -> bool: ...
+
+    def requeue(self, envelopes: Iterable[Envelope]) -> None: ...
+
+    def get(self) -> Envelope | None: ...
+
+    def recover(self, envelopes: list[Envelope]) -> None: ...
+
+    def purged(self) -> None: ...
+
+    def consumer_added(self, consumer: Consumer) -> None: ...
+
+    def consumer_removed(self) -> None: ...
+
+    def dispatch(self, budget: int) -> bool: ...
+
+    def touch(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class QueueHost(Protocol):
+    """What a queue needs from its vhost."""
+
+    clock: Clock
+
+    def dead_letter(self, queue: Queue, envelopes: list[Envelope], reason: str) -> None:
+        """Called with messages leaving ``queue`` for ``reason``: dead-letter them, or drop them."""
+
+    def expire_queue(self, queue: Queue) -> None:
+        """Called when an x-expires queue has been unused for its whole period: delete it."""
+
+    def with_delivery_count(self, message: Message, count: int) -> Message:
+        """A copy of ``message`` carrying the quorum ``x-delivery-count`` header."""
+
+    def plain_features(self, queue: Queue) -> FeaturedPath:
+        """The slow path for a plain queue that needs it now (a per-message TTL or consumer priority)."""
 
 
 class Queue:
@@ -86,12 +216,12 @@ class Queue:
         self.deleted = False
         self.had_consumer = False
         self._seq = 0
-        self.events: EventBus | None = None  # the vhost's bus, set when the vhost creates the queue
+        self.events: QueueEvents | None = None  # the vhost's bus, set when the vhost creates the queue
         # TTL, limits, priorities, …: None for a plain queue, which then never leaves the code below.
-        self.features: QueueFeatures | None = None
+        self.features: FeaturedPath | None = None
         self.host: QueueHost | None = None  # the vhost, set when it creates the queue
         # The durable store, for a durable non-exclusive queue of a broker that has one; else None.
-        self.store: Persistence | None = None
+        self.store: QueueStore | None = None
         self.store_id = 0  # this queue's key in the store, given by Persistence.queue_declared
 
     def __repr__(self) -> str:
@@ -127,13 +257,10 @@ class Queue:
             self.dispatcher.wake(self)
         return True
 
-    def use_features(self) -> QueueFeatures | None:
+    def use_features(self) -> FeaturedPath | None:
         """Switch a plain queue to the featured path (a per-message TTL or consumer priority arrived)."""
         if self.features is None and self.host is not None:
-            from broker.core.queue_features import QueueFeatures
-            from broker.core.queue_settings import PLAIN
-
-            self.features = QueueFeatures(self, PLAIN, self.host)
+            self.features = self.host.plain_features(self)
         return self.features
 
     def requeue(self, envelopes: Iterable[Envelope]) -> None:
@@ -144,12 +271,12 @@ class Queue:
             self.features.requeue(envelopes)
             return
         ready = self.ready
-        for envelope in sorted(envelopes, key=_seq_of, reverse=True):
+        for envelope in sorted(envelopes, key=seq_of, reverse=True):
             envelope.redelivered = True
             if not ready or envelope.seq < ready[0].seq:
                 ready.appendleft(envelope)
             else:
-                ready.insert(bisect_left(ready, envelope.seq, key=_seq_of), envelope)
+                ready.insert(bisect_left(ready, envelope.seq, key=seq_of), envelope)
         self.wake()
 
     def get(self) -> Envelope | None:

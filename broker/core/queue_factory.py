@@ -2,22 +2,47 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from broker.core.events import Topology
-from broker.core.persistence import is_durable_queue
-from broker.core.profile import TRANSIENT_NONEXCLUSIVE_DENIED
-from broker.core.queue import Queue
+from broker.core.dispatcher import Dispatcher
+from broker.core.event_types import Topology
+from broker.core.events import EventBus
+from broker.core.persistence import Persistence, is_durable_queue
+from broker.core.profile import TRANSIENT_NONEXCLUSIVE_DENIED, Profile
+from broker.core.queue import Queue, QueueHost
 from broker.core.queue_features import QueueFeatures
 from broker.core.queue_settings import CLASSIC, PLAIN, compile_settings
 from protocol.errors import HardError, ReplyCode
 
-if TYPE_CHECKING:
-    from broker.core.vhost import VirtualHost
+
+class QueueRegistry(QueueHost, Protocol):
+    """The vhost a new queue joins and is hosted by (`broker.core.vhost.VirtualHost`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def profile(self) -> Profile: ...
+
+    @property
+    def dispatcher(self) -> Dispatcher: ...
+
+    @property
+    def events(self) -> EventBus: ...
+
+    @property
+    def persistence(self) -> Persistence | None: ...
+
+    @property
+    def queues(self) -> dict[str, Queue]: ...
+
+    def auto_delete_queue(self, queue: Queue) -> None:
+        """The queue's ``on_unused``: an auto-delete queue's last consumer left."""
+        ...
 
 
 def new_queue(
-    vhost: VirtualHost,
+    vhost: QueueRegistry,
     name: str,
     owner: object,
     durable: bool,

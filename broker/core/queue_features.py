@@ -13,37 +13,18 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, cast
 
+from broker.core.envelope import seq_of
 from broker.core.priority_ready import PriorityReady
-from broker.core.queue import Envelope
+from broker.core.queue import Consumer, Envelope, Queue, QueueHost
 from broker.core.queue_settings import DROP_HEAD, QUORUM, REJECT_PUBLISH_DLX, QueueSettings
 
 if TYPE_CHECKING:
-    from broker.core.clock import Clock, TimerHandle
-    from broker.core.consumer import Consumer
+    from broker.core.clock import TimerHandle
     from broker.core.message import Message
-    from broker.core.queue import Queue
 
 EXPIRED, MAXLEN, REJECTED, DELIVERY_LIMIT = "expired", "maxlen", "rejected", "delivery_limit"
-
-
-class QueueHost(Protocol):
-    """What a featured queue needs from its vhost."""
-
-    clock: Clock
-
-    def dead_letter(self, queue: Queue, envelopes: list[Envelope], reason: str) -> None:
-        """Called with messages leaving ``queue`` for ``reason``: dead-letter them, or drop them."""
-        ...
-
-    def expire_queue(self, queue: Queue) -> None:
-        """Called when an x-expires queue has been unused for its whole period: delete it."""
-        ...
-
-    def with_delivery_count(self, message: Message, count: int) -> Message:
-        """A copy of ``message`` carrying the quorum ``x-delivery-count`` header."""
-        ...
 
 
 class TimedEnvelope(Envelope):
@@ -55,10 +36,6 @@ class TimedEnvelope(Envelope):
         super().__init__(seq, message, redelivered)
         self.expires_at = expires_at
         self.delivery_count = 0
-
-
-def _seq_of(envelope: Envelope) -> int:
-    return envelope.seq
 
 
 def _timed(envelope: Envelope) -> TimedEnvelope:
@@ -315,7 +292,7 @@ class QueueFeatures:
         quorum = settings.queue_type == QUORUM
         limit = settings.delivery_limit
         prioritised = ready if isinstance(ready, PriorityReady) else None
-        for envelope in sorted((_timed(e) for e in envelopes), key=_seq_of, reverse=True):
+        for envelope in sorted((_timed(e) for e in envelopes), key=seq_of, reverse=True):
             envelope.redelivered = True
             if quorum:
                 envelope.delivery_count += 1
@@ -329,7 +306,7 @@ class QueueFeatures:
             elif not ready or envelope.seq < ready[0].seq:
                 ready.appendleft(envelope)
             else:
-                ready.insert(bisect_left(ready, envelope.seq, key=_seq_of), envelope)
+                ready.insert(bisect_left(ready, envelope.seq, key=seq_of), envelope)
         if over_limit:
             over_limit.reverse()
             self.host.dead_letter(queue, over_limit, DELIVERY_LIMIT)

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
+from broker.core.queue import Consumer, Envelope, Queue
 from protocol.errors import ChannelError, ReplyCode
-
-if TYPE_CHECKING:
-    from broker.core.consumer import Consumer
-    from broker.core.queue import Envelope, Queue
 
 
 class Delivery:

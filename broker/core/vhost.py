@@ -1,5 +1,4 @@
-"""A virtual host: its exchanges, queues and bindings, and the declare/bind/delete rules RabbitMQ applies to
-them.
+"""A virtual host: its queues and publishing, on top of its exchanges and bindings (`VhostTopology`).
 
 Checks follow rabbit_channel.erl's order so that the first error a client sees is RabbitMQ's first error.
 ``owner`` arguments are the calling connection (opaque), for exclusive-queue access checks.
@@ -11,40 +10,23 @@ from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
 from broker.core import topology_events
-from broker.core.arguments import freeze_table
-from broker.core.bindings import Binding, BindingTable
 from broker.core.clock import Clock, ManualClock
 from broker.core.dead_letter import HeaderRewriter, publish_dead_letters
 from broker.core.dispatcher import Dispatcher
-from broker.core.events import EventBus, Topology
-from broker.core.exchange import (
-    Exchange,
-    check_exchange_type,
-    create_exchange,
-    is_reserved_name,
-    reserved_name_error,
-    system_exchange_deletion_error,
-)
+from broker.core.event_types import Topology
+from broker.core.events import EventBus
+from broker.core.exchange import Exchange, is_reserved_name, reserved_name_error
 from broker.core.message import Message
 from broker.core.names import NameGenerator
-from broker.core.persistence import Persistence, is_durable_binding, is_durable_exchange
 from broker.core.profile import DEFAULT_PROFILE, Profile
 from broker.core.queue import Envelope, Queue
 from broker.core.queue_args import check_queue_equivalent
 from broker.core.queue_factory import new_queue
-from broker.core.router import Router
+from broker.core.queue_features import QueueFeatures
+from broker.core.queue_settings import PLAIN
 from broker.core.sender_selected import rewritten, route_keys, sender_selected
-from protocol.errors import ChannelError, ReplyCode, no_exchange, no_queue
-
-# Exchanges every vhost has (RabbitMQ exchanges.md); all durable. amq.rabbitmq.trace is internal (firehose).
-_SYSTEM_EXCHANGES = (
-    ("amq.direct", "direct", False),
-    ("amq.fanout", "fanout", False),
-    ("amq.topic", "topic", False),
-    ("amq.headers", "headers", False),
-    ("amq.match", "headers", False),
-    ("amq.rabbitmq.trace", "topic", True),
-)
+from broker.core.vhost_topology import VhostTopology
+from protocol.errors import ChannelError, ReplyCode, no_exchange
 
 
 class VhostConnection(Protocol):
@@ -55,11 +37,7 @@ class VhostConnection(Protocol):
         ...
 
 
-def _default_exchange_refused() -> ChannelError:
-    return ChannelError(ReplyCode.ACCESS_REFUSED, "operation not permitted on the default exchange")
-
-
-class VirtualHost:
+class VirtualHost(VhostTopology):
     """Owns the entities of one vhost. Every method raises ChannelError/HardError with RabbitMQ's code and
     text.
     """
@@ -73,226 +51,15 @@ class VirtualHost:
         clock: Clock | None = None,
         profile: Profile = DEFAULT_PROFILE,
     ) -> None:
-        self.name = name
+        super().__init__(name, events)
         self.clock: Clock = clock if clock is not None else ManualClock()
         self.profile = profile
         # Rewrites content headers (x-death, BCC removal); set by the broker from the session layer.
         self.rewrite_header: HeaderRewriter | None = None
-        self.events = events if events is not None else EventBus()
-        # The durable store (set by the broker when it has one): durable entities are written through it.
-        self.persistence: Persistence | None = None
         self.dispatcher = dispatcher
         self.names = names
-        self.queues: dict[str, Queue] = {}
-        self.exchanges: dict[str, Exchange] = {}
-        self.bindings = BindingTable()
-        self.router = Router(self.exchanges.get)
         # Open connections on this vhost (insertion-ordered set), so deleting the vhost can close them.
         self.connections: dict[VhostConnection, None] = {}
-        self.exchanges[""] = create_exchange(
-            "", "direct", durable=True, lookup_queue=self.queues.get, vhost=name
-        )
-        for ex_name, type_name, internal in _SYSTEM_EXCHANGES:
-            self.exchanges[ex_name] = create_exchange(
-                ex_name, type_name, durable=True, internal=internal, vhost=name
-            )
-
-    # -- lookups
-
-    def exchange(self, name: str) -> Exchange:
-        exchange = self.exchanges.get(name)
-        if exchange is None:
-            raise no_exchange(name, self.name)
-        return exchange
-
-    def queue(self, name: str, owner: object | None) -> Queue:
-        """A queue the caller may use: 404 when missing, 405 when exclusive to another connection."""
-        queue = self.queues.get(name)
-        if queue is None:
-            raise no_queue(name, self.name)
-        if queue.exclusive_owner is not None and queue.exclusive_owner is not owner:
-            raise self._locked(queue)
-        return queue
-
-    def _locked(self, queue: Queue) -> ChannelError:
-        return ChannelError(
-            ReplyCode.RESOURCE_LOCKED,
-            f"cannot obtain exclusive access to locked queue '{queue.name}' in vhost '{self.name}'. "
-            "It could be originally declared on another connection or the exclusive property value "
-            "does not match that of the original declaration.",
-        )
-
-    # -- exchanges
-
-    def declare_exchange(
-        self,
-        name: str,
-        type_name: str,
-        passive: bool = False,
-        durable: bool = False,
-        auto_delete: bool = False,
-        internal: bool = False,
-        arguments: Mapping[str, Any] | None = None,
-    ) -> Exchange:
-        if name == "" and passive:
-            raise _default_exchange_refused()
-        if passive:
-            return self.exchange(name)
-        check_exchange_type(type_name)  # first, even for an existing exchange (rabbit_channel)
-        if name == "":
-            raise _default_exchange_refused()
-        args = dict(arguments or {})
-        existing = self.exchanges.get(name)
-        if existing is not None:
-            existing.check_equivalent(type_name, durable, auto_delete, internal, args, self.name)
-            return existing
-        if is_reserved_name(name):
-            raise reserved_name_error("exchange", name)
-        exchange = create_exchange(name, type_name, durable, auto_delete, internal, args, vhost=self.name)
-        self.exchanges[name] = exchange
-        attach = getattr(exchange.kind, "attach", None)
-        if attach is not None:
-            attach(self, name)
-        if self.persistence is not None and is_durable_exchange(exchange):
-            self.persistence.exchange_declared(self.name, exchange)
-        if self.events.observers:
-            self.events.topology(
-                Topology.EXCHANGE_DECLARED,
-                self.name,
-                exchange=name,
-                type=type_name,
-                durable=durable,
-                arguments=args,
-            )
-        return exchange
-
-    def delete_exchange(self, name: str, if_unused: bool = False) -> None:
-        if name == "":
-            raise _default_exchange_refused()
-        if is_reserved_name(name):
-            raise system_exchange_deletion_error(
-                name, self.name
-            )  # checked before existence, as RabbitMQ 3.10
-        exchange = self.exchanges.get(name)
-        if exchange is None:
-            return  # idempotent, as RabbitMQ (spec deviation, reference §2 row 4)
-        if if_unused and self.bindings.has_bindings_from(exchange):
-            raise ChannelError(
-                ReplyCode.PRECONDITION_FAILED, f"exchange '{name}' in vhost '{self.name}' in use"
-            )
-        self._remove_exchange(exchange)
-
-    def _remove_exchange(self, exchange: Exchange) -> None:
-        del self.exchanges[exchange.name]
-        close = getattr(exchange.kind, "close", None)
-        if close is not None:
-            close()
-        self._unbound(self.bindings.remove_source(exchange))
-        removed = self.bindings.remove_destination(exchange)
-        self._unbound(removed)
-        if self.persistence is not None and is_durable_exchange(exchange):
-            self.persistence.exchange_deleted(self.name, exchange)
-        if self.events.observers:
-            self.events.topology(Topology.EXCHANGE_DELETED, self.name, exchange=exchange.name)
-        self._after_unbind(removed)
-
-    def _bound(
-        self, source: Exchange, destination: Queue | Exchange, routing_key: str, args: dict[str, Any]
-    ) -> None:
-        topology_events.bound(self.events, self.name, source, destination, routing_key, args)
-        if self.persistence is not None:
-            binding = Binding(source, destination, routing_key, freeze_table(args))
-            if is_durable_binding(binding):
-                self.persistence.binding_added(self.name, binding)
-
-    def _unbound(self, removed: list[Binding]) -> None:
-        topology_events.unbound(self.events, self.name, removed)
-        if self.persistence is not None:
-            for binding in removed:
-                if is_durable_binding(binding):
-                    self.persistence.binding_removed(self.name, binding)
-
-    def _after_unbind(self, removed: list[Binding]) -> None:
-        for binding in removed:
-            self._maybe_auto_delete(binding.source)
-
-    def _maybe_auto_delete(self, source: Exchange) -> None:
-        """An auto-delete exchange goes when its last binding as a source goes (RabbitMQ exchanges.md)."""
-        if (
-            source.auto_delete
-            and self.exchanges.get(source.name) is source
-            and not self.bindings.has_bindings_from(source)
-        ):
-            self._remove_exchange(source)
-
-    # -- bindings
-
-    def _bindable_source(self, name: str) -> Exchange:
-        if name == "":
-            raise _default_exchange_refused()
-        return self.exchange(name)
-
-    def bind_queue(
-        self,
-        queue_name: str,
-        exchange_name: str,
-        routing_key: str,
-        arguments: Mapping[str, Any] | None,
-        owner: object,
-    ) -> None:
-        source = self._bindable_source(exchange_name)
-        queue = self.queue(queue_name, owner)
-        args = dict(arguments or {})
-        if self.bindings.add(source, queue, routing_key, args):
-            self._bound(source, queue, routing_key, args)
-
-    def unbind_queue(
-        self,
-        queue_name: str,
-        exchange_name: str,
-        routing_key: str,
-        arguments: Mapping[str, Any] | None,
-        owner: object,
-    ) -> None:
-        if exchange_name == "":
-            raise _default_exchange_refused()
-        # RabbitMQ looks the binding up first: a missing queue, exchange or binding makes unbind a no-op.
-        source = self.exchanges.get(exchange_name)
-        queue = self.queues.get(queue_name)
-        args = dict(arguments or {})
-        if (
-            source is None
-            or queue is None
-            or Binding(source, queue, routing_key, freeze_table(args)) not in self.bindings
-        ):
-            return
-        self.queue(queue_name, owner)  # exclusive to another connection: 405
-        self.bindings.remove(source, queue, routing_key, args)
-        self._unbound([Binding(source, queue, routing_key, freeze_table(args))])
-        self._maybe_auto_delete(source)
-
-    def bind_exchange(
-        self, destination: str, source: str, routing_key: str, arguments: Mapping[str, Any] | None
-    ) -> None:
-        dest_exchange = self._bindable_source(destination)
-        source_exchange = self._bindable_source(source)
-        args = dict(arguments or {})
-        if self.bindings.add(source_exchange, dest_exchange, routing_key, args):
-            self._bound(source_exchange, dest_exchange, routing_key, args)
-
-    def unbind_exchange(
-        self, destination: str, source: str, routing_key: str, arguments: Mapping[str, Any] | None
-    ) -> None:
-        if destination == "" or source == "":
-            raise _default_exchange_refused()
-        dest_exchange = self.exchanges.get(destination)
-        source_exchange = self.exchanges.get(source)
-        if dest_exchange is None or source_exchange is None:
-            return  # missing ends: nothing to unbind (RabbitMQ 3.x is idempotent here)
-        args = dict(arguments or {})
-        if self.bindings.remove(source_exchange, dest_exchange, routing_key, args):
-            self._unbound([Binding(source_exchange, dest_exchange, routing_key, freeze_table(args))])
-            self._maybe_auto_delete(source_exchange)
 
     # -- queues
 
@@ -404,7 +171,7 @@ class VirtualHost:
                 rejected = True
         return queues, rejected
 
-    # -- QueueHost (broker.core.queue_features)
+    # -- QueueHost (broker.core.queue), DeadLetterHost and DelayHost
 
     def dead_letter(self, queue: Queue, envelopes: list[Envelope], reason: str) -> None:
         publish_dead_letters(self, queue, envelopes, reason)
@@ -426,3 +193,6 @@ class VirtualHost:
 
     def route_keys(self, exchange: Exchange, message: Message, keys: list[str]) -> list[Queue]:
         return route_keys(self.router, exchange, message, keys)
+
+    def plain_features(self, queue: Queue) -> QueueFeatures:
+        return QueueFeatures(queue, PLAIN, self)

@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Any
 from pamqp import commands
 from pamqp.base import Frame
 
-from broker.core.consumer import Consumer
 from broker.core.dead_letter import reject_deliveries
 from broker.core.events import EventBus, Fate
 from broker.core.expiration import parse_expiration
 from broker.core.message import Message
-from broker.core.queue import Envelope, Queue
+from broker.core.queue import Consumer, Envelope, Queue
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.session import confirms, direct_reply
 from broker.session.fates import forget_settled, settled_events, settled_steps, stored_delivery

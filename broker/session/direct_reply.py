@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 
 from pamqp import commands
 
-from broker.core.consumer import Consumer
 from broker.core.message import Message
-from broker.core.queue import Queue
+from broker.core.queue import Consumer, Queue
 from protocol.errors import ChannelError, ReplyCode
 from protocol.header_rewrite import replace_reply_to
 

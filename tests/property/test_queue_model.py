@@ -6,10 +6,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from broker.core.consumer import Consumer
 from broker.core.dispatcher import Dispatcher
 from broker.core.message import Message
-from broker.core.queue import Queue
+from broker.core.queue import Consumer, Queue
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from tests.unit.core.fakes import ManualLoop, RecordingChannel
 

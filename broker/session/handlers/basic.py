@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from pamqp import commands
 
-from broker.core.consumer import Consumer
+from broker.core.queue import Consumer
 from broker.core.queue_features import TimedEnvelope
 from broker.core.queue_settings import QUORUM
 from broker.core.unacked import Delivery, requeue_deliveries

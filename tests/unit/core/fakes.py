@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from broker.core.consumer import Consumer
-from broker.core.queue import Envelope, Queue
+from broker.core.queue import Consumer, Envelope, Queue
 
 
 class ManualLoop:

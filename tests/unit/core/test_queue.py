@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from broker.core.consumer import Consumer
 from broker.core.dispatcher import Dispatcher
 from broker.core.message import Message
-from broker.core.queue import Queue
+from broker.core.queue import Consumer, Queue
 from protocol.errors import ChannelError, ReplyCode
 from tests.unit.core.fakes import ManualLoop, RecordingChannel
 
