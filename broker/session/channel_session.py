@@ -43,7 +43,7 @@ _METHOD_ID = slice(0, 4)
 
 
 class ChannelSession:
-    """Implements ``broker.core.consumer.ConsumerChannel`` for its consumers."""
+    """Implements ``broker.core.queue.ConsumerChannel`` for its consumers."""
 
     def __init__(self, connection: ConnectionSession, channel_id: int) -> None:
         self.conn = connection
