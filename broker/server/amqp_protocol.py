@@ -5,24 +5,50 @@ timers.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from broker.core.clock import TimerHandle
 from broker.session.connection_session import ConnectionSession
 from protocol.connection import ConnectionState
 
 if TYPE_CHECKING:
-    from broker.server.listener import Server
+    from broker.config import ServerConfig
+    from broker.core.broker import Broker
+    from broker.core.clock import Clock
+    from broker.session.faults import SessionFaults
 
 # Outgoing bytes buffered by the transport before we stop delivering to (and reading from) this peer.
 WRITE_HIGH_WATER = 4 * 1024 * 1024
 WRITE_LOW_WATER = 1 * 1024 * 1024
 
 
+class ConnectionHost(Protocol):
+    """What a client connection asks of the server that accepted it (``broker.server.listener.Server``)."""
+
+    faults: SessionFaults | None  # installed on each new session
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def broker(self) -> Broker: ...
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    @property
+    def connections(self) -> set[AMQPProtocol]:
+        """Open client connections: each adds itself when made and discards itself when lost."""
+        ...
+
+
 class AMQPProtocol(asyncio.Protocol):
     """Implements ``broker.session.transport.Transport`` for its session. No AMQP logic lives here."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: ConnectionHost) -> None:
         self.server = server
         self.loop = server.loop
         self.transport: asyncio.Transport | None = None

@@ -17,8 +17,7 @@ from broker.core.queue import Queue
 from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:
-    from broker.session.channel_session import ChannelSession
-    from broker.session.connection_session import ConnectionSession
+    from broker.session.ports import ChannelPort, ConnectionPort
 
 # Ticks per timeout: the overshoot is at most timeout / TICKS_PER_TIMEOUT; capped so long timeouts still
 # check at least once a minute.
@@ -42,16 +41,14 @@ def _is_quorum(queue: Queue) -> bool:
 class AckTimeoutWatch:
     """One per open connection, ticking on the broker's clock while the connection lives."""
 
-    def __init__(
-        self, session: ConnectionSession, clock: Clock, timeout_ms: int, classic_checked: bool
-    ) -> None:
+    def __init__(self, session: ConnectionPort, clock: Clock, timeout_ms: int, classic_checked: bool) -> None:
         self.session = session
         self.clock = clock
         self.timeout_ms = timeout_ms
         # RabbitMQ 4.3 checks the timeout for quorum queues only (profile row consumer_timeout_classic).
         self.classic_checked = classic_checked
         self.tick_s = min(MAX_TICK_S, timeout_ms / 1000 / TICKS_PER_TIMEOUT)
-        self._marks: dict[ChannelSession, deque[tuple[float, int]]] = {}
+        self._marks: dict[ChannelPort, deque[tuple[float, int]]] = {}
         self._timer: TimerHandle | None = None
 
     def start(self) -> None:
@@ -85,7 +82,7 @@ class AckTimeoutWatch:
                 channel.close_with_error(timed_out(channel.channel_id, self.timeout_ms))
         self._timer = self.clock.call_later(self.tick_s, self.tick)
 
-    def _expired(self, channel: ChannelSession, tag_at_deadline: int) -> bool:
+    def _expired(self, channel: ChannelPort, tag_at_deadline: int) -> bool:
         for delivery in channel.unacked.outstanding():
             if delivery.delivery_tag >= tag_at_deadline:
                 return False  # tags are in order: nothing older is left

@@ -8,7 +8,7 @@ go through pamqp and the per-class handler modules.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pamqp import commands
 from pamqp.base import Frame
@@ -22,6 +22,7 @@ from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.session import confirms, direct_reply
 from broker.session.fates import forget_settled, settled_events, settled_steps, stored_delivery
 from broker.session.handlers.table import HANDLERS
+from broker.session.ports import ConnectionPort
 from broker.session.tx import Transaction
 from protocol.channel_state import ContentAssembler
 from protocol.codec import BASIC_ACK, BASIC_NACK, BASIC_PUBLISH, BASIC_REJECT, decode_method, encode_delivery
@@ -36,16 +37,13 @@ from protocol.fastpath import (
     encode_basic_return,
 )
 
-if TYPE_CHECKING:
-    from broker.session.connection_session import ConnectionSession
-
 _METHOD_ID = slice(0, 4)
 
 
 class ChannelSession:
-    """Implements ``broker.core.queue.ConsumerChannel`` for its consumers."""
+    """Implements ``broker.session.ports.ChannelPort`` (so ``ConsumerChannel`` for its consumers)."""
 
-    def __init__(self, connection: ConnectionSession, channel_id: int) -> None:
+    def __init__(self, connection: ConnectionPort, channel_id: int) -> None:
         self.conn = connection
         self.channel_id = channel_id
         self.closing = False
@@ -118,9 +116,9 @@ class ChannelSession:
         """
         if isinstance(method, commands.Channel.Close):
             self.conn.send(self.channel_id, commands.Channel.CloseOk())
-            self.conn.channels.pop(self.channel_id, None)
+            self.conn.channel_closed(self.channel_id)
         elif isinstance(method, commands.Channel.CloseOk):
-            self.conn.channels.pop(self.channel_id, None)
+            self.conn.channel_closed(self.channel_id)
 
     # -- publishing
 

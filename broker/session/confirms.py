@@ -16,10 +16,10 @@ from protocol.fastpath import encode_basic_ack, encode_basic_nack
 
 if TYPE_CHECKING:
     from broker.core.vhost import VirtualHost
-    from broker.session.channel_session import ChannelSession
+    from broker.session.ports import ChannelPort
 
 
-def published(channel: ChannelSession, vhost: VirtualHost, rejected: bool, stored: bool) -> None:
+def published(channel: ChannelPort, vhost: VirtualHost, rejected: bool, stored: bool) -> None:
     """A publish in confirm mode was routed; ``rejected``: a queue refused it (x-overflow reject-publish),
     ``stored``: it was written to the store."""
     channel.publish_seq += 1
@@ -41,7 +41,7 @@ def published(channel: ChannelSession, vhost: VirtualHost, rejected: bool, store
         channel.conn.want_confirm_flush(channel)
 
 
-def _nack(channel: ChannelSession, seq: int) -> None:
+def _nack(channel: ChannelPort, seq: int) -> None:
     """Nack publish ``seq`` (confirms.md "basic.nack … when the queue … rejected it", or a test's injected
     nack); the publishes before it are acked first."""
     if seq - 1 > channel.confirmed_seq:
@@ -51,7 +51,7 @@ def _nack(channel: ChannelSession, seq: int) -> None:
     channel.conn.write(encode_basic_nack(channel.channel_id, seq, False))
 
 
-def flush(channel: ChannelSession) -> None:
+def flush(channel: ChannelPort) -> None:
     """One basic.ack per flush, ``multiple`` when it covers more than one publish; none past a publish whose
     store batch has not committed yet."""
     upto = channel.publish_seq
@@ -71,7 +71,7 @@ def flush(channel: ChannelSession) -> None:
     conn.write(encode_basic_ack(channel.channel_id, upto, multiple))
 
 
-def _release_committed(channel: ChannelSession, waits: deque[tuple[int, int, bool]]) -> int:
+def _release_committed(channel: ChannelPort, waits: deque[tuple[int, int, bool]]) -> int:
     """Send the nacks whose turn has come; the highest publish seq that may be acked now."""
     vhost = channel.conn.vhost
     committed = vhost.persistence.committed_id if vhost is not None and vhost.persistence else 0

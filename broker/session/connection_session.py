@@ -19,6 +19,7 @@ from broker.session.config import SessionConfig
 from broker.session.faults import SessionFaults
 from broker.session.handlers import connection as connection_handlers
 from broker.session.heartbeat import HeartbeatMonitor
+from broker.session.ports import ChannelPort
 from broker.session.transport import Transport
 from protocol.codec import decode_method, encode_method
 from protocol.connection import ConnectionState
@@ -39,7 +40,7 @@ log = structlog.get_logger("warrenmq.connection")
 
 class ConnectionSession:
     """Per-connection AMQP state. The server feeds it bytes and ticks; it writes frames through
-    ``transport``.
+    ``transport``. Implements ``broker.session.ports.HandshakePort`` for its channels and handlers.
     """
 
     def __init__(
@@ -69,7 +70,7 @@ class ConnectionSession:
         self.ack_timeout: AckTimeoutWatch | None = None
         self.exclusive_queues: list[Queue] = []
         self.consumer_cancel_notify = False
-        self._confirm_channels: dict[ChannelSession, None] = {}
+        self._confirm_channels: dict[ChannelPort, None] = {}
         # Output held back until a store batch commits (tx.commit-ok of stored publishes, and what follows it,
         # keep their order); None when nothing is held.
         self._held: list[bytes] | None = None
@@ -208,7 +209,10 @@ class ConnectionSession:
             for data in held:
                 self.transport.write(data)
 
-    def want_confirm_flush(self, channel: ChannelSession) -> None:
+    def channel_closed(self, channel_id: int) -> None:
+        self.channels.pop(channel_id, None)
+
+    def want_confirm_flush(self, channel: ChannelPort) -> None:
         self._confirm_channels[channel] = None
 
     def flush_confirms(self) -> None:

@@ -23,7 +23,7 @@ from protocol.errors import ChannelError, ReplyCode
 from protocol.header_rewrite import replace_reply_to
 
 if TYPE_CHECKING:
-    from broker.session.channel_session import ChannelSession
+    from broker.session.ports import ChannelPort
 
 REPLY_QUEUE = "amq.rabbitmq.reply-to"
 REPLY_PREFIX = REPLY_QUEUE + "."
@@ -33,7 +33,7 @@ def _refused(text: str) -> ChannelError:
     return ChannelError(ReplyCode.PRECONDITION_FAILED, text)
 
 
-def consume(channel: ChannelSession, method: commands.Basic.Consume) -> None:
+def consume(channel: ChannelPort, method: commands.Basic.Consume) -> None:
     """basic.consume on amq.rabbitmq.reply-to."""
     conn = channel.conn
     if not method.no_ack:
@@ -55,21 +55,21 @@ def consume(channel: ChannelSession, method: commands.Basic.Consume) -> None:
         conn.send(channel.channel_id, commands.Basic.ConsumeOk(consumer_tag=tag))
 
 
-def forget(channel: ChannelSession) -> None:
+def forget(channel: ChannelPort) -> None:
     """The reply consumer was cancelled or its channel closed: its key no longer routes."""
     if channel.reply_key:
         channel.conn.broker.direct_reply.pop(channel.reply_key, None)
         channel.reply_key = ""
 
 
-def stamp_reply_to(channel: ChannelSession, header_payload: bytes) -> bytes:
+def stamp_reply_to(channel: ChannelPort, header_payload: bytes) -> bytes:
     """A publish asking for a direct reply: reply_to becomes this channel's key."""
     if not channel.reply_key:
         raise _refused("fast reply consumer does not exist")
     return replace_reply_to(header_payload, channel.reply_key)
 
 
-def deliver_reply(channel: ChannelSession, message: Message) -> bool:
+def deliver_reply(channel: ChannelPort, message: Message) -> bool:
     """Route a publish to ``amq.rabbitmq.reply-to.<key>``; False when no consumer has that key."""
     queue = channel.conn.broker.direct_reply.get(message.routing_key)
     if queue is None:

@@ -6,12 +6,15 @@ feature costs one attribute check at each hook when unused. The testing ring ins
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from broker.session.channel_session import ChannelSession
+from typing import Protocol
 
 ANY_VHOST = "*"
+
+
+class ConfirmingChannel(Protocol):
+    """A channel whose publisher confirms are withheld (a `ChannelSession`)."""
+
+    def flush_confirms(self) -> None: ...
 
 
 class SessionFaults:
@@ -20,7 +23,8 @@ class SessionFaults:
     def __init__(self) -> None:
         self.nack_confirms: dict[str, int] = {}
         self.hold_confirms: set[str] = set()
-        self.held_channels: dict[ChannelSession, None] = {}
+        # Channels whose confirms were withheld, with the vhost they were withheld on.
+        self.held_channels: dict[ConfirmingChannel, str] = {}
         self.silent_heartbeats: set[str] = set()
 
     def take_nack(self, vhost: str) -> bool:
@@ -35,22 +39,20 @@ class SessionFaults:
                 return True
         return False
 
-    def holds(self, channel: ChannelSession, vhost: str) -> bool:
+    def holds(self, channel: ConfirmingChannel, vhost: str) -> bool:
         """True while confirms are withheld on ``vhost``; remembers the channel for `release`."""
         if vhost in self.hold_confirms or ANY_VHOST in self.hold_confirms:
-            self.held_channels[channel] = None
+            self.held_channels[channel] = vhost
             return True
         return False
 
-    def release(self, vhost: str) -> list[ChannelSession]:
+    def release(self, vhost: str) -> list[ConfirmingChannel]:
         """Stop withholding confirms on ``vhost``; returns the channels whose confirms must now flush."""
         self.hold_confirms.discard(vhost)
         if vhost == ANY_VHOST:
             self.hold_confirms.clear()
         channels = [
-            channel
-            for channel in self.held_channels
-            if channel.conn.vhost is not None and not self.holds_vhost(channel.conn.vhost.name)
+            channel for channel, held_on in self.held_channels.items() if not self.holds_vhost(held_on)
         ]
         for channel in channels:
             del self.held_channels[channel]

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from broker.core.message import Message
 from broker.core.unacked import Delivery, UnackedTracker
-
-if TYPE_CHECKING:
-    from broker.session.channel_session import ChannelSession
 
 
 class Transaction:
@@ -19,13 +16,18 @@ class Transaction:
         self.publishes: list[tuple[Message, bool]] = []
         self.settlements: list[tuple[list[Delivery], bool | None]] = []
 
-    def commit(self, channel: ChannelSession) -> None:
+    def commit(
+        self,
+        route: Callable[[Message, bool], None],
+        finish_settle: Callable[[list[Delivery], bool | None], None],
+    ) -> None:
+        """Route the held publishes, then apply the held settlements (the channel's own two steps)."""
         publishes, settlements = self.publishes, self.settlements
         self.publishes, self.settlements = [], []
         for message, mandatory in publishes:
-            channel.route(message, mandatory)
+            route(message, mandatory)
         for deliveries, requeue in settlements:
-            channel.finish_settle(deliveries, requeue)
+            finish_settle(deliveries, requeue)
 
     def rollback(self, tracker: UnackedTracker) -> None:
         self.publishes = []

@@ -4,20 +4,53 @@ test's thread (each call is marshalled onto the broker's loop); ``aio`` has the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Protocol, TypeVar
 
 from broker.core.snapshot import BindingInfo, ConsumerInfo, QueueInfo
 from broker.testing.faults import MANAGEMENT_CLOSE_TEXT, Faults
 from broker.testing.inspect import DEFAULT_TIMEOUT_S, Inspector, MessageRecord
 
-if TYPE_CHECKING:
-    from broker.testing.embed import BrokerThread
+T = TypeVar("T")
+
+
+class LoopTools(Protocol):
+    """The broker's inspector and fault injector, used on its loop (an `EmbeddedBroker`)."""
+
+    @property
+    def inspector(self) -> Inspector: ...
+
+    @property
+    def faults(self) -> Faults: ...
+
+
+class BrokerCalls(Protocol):
+    """What a handle asks of the `BrokerThread` that made it: marshalled calls onto the broker's loop."""
+
+    @property
+    def embedded(self) -> LoopTools: ...
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
+
+    def url_for(self, vhost: str) -> str: ...
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+
+    def run(self, coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T: ...
+
+    def run_async(self, coroutine: Callable[[], Coroutine[Any, Any, T]]) -> Awaitable[T]: ...
+
+    def advance_clock(self, seconds: float) -> None: ...
 
 
 class VhostHandle:
     """Inspection, waits and fault injection scoped to vhost ``name``; ``url`` connects to it."""
 
-    def __init__(self, thread: BrokerThread, name: str) -> None:
+    def __init__(self, thread: BrokerCalls, name: str) -> None:
         self.thread = thread
         self.name = name
         self.url = thread.url_for(name)

@@ -20,16 +20,16 @@ from protocol.fastpath import encode_basic_get_ok
 if TYPE_CHECKING:
     from broker.core.queue import Envelope, Queue
     from broker.core.vhost import VirtualHost
-    from broker.session.channel_session import ChannelSession
+    from broker.session.ports import ChannelPort
 
 
-def _vhost(channel: ChannelSession) -> VirtualHost:
+def _vhost(channel: ChannelPort) -> VirtualHost:
     vhost = channel.conn.vhost
     assert vhost is not None
     return vhost
 
 
-def qos(channel: ChannelSession, method: commands.Basic.Qos) -> None:
+def qos(channel: ChannelPort, method: commands.Basic.Qos) -> None:
     if method.prefetch_size:
         raise HardError(ReplyCode.NOT_IMPLEMENTED, f"prefetch_size!=0 ({method.prefetch_size})")
     # RabbitMQ's reading of `global` (consumer-prefetch.md): false = each new consumer, true = the whole
@@ -43,7 +43,7 @@ def qos(channel: ChannelSession, method: commands.Basic.Qos) -> None:
     channel.wake_queues()
 
 
-def consume(channel: ChannelSession, method: commands.Basic.Consume) -> None:
+def consume(channel: ChannelPort, method: commands.Basic.Consume) -> None:
     conn = channel.conn
     if method.queue == direct_reply.REPLY_QUEUE:
         direct_reply.consume(channel, method)
@@ -68,7 +68,7 @@ def consume(channel: ChannelSession, method: commands.Basic.Consume) -> None:
         conn.send(channel.channel_id, commands.Basic.ConsumeOk(consumer_tag=tag))
 
 
-def cancel(channel: ChannelSession, method: commands.Basic.Cancel) -> None:
+def cancel(channel: ChannelPort, method: commands.Basic.Cancel) -> None:
     tag = method.consumer_tag or ""
     consumer = channel.consumers.pop(tag, None)
     # An unknown tag is not an error: the spec and rabbit_channel answer cancel-ok anyway.
@@ -80,7 +80,7 @@ def cancel(channel: ChannelSession, method: commands.Basic.Cancel) -> None:
             direct_reply.forget(channel)
 
 
-def get(channel: ChannelSession, method: commands.Basic.Get) -> None:
+def get(channel: ChannelPort, method: commands.Basic.Get) -> None:
     queue = _vhost(channel).queue(channel.resolve_queue_name(method.queue), channel.conn)
     features = queue.features
     if features is not None and features.settings.queue_type == QUORUM:
@@ -89,7 +89,7 @@ def get(channel: ChannelSession, method: commands.Basic.Get) -> None:
     send_get(channel, queue, queue.get(), method.no_ack)
 
 
-def get_from_quorum(channel: ChannelSession, queue: Queue, method: commands.Basic.Get) -> None:
+def get_from_quorum(channel: ChannelPort, queue: Queue, method: commands.Basic.Get) -> None:
     """Quorum queues refuse basic.get with single active consumer, and always add x-delivery-count to what
     basic.get returns (rabbit_quorum_queue:basic_get, RabbitMQ 3.10)."""
     assert queue.features is not None
@@ -106,7 +106,7 @@ def get_from_quorum(channel: ChannelSession, queue: Queue, method: commands.Basi
     send_get(channel, queue, envelope, method.no_ack)
 
 
-def send_get(channel: ChannelSession, queue: Queue, envelope: Envelope | None, no_ack: bool) -> None:
+def send_get(channel: ChannelPort, queue: Queue, envelope: Envelope | None, no_ack: bool) -> None:
     if envelope is None:
         channel.conn.send(channel.channel_id, commands.Basic.GetEmpty())
         return
@@ -135,7 +135,7 @@ def send_get(channel: ChannelSession, queue: Queue, envelope: Envelope | None, n
     )
 
 
-def recover(channel: ChannelSession, method: commands.Basic.Recover | commands.Basic.RecoverAsync) -> None:
+def recover(channel: ChannelPort, method: commands.Basic.Recover | commands.Basic.RecoverAsync) -> None:
     if not method.requeue:
         raise HardError(ReplyCode.NOT_IMPLEMENTED, "requeue=false")
     deliveries = channel.unacked.take_all()

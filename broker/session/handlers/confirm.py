@@ -9,10 +9,10 @@ from pamqp import commands
 from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:
-    from broker.session.channel_session import ChannelSession
+    from broker.session.ports import ChannelPort
 
 
-def select(channel: ChannelSession, method: commands.Confirm.Select) -> None:
+def select(channel: ChannelPort, method: commands.Confirm.Select) -> None:
     if channel.tx is not None:
         raise ChannelError(ReplyCode.PRECONDITION_FAILED, "cannot switch from tx to confirm mode")
     channel.confirm = True

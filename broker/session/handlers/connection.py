@@ -23,12 +23,12 @@ from protocol.connection import (
 from protocol.errors import HardError, ReplyCode
 
 if TYPE_CHECKING:
-    from broker.session.connection_session import ConnectionSession
+    from broker.session.ports import HandshakePort
 
 HEARTBEAT = encode_heartbeat()
 
 
-def send_start(session: ConnectionSession) -> None:
+def send_start(session: HandshakePort) -> None:
     session.state = ConnectionState.AWAITING_START_OK
     session.send(
         0,
@@ -42,7 +42,7 @@ def send_start(session: ConnectionSession) -> None:
     )
 
 
-def handle(session: ConnectionSession, method: Frame) -> None:
+def handle(session: HandshakePort, method: Frame) -> None:
     check_connection_method(session.state, method.name)
     if isinstance(method, commands.Connection.StartOk):
         _start_ok(session, method)
@@ -59,7 +59,7 @@ def handle(session: ConnectionSession, method: Frame) -> None:
         raise HardError(ReplyCode.COMMAND_INVALID, f"unimplemented method {method.name}")
 
 
-def _start_ok(session: ConnectionSession, method: commands.Connection.StartOk) -> None:
+def _start_ok(session: HandshakePort, method: commands.Connection.StartOk) -> None:
     properties: dict[str, Any] = dict(method.client_properties or {})
     session.client_properties = properties
     capabilities = properties.get("capabilities") or {}
@@ -86,7 +86,7 @@ def _start_ok(session: ConnectionSession, method: commands.Connection.StartOk) -
     )
 
 
-def _tune_ok(session: ConnectionSession, method: commands.Connection.TuneOk) -> None:
+def _tune_ok(session: HandshakePort, method: commands.Connection.TuneOk) -> None:
     config = session.config
     frame_max, channel_max, heartbeat_s = negotiate_tune(
         method.frame_max,
@@ -103,7 +103,7 @@ def _tune_ok(session: ConnectionSession, method: commands.Connection.TuneOk) -> 
     session.state = ConnectionState.AWAITING_OPEN
 
 
-def _open(session: ConnectionSession, method: commands.Connection.Open) -> None:
+def _open(session: HandshakePort, method: commands.Connection.Open) -> None:
     vhost = session.broker.vhosts.get(method.virtual_host)
     if vhost is None:
         raise HardError(ReplyCode.NOT_ALLOWED, f"vhost {method.virtual_host} not found", 10, 40)

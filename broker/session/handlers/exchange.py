@@ -8,16 +8,16 @@ from pamqp import commands
 
 if TYPE_CHECKING:
     from broker.core.vhost import VirtualHost
-    from broker.session.channel_session import ChannelSession
+    from broker.session.ports import ChannelPort
 
 
-def _vhost(channel: ChannelSession) -> VirtualHost:
+def _vhost(channel: ChannelPort) -> VirtualHost:
     vhost = channel.conn.vhost
     assert vhost is not None
     return vhost
 
 
-def declare(channel: ChannelSession, method: commands.Exchange.Declare) -> None:
+def declare(channel: ChannelPort, method: commands.Exchange.Declare) -> None:
     _vhost(channel).declare_exchange(
         method.exchange,
         method.exchange_type,
@@ -31,19 +31,19 @@ def declare(channel: ChannelSession, method: commands.Exchange.Declare) -> None:
         channel.conn.send(channel.channel_id, commands.Exchange.DeclareOk())
 
 
-def delete(channel: ChannelSession, method: commands.Exchange.Delete) -> None:
+def delete(channel: ChannelPort, method: commands.Exchange.Delete) -> None:
     _vhost(channel).delete_exchange(method.exchange, if_unused=method.if_unused)
     if not method.nowait:
         channel.conn.send(channel.channel_id, commands.Exchange.DeleteOk())
 
 
-def bind(channel: ChannelSession, method: commands.Exchange.Bind) -> None:
+def bind(channel: ChannelPort, method: commands.Exchange.Bind) -> None:
     _vhost(channel).bind_exchange(method.destination, method.source, method.routing_key, method.arguments)
     if not method.nowait:
         channel.conn.send(channel.channel_id, commands.Exchange.BindOk())
 
 
-def unbind(channel: ChannelSession, method: commands.Exchange.Unbind) -> None:
+def unbind(channel: ChannelPort, method: commands.Exchange.Unbind) -> None:
     _vhost(channel).unbind_exchange(method.destination, method.source, method.routing_key, method.arguments)
     if not method.nowait:
         channel.conn.send(channel.channel_id, commands.Exchange.UnbindOk())

@@ -10,16 +10,16 @@ from broker.session.direct_reply import REPLY_QUEUE
 
 if TYPE_CHECKING:
     from broker.core.vhost import VirtualHost
-    from broker.session.channel_session import ChannelSession
+    from broker.session.ports import ChannelPort
 
 
-def _vhost(channel: ChannelSession) -> VirtualHost:
+def _vhost(channel: ChannelPort) -> VirtualHost:
     vhost = channel.conn.vhost
     assert vhost is not None
     return vhost
 
 
-def declare(channel: ChannelSession, method: commands.Queue.Declare) -> None:
+def declare(channel: ChannelPort, method: commands.Queue.Declare) -> None:
     vhost = _vhost(channel)
     conn = channel.conn
     # A passive declare takes the name as given: RabbitMQ does not expand "" to the last declared queue here.
@@ -51,7 +51,7 @@ def declare(channel: ChannelSession, method: commands.Queue.Declare) -> None:
         )
 
 
-def bind(channel: ChannelSession, method: commands.Queue.Bind) -> None:
+def bind(channel: ChannelPort, method: commands.Queue.Bind) -> None:
     name = channel.resolve_queue_name(method.queue)
     # rabbit_channel expand_routing_key_shortcut: empty queue and empty key bind by the last queue's name.
     routing_key = name if not method.queue and not method.routing_key else method.routing_key
@@ -60,19 +60,19 @@ def bind(channel: ChannelSession, method: commands.Queue.Bind) -> None:
         channel.conn.send(channel.channel_id, commands.Queue.BindOk())
 
 
-def unbind(channel: ChannelSession, method: commands.Queue.Unbind) -> None:
+def unbind(channel: ChannelPort, method: commands.Queue.Unbind) -> None:
     name = channel.resolve_queue_name(method.queue)
     _vhost(channel).unbind_queue(name, method.exchange, method.routing_key, method.arguments, channel.conn)
     channel.conn.send(channel.channel_id, commands.Queue.UnbindOk())
 
 
-def purge(channel: ChannelSession, method: commands.Queue.Purge) -> None:
+def purge(channel: ChannelPort, method: commands.Queue.Purge) -> None:
     count = _vhost(channel).purge_queue(channel.resolve_queue_name(method.queue), channel.conn)
     if not method.nowait:
         channel.conn.send(channel.channel_id, commands.Queue.PurgeOk(message_count=count))
 
 
-def delete(channel: ChannelSession, method: commands.Queue.Delete) -> None:
+def delete(channel: ChannelPort, method: commands.Queue.Delete) -> None:
     name = channel.resolve_queue_name(method.queue)
     count = _vhost(channel).delete_queue(
         name, channel.conn, if_unused=method.if_unused, if_empty=method.if_empty

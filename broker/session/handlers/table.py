@@ -11,9 +11,9 @@ from broker.session.handlers import basic, channel, confirm, exchange, queue, tx
 from protocol.codec import AccessRequest
 
 if TYPE_CHECKING:
-    from broker.session.channel_session import ChannelSession
+    from broker.session.ports import ChannelPort
 
-Handler = Callable[["ChannelSession", Any], None]
+Handler = Callable[["ChannelPort", Any], None]
 
 HANDLERS: dict[type, Handler] = {
     commands.Channel.Open: channel.open_again,

@@ -10,14 +10,14 @@ from broker.session.tx import Transaction
 from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:
-    from broker.session.channel_session import ChannelSession
+    from broker.session.ports import ChannelPort
 
 
 def _not_transactional() -> ChannelError:
     return ChannelError(ReplyCode.PRECONDITION_FAILED, "channel is not transactional")
 
 
-def select(channel: ChannelSession, method: commands.Tx.Select) -> None:
+def select(channel: ChannelPort, method: commands.Tx.Select) -> None:
     if channel.confirm:
         raise ChannelError(ReplyCode.PRECONDITION_FAILED, "cannot switch from confirm to tx mode")
     if channel.tx is None:
@@ -25,19 +25,19 @@ def select(channel: ChannelSession, method: commands.Tx.Select) -> None:
     channel.conn.send(channel.channel_id, commands.Tx.SelectOk())
 
 
-def commit(channel: ChannelSession, method: commands.Tx.Commit) -> None:
+def commit(channel: ChannelPort, method: commands.Tx.Commit) -> None:
     if channel.tx is None:
         raise _not_transactional()
     persistence = channel.conn.vhost.persistence if channel.conn.vhost is not None else None
     writes = persistence.writes if persistence is not None else 0
-    channel.tx.commit(channel)
+    channel.tx.commit(channel.route, channel.finish_settle)
     if persistence is not None and persistence.writes != writes:
         # commit-ok means responsibility taken (semantics.md#tx): not before the store has committed.
         channel.conn.hold_output(persistence.batch_id)
     channel.conn.send(channel.channel_id, commands.Tx.CommitOk())
 
 
-def rollback(channel: ChannelSession, method: commands.Tx.Rollback) -> None:
+def rollback(channel: ChannelPort, method: commands.Tx.Rollback) -> None:
     if channel.tx is None:
         raise _not_transactional()
     channel.tx.rollback(channel.unacked)

@@ -1,0 +1,188 @@
+"""What the per-class handlers and the channel's helpers may ask of a channel and of its connection.
+
+Typing only: `ChannelSession` and `ConnectionSession` satisfy these protocols structurally (neither inherits
+them), so the handlers, confirms, direct reply-to and the ack timeout depend on this module instead of on the
+sessions that call them, and a call through a port is the same attribute lookup on the same object.
+Read-only members are properties, so an implementation may hold a more precise type.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from broker.core.consumer import ConsumerChannel
+from broker.core.persistence import CommitWaiter
+
+if TYPE_CHECKING:
+    from pamqp.base import Frame
+
+    from broker.core.broker import Broker
+    from broker.core.consumer import Consumer
+    from broker.core.message import Message
+    from broker.core.queue import Envelope, Queue
+    from broker.core.unacked import Delivery, UnackedTracker
+    from broker.core.vhost import VirtualHost
+    from broker.session.config import SessionConfig
+    from broker.session.faults import SessionFaults
+    from broker.session.heartbeat import HeartbeatMonitor
+    from broker.session.transport import Transport
+    from broker.session.tx import Transaction
+    from protocol.connection import ConnectionState
+    from protocol.errors import ChannelError
+    from protocol.framing import FrameBuffer
+
+
+class ConnectionPort(Protocol):
+    """A channel's connection: identity, negotiated limits, output, and the vhost it opened."""
+
+    vhost: VirtualHost | None
+    username: str
+    consumer_cancel_notify: bool
+    # False while the peer's socket buffer is full: no deliveries (read once per delivery).
+    writable: bool
+    frame_max: int
+    faults: SessionFaults | None
+
+    @property
+    def broker(self) -> Broker: ...
+
+    @property
+    def config(self) -> SessionConfig: ...
+
+    @property
+    def peer(self) -> str: ...
+
+    @property
+    def channels(self) -> Mapping[int, ChannelPort]:
+        """Open and closing channels by number."""
+        ...
+
+    @property
+    def exclusive_queues(self) -> list[Queue]:
+        """Exclusive queues this connection declared: deleted when it closes."""
+        ...
+
+    def send(self, channel_id: int, method: Frame) -> None:
+        """Encode and write one method frame."""
+        ...
+
+    def write(self, data: bytes) -> None:
+        """Write encoded frames (held back while `hold_output` waits for a store commit)."""
+        ...
+
+    def channel_closed(self, channel_id: int) -> None:
+        """The channel is gone (close / close-ok exchanged): its number may be opened again."""
+        ...
+
+    def hold_output(self, batch_id: int) -> None:
+        """Hold every frame written from now on until store batch ``batch_id`` has committed."""
+        ...
+
+    def want_confirm_flush(self, channel: ChannelPort) -> None:
+        """Flush ``channel``'s publisher confirms once the frames read in this turn are handled."""
+        ...
+
+    def flush_confirms(self) -> None: ...
+
+
+class HandshakePort(ConnectionPort, Protocol):
+    """The connection as the connection-class handler drives it: state, negotiation, login, open, close."""
+
+    state: ConnectionState
+    mechanism: str
+    client_properties: dict[str, Any]
+    channel_max: int
+
+    @property
+    def transport(self) -> Transport: ...
+
+    @property
+    def frames(self) -> FrameBuffer: ...
+
+    @property
+    def heartbeat(self) -> HeartbeatMonitor: ...
+
+    def opened(self, vhost: VirtualHost) -> None:
+        """connection.open succeeded on ``vhost``."""
+        ...
+
+    def client_closed(self) -> None:
+        """The client sent connection.close."""
+        ...
+
+    def connection_lost(self) -> None: ...
+
+    def abort(self) -> None:
+        """Close the socket without a close frame."""
+        ...
+
+
+class ChannelPort(ConsumerChannel, CommitWaiter, Protocol):
+    """One open channel: its settings, its publisher-confirm and transaction state, its deliveries."""
+
+    prefetch_count: int
+    global_prefetch: int
+    confirm: bool
+    # Publisher confirms (broker.session.confirms): the last publish seq, the last one confirmed, and the
+    # publishes waiting for a store commit with the nacks queued behind them.
+    publish_seq: int
+    confirmed_seq: int
+    commit_waits: deque[tuple[int, int, bool]]
+    tx: Transaction | None
+    last_queue: str
+    reply_key: str
+
+    @property
+    def conn(self) -> ConnectionPort: ...
+
+    @property
+    def channel_id(self) -> int: ...
+
+    @property
+    def closing(self) -> bool:
+        """True once the channel is released: frames other than close / close-ok are dropped."""
+        ...
+
+    @property
+    def unacked(self) -> UnackedTracker: ...
+
+    @property
+    def consumers(self) -> dict[str, Consumer]: ...
+
+    def resolve_queue_name(self, name: str) -> str:
+        """``name``, or the channel's last declared queue when it is empty."""
+        ...
+
+    def route(self, message: Message, mandatory: bool) -> None:
+        """Route a published (or tx-committed) message: returns, journal, confirm."""
+        ...
+
+    def finish_settle(self, deliveries: list[Delivery], requeue: bool | None) -> None:
+        """Apply an ack (``requeue`` None), nack or reject to deliveries already out of the unacked set."""
+        ...
+
+    def send_content(self, method_frame: bytes, message: Message) -> None:
+        """Write a content method frame followed by the message's header and body frames."""
+        ...
+
+    def delivered_event(
+        self, queue: Queue, envelope: Envelope, delivery_tag: int, consumer_tag: str | None, no_ack: bool
+    ) -> None:
+        """Tell step observers a message went out (basic.deliver or basic.get-ok)."""
+        ...
+
+    def wake_queues(self) -> None:
+        """Prefetch capacity came back: let the queues this channel consumes from dispatch."""
+        ...
+
+    def flush_confirms(self) -> None: ...
+
+    def close_with_error(self, error: ChannelError) -> None:
+        """Close with channel.close carrying ``error``'s code and text."""
+        ...
+
+    def release(self) -> None:
+        """Cancel consumers and requeue unacked deliveries (once)."""
+        ...
