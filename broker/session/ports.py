@@ -12,16 +12,15 @@ from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.core.consumer import ConsumerChannel
 from broker.core.persistence import CommitWaiter
+from broker.core.queue import ConsumerChannel
 
 if TYPE_CHECKING:
     from pamqp.base import Frame
 
     from broker.core.broker import Broker
-    from broker.core.consumer import Consumer
     from broker.core.message import Message
-    from broker.core.queue import Envelope, Queue
+    from broker.core.queue import Consumer, Envelope, Queue
     from broker.core.unacked import Delivery, UnackedTracker
     from broker.core.vhost import VirtualHost
     from broker.session.config import SessionConfig
