@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
+RUN_STAMP := $(VENV)/.installed-run
 HOST ?= 0.0.0.0
 PORT ?= 5672
 PYTEST_ARGS ?=
@@ -13,11 +14,17 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+# `make run` installs what the broker needs and nothing else (no dev tools, no journal or analytics extras:
+# `pip install -e '.[journal]'` adds Parquet for the journal); `make test` and the tools install everything.
+$(RUN_STAMP): pyproject.toml setup.py broker/journal/_lane.c | $(PY)
+	$(PY) -m pip install -q -e .
+	touch $(RUN_STAMP)
+
 $(STAMP): pyproject.toml setup.py broker/journal/_lane.c | $(PY)
 	$(PY) -m pip install -q -e '.[dev,journal,analytics]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(VENV)/bin/warrenmq serve --host $(HOST) --port $(PORT)
 
 lint: $(STAMP)
