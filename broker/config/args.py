@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from broker import __version__
@@ -175,14 +176,16 @@ class Loaded:
         try:
             self.files = layers.config_file_paths(getattr(args, "config_file", None), environ)
             settings = layers.read_file_settings(self.files)
-            self.plugins_file = layers.enabled_plugins_path(
+            self.plugins_file, named = layers.enabled_plugins_path(
                 getattr(args, "enabled_plugins_file", None), environ
             )
-            self.enabled_plugins = layers.read_enabled_plugins(self.plugins_file)
+            self.enabled_plugins = layers.read_enabled_plugins(self.plugins_file, named)
             self.resolved = layers.resolve(cli, settings, environ)
         except (ConfigFileError, layers.ConfigError) as error:
             raise SystemExit(f"warrenmq: {error}") from None
         self.warnings = list(settings.warnings)
+        if named and not Path(self.plugins_file).is_file():
+            self.warnings.append(f"{self.plugins_file}: enabled_plugins file not found; no plugins enabled")
         missing = unimplemented(self.enabled_plugins)
         if missing:
             self.warnings.append(

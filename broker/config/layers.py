@@ -87,7 +87,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("fsync", "always", ("WARRENMQ_FSYNC",)),
     Setting("node_name", None, ("RABBITMQ_NODENAME",)),
     Setting("cluster_name", None),
-    Setting("vm_memory_high_watermark", Watermark("relative", 0.6)),
+    # RabbitMQ 3.x's defaults (4.0 raised the memory watermark to 0.6); 50MB = 50,000,000 bytes.
+    Setting("vm_memory_high_watermark", Watermark("relative", 0.4)),
     Setting("disk_free_limit", Watermark("absolute", 50_000_000)),
 )
 BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -120,11 +121,11 @@ def _prefix(environ: Mapping[str, str]) -> str:
 
 
 def config_file_paths(cli_path: str | None, environ: Mapping[str, str]) -> list[str]:
-    """The configuration files to read, main file first, those that exist only (the default may be absent)."""
-    main = cli_path or environ.get("WARRENMQ_CONFIG_FILE") or environ.get("RABBITMQ_CONFIG_FILE")
-    explicit = main is not None
-    if main is None:
-        main = f"{_prefix(environ)}/etc/rabbitmq/rabbitmq.conf"
+    """The configuration files to read, main file first. The default main file may be absent, and so may
+    RABBITMQ_CONFIG_FILE's (RabbitMQ boots without it); one named by --config-file or WARRENMQ_CONFIG_FILE
+    must exist."""
+    own = cli_path or environ.get("WARRENMQ_CONFIG_FILE")
+    main = own or environ.get("RABBITMQ_CONFIG_FILE") or f"{_prefix(environ)}/etc/rabbitmq/rabbitmq.conf"
     paths: list[str] = []
     if main.lower() != "none":
         suffix = Path(main).suffix
@@ -136,7 +137,7 @@ def config_file_paths(cli_path: str | None, environ: Mapping[str, str]) -> list[
             main += ".conf"
         if Path(main).is_file():
             paths.append(main)
-        elif explicit and cli_path is not None:
+        elif own:
             raise ConfigError(f"{main}: configuration file not found")
     conf_d = environ.get("RABBITMQ_CONFIG_FILES") or f"{_prefix(environ)}/etc/rabbitmq/conf.d"
     if Path(conf_d).is_dir():
@@ -144,13 +145,14 @@ def config_file_paths(cli_path: str | None, environ: Mapping[str, str]) -> list[
     return paths
 
 
-def enabled_plugins_path(cli_path: str | None, environ: Mapping[str, str]) -> str:
-    return (
+def enabled_plugins_path(cli_path: str | None, environ: Mapping[str, str]) -> tuple[str, bool]:
+    """The enabled_plugins path, and whether it was named (not the default)."""
+    named = (
         cli_path
         or environ.get("WARRENMQ_ENABLED_PLUGINS_FILE")
         or environ.get("RABBITMQ_ENABLED_PLUGINS_FILE")
-        or f"{_prefix(environ)}/etc/rabbitmq/enabled_plugins"
     )
+    return named or f"{_prefix(environ)}/etc/rabbitmq/enabled_plugins", bool(named)
 
 
 def read_file_settings(paths: list[str]) -> FileSettings:
@@ -167,9 +169,11 @@ def read_file_settings(paths: list[str]) -> FileSettings:
     return settings
 
 
-def read_enabled_plugins(path: str) -> tuple[str, ...] | None:
+def read_enabled_plugins(path: str, named: bool) -> tuple[str, ...] | None:
+    """The file's plugins; a named file that is missing enables none (as RabbitMQ), a missing default file
+    leaves every plugin WarrenMQ has on (None)."""
     if not Path(path).is_file():
-        return None
+        return () if named else None
     try:
         return parse_enabled_plugins(Path(path).read_text(), path)
     except OSError as error:

@@ -57,7 +57,7 @@ class ServerConfig:
     default_user_tags: tuple[str, ...] = ("administrator",)
     default_permissions: tuple[str, str, str] = (".*", ".*", ".*")
     loopback_users: tuple[str, ...] = ()
-    vm_memory_high_watermark: Watermark = Watermark("relative", 0.6)
+    vm_memory_high_watermark: Watermark = Watermark("relative", 0.4)
     disk_free_limit: Watermark = Watermark("absolute", 50_000_000)
     # Plugins switched on by enabled_plugins (None: no file, every plugin WarrenMQ implements is on).
     enabled_plugins: tuple[str, ...] | None = None

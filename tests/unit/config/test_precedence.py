@@ -154,3 +154,25 @@ def test_config_show_prints_values_and_sources_without_passwords(
     table = capsys.readouterr().out
     assert "s3cret" not in table
     assert any(line.split()[:3] == ["port", "5672", "default"] for line in table.splitlines())
+
+
+def test_a_named_enabled_plugins_file_that_is_missing_enables_none(tmp_path: Path) -> None:
+    missing = tmp_path / "no_such_enabled_plugins"
+    loaded, config = _load(tmp_path, [], {"RABBITMQ_ENABLED_PLUGINS_FILE": str(missing)})
+    assert (config.enabled_plugins, config.management_port) == ((), None)
+    assert loaded.warnings == [f"{missing}: enabled_plugins file not found; no plugins enabled"]
+    # The default path missing: every plugin WarrenMQ has.
+    _, config = _load(tmp_path, [], {})
+    assert (config.enabled_plugins, config.management_port) == (None, 15672)
+
+
+def test_config_file_lookup_errors(tmp_path: Path) -> None:
+    # RabbitMQ boots without the file RABBITMQ_CONFIG_FILE names; WarrenMQ's own flag must name a real file.
+    _, config = _load(tmp_path, [], {"RABBITMQ_CONFIG_FILE": str(tmp_path / "absent.conf")})
+    assert config.port == 5672
+    with pytest.raises(SystemExit, match=r"absent\.conf: configuration file not found"):
+        _load(tmp_path, ["--config-file", str(tmp_path / "absent.conf")], {})
+    with pytest.raises(SystemExit, match="classic Erlang-term config format is not supported"):
+        _load(tmp_path, [], {"RABBITMQ_CONFIG_FILE": str(tmp_path / "rabbitmq.config")})
+    _, config = _load(tmp_path, ["--config-file", "none"], {}, "heartbeat = 9\n")
+    assert config.session.heartbeat_s == 60
