@@ -8,7 +8,6 @@ fail on a file written for RabbitMQ). A bad value for a key it has stops the bro
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,9 +57,8 @@ class FileSettings:
 
     values: dict[str, tuple[Any, str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    _tags: dict[str, bool] = field(default_factory=dict)
-    _loopback: dict[str, bool] = field(default_factory=dict)
-    _permissions: dict[str, str] = field(default_factory=dict)
+    # The NAME.SUB = value families (default_user_tags.*, loopback_users.*, default_permissions.*) so far.
+    families: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def set(self, name: str, value: Any, entry: Entry) -> None:
         self.values[name] = (value, f"{entry.where()} {entry.key}")
@@ -137,11 +135,24 @@ def _watermark(entry: Entry) -> Watermark:
     return Watermark(kind, _fraction(entry) if kind == "relative" else _size(entry))
 
 
-_HANDLERS: dict[str, Callable[[Entry, FileSettings], None]] = {
-    "listeners.tcp.": _listener,
-    "default_user_tags.": lambda e, s: s._tags.__setitem__(e.key.split(".", 1)[1], _boolean(e)),
-    "loopback_users.": lambda e, s: s._loopback.__setitem__(e.key.split(".", 1)[1], _boolean(e)),
-}
+_FAMILIES = ("default_user_tags", "loopback_users", "default_permissions")
+_PERMISSIONS = ("configure", "read", "write")
+
+
+def _family(entry: Entry, settings: FileSettings) -> None:
+    """default_user_tags.TAG = bool, loopback_users.USER = bool, default_permissions.KIND = regex: together
+    they replace RabbitMQ's default list (cuttlefish's translation collects every key of the family)."""
+    name, sub = entry.key.split(".", 1)
+    items = settings.families.setdefault(name, {})
+    if name == "default_permissions":
+        if sub not in _PERMISSIONS:
+            settings.warnings.append(f"{entry.where()}: unknown setting {entry.key!r} ignored")
+            return
+        items[sub] = entry.value
+        settings.set(name, tuple(items.get(kind, ".*") for kind in _PERMISSIONS), entry)
+    else:
+        items[sub] = _boolean(entry)
+        settings.set(name, tuple(item for item, on in items.items() if on), entry)
 
 
 def apply_entry(entry: Entry, settings: FileSettings) -> None:
@@ -163,22 +174,13 @@ def apply_entry(entry: Entry, settings: FileSettings) -> None:
         settings.set("vm_memory_high_watermark", _watermark(entry), entry)
     elif key in ("disk_free_limit.relative", "disk_free_limit.absolute"):
         settings.set("disk_free_limit", _watermark(entry), entry)
-    elif key.startswith("default_permissions.") and key.split(".", 1)[1] in ("configure", "read", "write"):
-        settings._permissions[key.split(".", 1)[1]] = entry.value
-        perms = settings._permissions
-        settings.set(
-            "default_permissions", tuple(perms.get(k, ".*") for k in ("configure", "read", "write")), entry
-        )
     elif key == "loopback_users" and entry.value == "none":
-        settings._loopback.clear()
+        settings.families["loopback_users"] = {}
         settings.set("loopback_users", (), entry)
-    elif any(key.startswith(prefix) for prefix in _HANDLERS):
-        prefix = next(p for p in _HANDLERS if key.startswith(p))
-        _HANDLERS[prefix](entry, settings)
-        if prefix == "default_user_tags.":
-            settings.set("default_user_tags", tuple(t for t, on in settings._tags.items() if on), entry)
-        elif prefix == "loopback_users.":
-            settings.set("loopback_users", tuple(u for u, on in settings._loopback.items() if on), entry)
+    elif key.startswith("listeners.tcp."):
+        _listener(entry, settings)
+    elif key.split(".", 1)[0] in _FAMILIES and "." in key:
+        _family(entry, settings)
     elif key.startswith(("listeners.ssl.", "ssl_options.")):
         settings.warnings.append(f"{entry.where()}: {key}: TLS listeners are not implemented; ignored")
     elif not _ACCEPTED.fullmatch(key):

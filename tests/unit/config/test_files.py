@@ -194,3 +194,14 @@ def test_startup_complete_line_has_rabbitmqs_text() -> None:
     assert lines[0].endswith(" [info] <0.9.0> Server startup complete; 2 plugins started.")
     assert lines[1].endswith("  * rabbitmq_management")
     assert len(lines) == 3
+
+
+def test_key_families_replace_rabbitmqs_default_lists() -> None:
+    settings = _settings(
+        "loopback_users.guest = true\nloopback_users.ops = true\nloopback_users.guest = false\n"
+        "default_permissions.configure = ^app\\.\ndefault_permissions.admin = .*\n"
+    )
+    assert settings.values["loopback_users"][0] == ("ops",)
+    assert settings.values["default_permissions"][0] == ("^app\\.", ".*", ".*")
+    assert settings.warnings == ["r.conf:5: unknown setting 'default_permissions.admin' ignored"]
+    assert _settings("loopback_users.ops = true\nloopback_users = none\n").values["loopback_users"][0] == ()
