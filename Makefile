@@ -4,8 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 RUN_STAMP := $(VENV)/.installed-run
-HOST ?= 0.0.0.0
-PORT ?= 5672
+# Empty: the broker's own defaults (0.0.0.0:5672), or what rabbitmq.conf / the environment say.
+HOST ?=
+PORT ?=
 PYTEST_ARGS ?=
 
 .PHONY: run test lint typecheck contracts pytest bench benchmarks clean
@@ -25,7 +26,7 @@ $(STAMP): pyproject.toml setup.py broker/journal/_lane.c | $(PY)
 	touch $(STAMP) $(RUN_STAMP)
 
 run: $(RUN_STAMP)
-	$(VENV)/bin/warrenmq serve --host $(HOST) --port $(PORT)
+	$(VENV)/bin/warrenmq serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check protocol broker tests benchmarks examples setup.py perf/compare.py perf/journal_cost.py
