@@ -1,4 +1,6 @@
-# WarrenMQ: a RabbitMQ-compatible AMQP 0-9-1 broker for tests and CI. Starts in well under a second.
+# WarrenMQ: a RabbitMQ-compatible AMQP 0-9-1 broker for tests and CI, shaped like the rabbitmq image (ports,
+# /var/lib/rabbitmq, RABBITMQ_* variables, /etc/rabbitmq files, rabbitmq-server / rabbitmq-diagnostics /
+# rabbitmqctl), so that swapping the image name is the only change. Starts in well under a second.
 
 # Build stage: the wheel, with the journal's C lane (broker/journal/_lane.c) compiled; the runtime image
 # has no compiler, and without the lane the journal costs about three times as much per delivery.
@@ -16,29 +18,34 @@ RUN pip wheel --no-deps --wheel-dir /wheels . \
 
 FROM python:3.11-slim
 
+# As in the rabbitmq image: data under /var/lib/rabbitmq (also the user's HOME). No WARRENMQ_PORT or other
+# listener variables here: the environment would override a mounted rabbitmq.conf's listeners.
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
-    WARRENMQ_HOST=0.0.0.0 \
-    WARRENMQ_PORT=5672 \
-    WARRENMQ_MANAGEMENT_PORT=15672 \
-    WARRENMQ_LOG_FORMAT=json \
-    WARRENMQ_DATA_DIR=/var/lib/warrenmq
+    RABBITMQ_DATA_DIR=/var/lib/rabbitmq \
+    HOME=/var/lib/rabbitmq \
+    WARRENMQ_DATA_DIR=/var/lib/rabbitmq
 
 WORKDIR /opt/warrenmq
 COPY --from=build /wheels /tmp/wheels
+# uid/gid 999 as the rabbitmq image's rabbitmq user, so volumes written by one can be used by the other.
 RUN pip install --no-compile /tmp/wheels/*.whl \
     && rm -rf /tmp/wheels \
-    && useradd --system --uid 10001 --home-dir /var/lib/warrenmq --create-home warrenmq
+    && groupadd --system --gid 999 rabbitmq \
+    && useradd --system --uid 999 --gid rabbitmq --home-dir /var/lib/rabbitmq --create-home rabbitmq
+# /etc/rabbitmq/conf.d/10-defaults.conf (loopback_users.guest = false), /etc/rabbitmq/enabled_plugins
+# (management and prometheus, as the -management image) and the entrypoint. Mount /etc/rabbitmq/rabbitmq.conf,
+# a definitions file (load_definitions = ...) or your own enabled_plugins over them.
+COPY docker/rootfs/ /
 
-USER warrenmq
-# Data directory: the durable store (SQLite, fsync on every group commit). Mount a volume here to keep durable
-# queues and persistent messages across container restarts; WARRENMQ_DATA_DIR=none keeps everything in memory.
-# Definitions files can be mounted anywhere, e.g. /etc/warrenmq/definitions.json
-# with WARRENMQ_DEFINITIONS=/etc/warrenmq/definitions.json.
-VOLUME ["/var/lib/warrenmq"]
-EXPOSE 5672 15672
+USER rabbitmq
+# Durable store (SQLite, fsync on every group commit): mount a volume here to keep durable queues and
+# persistent messages across container restarts; WARRENMQ_DATA_DIR=none keeps everything in memory.
+VOLUME ["/var/lib/rabbitmq"]
+# AMQP, AMQP over TLS (not served yet), management HTTP API, Prometheus (port carried, endpoint to come).
+EXPOSE 5671 5672 15672 15692
 
-HEALTHCHECK --interval=2s --timeout=3s --start-period=1s --retries=5 CMD ["warrenmq", "healthcheck"]
-ENTRYPOINT ["warrenmq"]
-CMD ["serve"]
+HEALTHCHECK --interval=2s --timeout=3s --start-period=1s --retries=5 CMD ["rabbitmq-diagnostics", "-q", "ping"]
+ENTRYPOINT ["docker-entrypoint.sh"]
+CMD ["rabbitmq-server"]

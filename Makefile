@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
-HOST ?= 0.0.0.0
-PORT ?= 5672
+RUN_STAMP := $(VENV)/.installed-run
+# Empty: the broker's own defaults (0.0.0.0:5672), or what rabbitmq.conf / the environment say.
+HOST ?=
+PORT ?=
 PYTEST_ARGS ?=
 
 .PHONY: run test lint typecheck contracts pytest bench benchmarks clean
@@ -13,12 +15,18 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+# `make run` installs what the broker needs and nothing else (no dev tools, no journal or analytics extras:
+# `pip install -e '.[journal]'` adds Parquet for the journal); `make test` and the tools install everything.
+$(RUN_STAMP): pyproject.toml setup.py broker/journal/_lane.c | $(PY)
+	$(PY) -m pip install -q -e .
+	touch $(RUN_STAMP)
+
 $(STAMP): pyproject.toml setup.py broker/journal/_lane.c | $(PY)
 	$(PY) -m pip install -q -e '.[dev,journal,analytics]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
 
-run: $(STAMP)
-	$(VENV)/bin/warrenmq serve --host $(HOST) --port $(PORT)
+run: $(RUN_STAMP)
+	$(VENV)/bin/warrenmq serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check protocol broker tests benchmarks examples setup.py perf/compare.py perf/journal_cost.py

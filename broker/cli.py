@@ -1,4 +1,5 @@
-"""The `warrenmq` command: `serve` runs the broker, `bench` measures one, `analytics` runs Spark jobs."""
+"""The `warrenmq` command: `serve` runs the broker, `config show` explains its settings, `bench` measures
+one, `analytics` runs Spark jobs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from broker import __version__
-from broker.config import add_serve_arguments, config_from_args
+from broker.config import add_serve_arguments
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +26,13 @@ def build_parser() -> argparse.ArgumentParser:
         "analytics", help="PySpark jobs over the event journal (needs the `analytics` extra)", add_help=False
     )
     analytics.add_argument("job_args", nargs=argparse.REMAINDER)
+    config = commands.add_parser("config", help="configuration as `serve` would resolve it")
+    config_commands = config.add_subparsers(dest="config_command", required=True)
+    show = config_commands.add_parser(
+        "show", help="each setting's value and its source (flag > environment > rabbitmq.conf > default)"
+    )
+    show.add_argument("--format", dest="output_format", choices=("table", "json"), default="table")
+    add_serve_arguments(show)
     health = commands.add_parser("healthcheck", help="exit 0 if a broker completes an AMQP handshake")
     health.add_argument(
         "--url", default=None, help="amqp://user:pass@host:port/vhost (default: local broker)"
@@ -47,13 +55,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         # (here only as a dev tool's dependency), which costs ~45 ms of start-up for colours we never use:
         # keep it out of the server process so `warrenmq serve` starts equally fast everywhere.
         sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
+        import structlog
+
+        from broker.config.args import Loaded, config_from_loaded
+        from broker.config.layers import environ
         from broker.log_setup import configure_logging
         from broker.management.addons import addons_for
         from broker.server.listener import run
 
-        config = config_from_args(args)
+        loaded = Loaded(args, environ())
+        config = config_from_loaded(loaded, args)
         configure_logging(config.log_format, config.log_level)
+        log = structlog.get_logger("warrenmq.config")
+        if loaded.files:
+            log.info("config_files", files=loaded.files)
+        for warning in loaded.warnings:
+            log.warning("config_ignored", detail=warning)
         return run(config, addons_for(config))
+    if args.command == "config":
+        from broker.config.args import Loaded, config_from_loaded
+        from broker.config.layers import environ
+        from broker.config.show import render
+
+        loaded = Loaded(args, environ())
+        config_from_loaded(loaded, args)  # refuses what `serve` would refuse
+        print(render(loaded, args.output_format))
+        return 0
     if args.command == "bench":
         from broker.bench.runner import run as run_bench
 

@@ -18,7 +18,11 @@ from protocol.codec import METHOD_INDEX
 from protocol.erlang_terms import binary_tp, binary_w
 from protocol.errors import HardError, ReplyCode
 
-PRODUCT_VERSION: Final = "0.1.0"
+# WarrenMQ's own version (broker/__init__.py holds the same; protocol/ imports nothing of broker).
+WARRENMQ_VERSION: Final = "0.1.0"
+# What connection.start reports by default: the release the default profile (rabbitmq-3.13) emulates.
+PRODUCT: Final = "RabbitMQ"
+PRODUCT_VERSION: Final = "3.13.7"
 # RabbitMQ offers the mechanisms of its registry; the order is not stable across releases (3.13:
 # "AMQPLAIN PLAIN", 4.2: "PLAIN AMQPLAIN ANONYMOUS"). Clients pick by name.
 MECHANISMS: Final = b"PLAIN AMQPLAIN"
@@ -35,9 +39,21 @@ _OFFERED: Final = frozenset(MECHANISMS.decode().split())
 
 
 def server_properties(
-    product: str = "WarrenMQ", version: str = PRODUCT_VERSION, cluster_name: str = "warrenmq"
+    product: str = PRODUCT, version: str = PRODUCT_VERSION, cluster_name: str = "rabbit@localhost"
 ) -> dict[str, Any]:
-    """connection.start server-properties with RabbitMQ's keys and its exact 0-9-1 capabilities table."""
+    """connection.start server-properties with RabbitMQ's keys and its exact 0-9-1 capabilities table.
+
+    ``product``/``version`` are what clients branch on (e.g. a client falls back to pre-3.3.5 behaviour
+    below that version), so by default they name the RabbitMQ release being emulated; ``information``
+    and the extra ``warrenmq_version`` say what actually answers.
+    """
+    if product == "WarrenMQ":
+        information = "Licensed under the Apache License 2.0. An AMQP 0-9-1 broker that acts like RabbitMQ."
+    else:
+        information = (
+            f"WarrenMQ {WARRENMQ_VERSION} emulating {product} {version}. "
+            "Licensed under the Apache License 2.0."
+        )
     return {
         "capabilities": {
             "publisher_confirms": True,
@@ -52,11 +68,12 @@ def server_properties(
         },
         "cluster_name": cluster_name,
         "copyright": "Copyright (c) WarrenMQ contributors",
-        "information": "Licensed under the Apache License 2.0. An AMQP 0-9-1 broker that acts like RabbitMQ.",
+        "information": information,
         # RabbitMQ: rabbit_misc:platform_and_version() = "Erlang/OTP 26.2.5".
         "platform": f"Python {sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}",
         "product": product,
         "version": version,
+        "warrenmq_version": WARRENMQ_VERSION,
     }
 
 

@@ -28,14 +28,26 @@ class Profile:
     pre_auth_frame_max: int
     # consumer_timeout for classic queues: checked up to 4.2; 4.3 checks quorum queues only (4.3.0 notes).
     consumer_timeout_classic: bool = True
+    # The release reported as `version` in server-properties and the overview (the latest patch we follow).
+    rabbitmq_version: str = "3.13.7"
 
 
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
         Profile("rabbitmq-3.13", 128 * MIB, True, True, True, None, 4096),
-        Profile("rabbitmq-4.0", 16 * MIB, True, True, True, 20, 4096),
-        Profile("rabbitmq-4.3", 16 * MIB, False, False, False, 20, 8192, consumer_timeout_classic=False),
+        Profile("rabbitmq-4.0", 16 * MIB, True, True, True, 20, 4096, rabbitmq_version="4.0.9"),
+        Profile(
+            "rabbitmq-4.3",
+            16 * MIB,
+            False,
+            False,
+            False,
+            20,
+            8192,
+            consumer_timeout_classic=False,
+            rabbitmq_version="4.3.0",
+        ),
     )
 }
 DEFAULT_PROFILE = PROFILES["rabbitmq-3.13"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import signal
 import sys
@@ -12,6 +13,7 @@ from typing import Any, Protocol
 import structlog
 
 from broker.config import ServerConfig
+from broker.config.plugins import started_plugins, startup_complete_lines
 from broker.core.broker import Broker
 from broker.core.clock import Clock
 from broker.journal.service import JournalService, preload
@@ -196,10 +198,12 @@ async def serve(
         raise StartupError(f"stopped: the store failed to commit: {server.fatal!r}")
 
 
-def report_ready(ready: dict[str, Any]) -> None:
-    """The one JSON line on stdout that scripts and fixtures wait for (`--port 0` tells them the port)."""
+def report_ready(ready: dict[str, Any], plugins: Sequence[str] = ()) -> None:
+    """The JSON line on stdout that scripts and fixtures wait for (`--port 0` tells them the port), first;
+    then RabbitMQ's own "Server startup complete" line and plugin list, which Testcontainers waits for."""
     host, port = ready["amqp_host"], ready["amqp_port"]
     print(json.dumps({"event": "ready", **ready, "url": f"amqp://{host}:{port}/"}), flush=True)
+    print("\n".join(startup_complete_lines(plugins)), flush=True)
 
 
 def run(config: ServerConfig, addons: Sequence[Addon] = ()) -> int:
@@ -213,7 +217,8 @@ def run(config: ServerConfig, addons: Sequence[Addon] = ()) -> int:
     except ImportError:  # pragma: no cover - platforms without uvloop
         runner = asyncio.run
     try:
-        runner(serve(config, report_ready, addons))
+        plugins = started_plugins(config.enabled_plugins)
+        runner(serve(config, functools.partial(report_ready, plugins=plugins), addons))
     except OSError as error:
         print(f"warrenmq: cannot listen on {config.host}:{config.port}: {error}", file=sys.stderr)
         return 1

@@ -26,3 +26,8 @@ class SessionConfig:
     consumer_timeout_ms: int = DEFAULT_CONSUMER_TIMEOUT_MS
     # Seconds to wait for the peer's close-ok after the broker sent connection.close.
     close_timeout_s: float = 3.0
+    # connection.start server-properties: the RabbitMQ release the profile emulates, or WarrenMQ itself
+    # (--report-as warrenmq); clients read product and version to pick behaviour.
+    product: str = "RabbitMQ"
+    product_version: str = "3.13.7"
+    cluster_name: str = "rabbit@localhost"

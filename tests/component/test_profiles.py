@@ -115,5 +115,6 @@ def test_every_profile_row_is_covered_by_a_test() -> None:
         "queue_mode_allowed",
         "quorum_delivery_limit",
         "consumer_timeout_classic",  # tests/component/test_ack_timeout.py, under each profile
+        "rabbitmq_version",  # server-properties: tests/unit/config, tests/integration/test_image_config.py
     }
     assert rows == tested

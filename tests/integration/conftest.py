@@ -146,8 +146,11 @@ def server_properties(amqp_url: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def rabbitmq_oracle_version(server_properties: dict[str, Any]) -> tuple[int, ...] | None:
-    """(major, minor, patch) when the target is a real RabbitMQ (the external oracle), else None."""
-    if server_properties.get("product") != "RabbitMQ":
+    """(major, minor, patch) when the target is a real RabbitMQ (the external oracle), else None.
+
+    WarrenMQ reports product "RabbitMQ" and the emulated version too; its extra warrenmq_version tells it
+    apart."""
+    if server_properties.get("product") != "RabbitMQ" or "warrenmq_version" in server_properties:
         return None
     try:
         return tuple(int(part) for part in str(server_properties.get("version", "")).split(".")[:3])

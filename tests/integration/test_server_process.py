@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -65,9 +66,20 @@ def test_negotiated_tune_values_follow_the_flags(broker_factory: Factory) -> Non
     connection.close()
 
 
-def test_readiness_line_is_one_json_object_with_the_bound_port() -> None:
+def test_readiness_line_is_one_json_object_with_the_bound_port_then_rabbitmqs_startup_line() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", "0"],
+        [
+            sys.executable,
+            "-m",
+            "broker",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--management-port",
+            "0",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -79,6 +91,10 @@ def test_readiness_line_is_one_json_object_with_the_bound_port() -> None:
         assert ready["amqp_host"] == "127.0.0.1"
         assert ready["amqp_port"] > 0
         assert ready["url"] == f"amqp://127.0.0.1:{ready['amqp_port']}/"
+        # What Testcontainers' RabbitMQ modules wait for; every listener accepts by now.
+        startup = process.stdout.readline()
+        assert startup.rstrip().endswith("[info] <0.9.0> Server startup complete; 6 plugins started.")
+        socket.create_connection(("127.0.0.1", ready["management_port"]), timeout=5).close()
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0

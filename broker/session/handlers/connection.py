@@ -35,7 +35,9 @@ def send_start(session: HandshakePort) -> None:
         commands.Connection.Start(
             version_major=0,
             version_minor=9,
-            server_properties=server_properties(),
+            server_properties=server_properties(
+                session.config.product, session.config.product_version, session.config.cluster_name
+            ),
             mechanisms=MECHANISMS.decode(),
             locales=LOCALES.decode(),
         ),

@@ -6,6 +6,7 @@ import pytest
 from pamqp import encode
 from pamqp.common import FieldTable
 
+import broker
 from protocol.connection import (
     EXPECTED,
     LOCALES,
@@ -49,10 +50,20 @@ def test_server_properties_have_rabbitmqs_keys_and_encode_as_a_table() -> None:
         "platform",
         "product",
         "version",
+        "warrenmq_version",
     }
     assert (properties["product"], properties["version"], properties["cluster_name"]) == ("P", "9.9.9", "c@h")
+    assert "WarrenMQ" in properties["information"]
     assert properties["platform"].startswith("Python ")
     assert encode.field_table(properties)
+
+
+def test_server_properties_default_to_the_emulated_rabbitmq_release() -> None:
+    properties = server_properties()
+    assert (properties["product"], properties["version"]) == ("RabbitMQ", "3.13.7")
+    # protocol/ cannot import broker: its copy of the version must match the package's.
+    assert properties["warrenmq_version"] == broker.__version__
+    assert properties["information"].startswith(f"WarrenMQ {broker.__version__} emulating RabbitMQ 3.13.7")
 
 
 def test_mechanisms_and_locales() -> None:

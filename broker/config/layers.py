@@ -1,0 +1,217 @@
+"""Where each setting comes from: command line > environment (WARRENMQ_*, then RABBITMQ_*) > configuration
+files > defaults. Every resolved value keeps its source, which `warrenmq config show` prints.
+
+The files are found as RabbitMQ finds them: RABBITMQ_CONFIG_FILE (default /etc/rabbitmq/rabbitmq.conf; a
+path without extension gets ".conf"), then the *.conf files of RABBITMQ_CONFIG_FILES (default
+/etc/rabbitmq/conf.d) in alphabetical order, later settings winning; RABBITMQ_ENABLED_PLUGINS_FILE (default
+/etc/rabbitmq/enabled_plugins). WARRENMQ_SYS_PREFIX prefixes the default paths (RabbitMQ's SYS_PREFIX),
+which lets tests run the image's entrypoint in a temporary root.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from broker.config.model import DEFAULT_DATA_DIR, Watermark
+from broker.config.plugins import parse_enabled_plugins
+from broker.config.rabbitmq_conf import FileSettings, apply_entry
+from broker.config.sysctl import ConfigFileError, parse_sysctl
+from broker.core.profile import DEFAULT_PROFILE
+from broker.session.config import (
+    DEFAULT_CHANNEL_MAX,
+    DEFAULT_CONSUMER_TIMEOUT_MS,
+    DEFAULT_FRAME_MAX,
+    DEFAULT_HEARTBEAT_S,
+)
+
+
+class ConfigError(Exception):
+    """A setting that cannot be used (bad environment value, unreadable file); the text says which."""
+
+
+def _users(text: str) -> dict[str, str]:
+    users: dict[str, str] = {}
+    for item in text.split(","):
+        name, sep, password = item.partition(":")
+        if item and (not sep or not name):
+            raise ValueError(f"expected USER:PASSWORD, got {item!r}")
+        if item:
+            users[name] = password
+    return users
+
+
+def _list(text: str) -> tuple[str, ...]:
+    return tuple(item for item in text.split(",") if item)
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: Any
+    env: tuple[str, ...] = ()
+    parse: Callable[[str], Any] = str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("host", "0.0.0.0", ("WARRENMQ_HOST", "RABBITMQ_NODE_IP_ADDRESS")),
+    Setting("port", 5672, ("WARRENMQ_PORT", "RABBITMQ_NODE_PORT"), int),
+    Setting("management_port", 15672, ("WARRENMQ_MANAGEMENT_PORT",), int),
+    Setting("prometheus_port", 15692, ("WARRENMQ_PROMETHEUS_PORT",), int),
+    # users / vhosts: WarrenMQ's lists; when not given, the one default user / vhost (RabbitMQ's).
+    Setting("users", None, ("WARRENMQ_USERS",), _users),
+    Setting("default_user", "guest", ("RABBITMQ_DEFAULT_USER",)),
+    Setting("default_pass", "guest", ("RABBITMQ_DEFAULT_PASS",)),
+    Setting("vhosts", None, ("WARRENMQ_VHOSTS",), _list),
+    Setting("default_vhost", "/", ("RABBITMQ_DEFAULT_VHOST",)),
+    Setting("default_user_tags", ("administrator",)),
+    Setting("default_permissions", (".*", ".*", ".*")),
+    # RabbitMQ's default is [guest]; WarrenMQ has always let guest in from anywhere (the image's
+    # 10-defaults.conf sets loopback_users.guest = false too). Carried, not enforced yet.
+    Setting("loopback_users", ()),
+    Setting("definitions", None, ("WARRENMQ_DEFINITIONS",)),
+    Setting("log_format", "console", ("WARRENMQ_LOG_FORMAT",)),
+    Setting("log_level", "info", ("WARRENMQ_LOG_LEVEL",)),
+    Setting("frame_max", DEFAULT_FRAME_MAX, ("WARRENMQ_FRAME_MAX",), int),
+    Setting("channel_max", DEFAULT_CHANNEL_MAX, ("WARRENMQ_CHANNEL_MAX",), int),
+    Setting("heartbeat", DEFAULT_HEARTBEAT_S, ("WARRENMQ_HEARTBEAT",), int),
+    Setting("max_message_size", None, ("WARRENMQ_MAX_MESSAGE_SIZE",), int),
+    Setting("consumer_timeout", DEFAULT_CONSUMER_TIMEOUT_MS, ("WARRENMQ_CONSUMER_TIMEOUT",), int),
+    Setting("profile", DEFAULT_PROFILE.name, ("WARRENMQ_PROFILE",)),
+    Setting("report_as", "rabbitmq", ("WARRENMQ_REPORT_AS",)),
+    Setting("data_dir", DEFAULT_DATA_DIR, ("WARRENMQ_DATA_DIR",)),
+    Setting("fsync", "always", ("WARRENMQ_FSYNC",)),
+    Setting("node_name", None, ("RABBITMQ_NODENAME",)),
+    Setting("cluster_name", None),
+    # RabbitMQ 3.x's defaults (4.0 raised the memory watermark to 0.6); 50MB = 50,000,000 bytes.
+    Setting("vm_memory_high_watermark", Watermark("relative", 0.4)),
+    Setting("disk_free_limit", Watermark("absolute", 50_000_000)),
+)
+BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    value: Any
+    source: (
+        str  # "default", "--port", "env WARRENMQ_PORT", "/etc/rabbitmq/rabbitmq.conf:3 listeners.tcp.default"
+    )
+
+
+def env_value(name: str, environ: Mapping[str, str]) -> str | None:
+    """An environment variable or its ``_FILE`` form (the file's content, as the image's file_env does)."""
+    value = environ.get(name)
+    file_name = environ.get(f"{name}_FILE")
+    if value and file_name:
+        raise ConfigError(f"both {name} and {name}_FILE are set (but are exclusive)")
+    if file_name:
+        try:
+            return Path(file_name).read_text().rstrip("\r\n")
+        except OSError as error:
+            raise ConfigError(f"{name}_FILE: cannot read {file_name}: {error.strerror}") from None
+    return value or None
+
+
+def _prefix(environ: Mapping[str, str]) -> str:
+    return environ.get("WARRENMQ_SYS_PREFIX", "").rstrip("/")
+
+
+def config_file_paths(cli_path: str | None, environ: Mapping[str, str]) -> list[str]:
+    """The configuration files to read, main file first. The default main file may be absent, and so may
+    RABBITMQ_CONFIG_FILE's (RabbitMQ boots without it); one named by --config-file or WARRENMQ_CONFIG_FILE
+    must exist."""
+    own = cli_path or environ.get("WARRENMQ_CONFIG_FILE")
+    main = own or environ.get("RABBITMQ_CONFIG_FILE") or f"{_prefix(environ)}/etc/rabbitmq/rabbitmq.conf"
+    paths: list[str] = []
+    if main.lower() != "none":
+        suffix = Path(main).suffix
+        if suffix == ".config":
+            raise ConfigError(
+                f"{main}: the classic Erlang-term config format is not supported; use rabbitmq.conf"
+            )
+        if not suffix:
+            main += ".conf"
+        if Path(main).is_file():
+            paths.append(main)
+        elif own:
+            raise ConfigError(f"{main}: configuration file not found")
+    conf_d = environ.get("RABBITMQ_CONFIG_FILES") or f"{_prefix(environ)}/etc/rabbitmq/conf.d"
+    if Path(conf_d).is_dir():
+        paths.extend(str(p) for p in sorted(Path(conf_d).glob("*.conf")))
+    return paths
+
+
+def enabled_plugins_path(cli_path: str | None, environ: Mapping[str, str]) -> tuple[str, bool]:
+    """The enabled_plugins path, and whether it was named (not the default)."""
+    named = (
+        cli_path
+        or environ.get("WARRENMQ_ENABLED_PLUGINS_FILE")
+        or environ.get("RABBITMQ_ENABLED_PLUGINS_FILE")
+    )
+    return named or f"{_prefix(environ)}/etc/rabbitmq/enabled_plugins", bool(named)
+
+
+def read_file_settings(paths: list[str]) -> FileSettings:
+    settings = FileSettings()
+    for path in paths:
+        try:
+            text = Path(path).read_text()
+        except OSError as error:
+            raise ConfigFileError(path, 0, f"cannot read: {error.strerror}") from None
+        except UnicodeDecodeError as error:
+            raise ConfigFileError(path, 0, f"not UTF-8 text: {error.reason}") from None
+        for entry in parse_sysctl(text, path):
+            apply_entry(entry, settings)
+    return settings
+
+
+def read_enabled_plugins(path: str, named: bool) -> tuple[str, ...] | None:
+    """The file's plugins; a named file that is missing enables none (as RabbitMQ), a missing default file
+    leaves every plugin WarrenMQ has on (None)."""
+    if not Path(path).is_file():
+        return () if named else None
+    try:
+        return parse_enabled_plugins(Path(path).read_text(), path)
+    except OSError as error:
+        raise ConfigFileError(path, 0, f"cannot read: {error.strerror}") from None
+
+
+def resolve(cli: Mapping[str, Any], files: FileSettings, environ: Mapping[str, str]) -> dict[str, Resolved]:
+    """Each setting's value and source; ``cli`` holds the flags given (None = not given)."""
+    resolved: dict[str, Resolved] = {}
+    for setting in SETTINGS:
+        flag = cli.get(setting.name)
+        if flag is not None:
+            resolved[setting.name] = Resolved(flag, "--" + setting.name.replace("_", "-"))
+            continue
+        found = _from_env(setting, environ)
+        if found is None and setting.name in files.values:
+            value, where = files.values[setting.name]
+            found = Resolved(value, where)
+        resolved[setting.name] = found or Resolved(setting.default, "default")
+    if resolved["node_name"].value is None:
+        resolved["node_name"] = Resolved(f"rabbit@{socket.gethostname().split('.')[0]}", "default")
+    if resolved["cluster_name"].value is None:
+        # RabbitMQ's default cluster name is the node name.
+        resolved["cluster_name"] = Resolved(resolved["node_name"].value, resolved["node_name"].source)
+    return resolved
+
+
+def _from_env(setting: Setting, environ: Mapping[str, str]) -> Resolved | None:
+    for name in setting.env:
+        text = env_value(name, environ)
+        if text is None:
+            continue
+        try:
+            return Resolved(setting.parse(text), f"env {name}")
+        except ValueError as error:
+            raise ConfigError(f"{name}={text!r}: {error}") from None
+    return None
+
+
+def environ() -> Mapping[str, str]:
+    return os.environ

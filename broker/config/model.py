@@ -1,0 +1,64 @@
+"""The resolved server configuration: frozen values the server, the management plane and the CLIs read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from broker.core.profile import DEFAULT_PROFILE, Profile
+from broker.session.config import SessionConfig
+
+DEFAULT_DATA_DIR = "./warrenmq-data"
+
+
+@dataclass(frozen=True)
+class JournalConfig:
+    """The event journal (broker/journal); ``None`` in ServerConfig = off, the default."""
+
+    directory: str
+    mode: str = "compact"
+    sample: float = 1.0
+    capture_routing: bool = False
+    format: str | None = None  # None: Parquet when pyarrow is installed, else JSON Lines
+    rotate_s: float = 60.0
+    rotate_bytes: int = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """vm_memory_high_watermark.* / disk_free_limit.*: a fraction (``relative``) or bytes (``absolute``).
+
+    Carried for the resource-alarm monitor; nothing enforces them yet."""
+
+    kind: str  # "relative" | "absolute"
+    value: float
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "0.0.0.0"
+    port: int = 5672
+    users: Mapping[str, str] = field(default_factory=lambda: {"guest": "guest"})
+    vhosts: tuple[str, ...] = ("/",)
+    log_format: str = "console"
+    log_level: str = "info"
+    name_seed: int | None = None
+    management_port: int | None = 15672  # None: no management HTTP listener
+    definitions: str | None = None
+    session: SessionConfig = field(default_factory=SessionConfig)
+    journal: JournalConfig | None = None
+    profile: Profile = DEFAULT_PROFILE
+    # Durable store directory (SQLite); None: nothing outlives the process (embedded brokers, tests).
+    data_dir: str | None = None
+    fsync: str = "always"
+    # rabbitmq.conf settings carried for the planes that use them (prometheus endpoint, access control,
+    # resource alarms); see README "Configuration".
+    prometheus_port: int | None = 15692
+    default_user_tags: tuple[str, ...] = ("administrator",)
+    default_permissions: tuple[str, str, str] = (".*", ".*", ".*")
+    loopback_users: tuple[str, ...] = ()
+    vm_memory_high_watermark: Watermark = Watermark("relative", 0.4)
+    disk_free_limit: Watermark = Watermark("absolute", 50_000_000)
+    # Plugins switched on by enabled_plugins (None: no file, every plugin WarrenMQ implements is on).
+    enabled_plugins: tuple[str, ...] | None = None
+    node_name: str = "rabbit@localhost"

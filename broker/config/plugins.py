@@ -1,0 +1,100 @@
+"""The enabled_plugins file (an Erlang list of atoms, ``[rabbitmq_management,rabbitmq_prometheus].``) and
+the plugins WarrenMQ implements.
+
+RabbitMQ reads it from RABBITMQ_ENABLED_PLUGINS_FILE (default /etc/rabbitmq/enabled_plugins) with
+file:consult/1; a file that is not one list term stops the node. Without the file WarrenMQ runs every
+plugin it implements, as it always has.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from broker.config.sysctl import ConfigFileError
+
+MANAGEMENT = "rabbitmq_management"
+PROMETHEUS = "rabbitmq_prometheus"
+# What WarrenMQ implements, each with the plugins RabbitMQ starts with it (its "N plugins started" counts
+# dependencies: rabbitmq_management brings rabbitmq_management_agent and rabbitmq_web_dispatch).
+IMPLEMENTED: dict[str, tuple[str, ...]] = {
+    MANAGEMENT: ("rabbitmq_management_agent", "rabbitmq_web_dispatch"),
+    "rabbitmq_management_agent": (),
+    "rabbitmq_web_dispatch": (),
+    "rabbitmq_consistent_hash_exchange": (),
+    "rabbitmq_delayed_message_exchange": (),
+    "rabbitmq_random_exchange": (),
+}
+# Known and carried, not served yet: enabling it switches prometheus.tcp.port on for the endpoint to come.
+PENDING = frozenset({PROMETHEUS})
+
+_ATOM = re.compile(r"\s*(?:([a-z][A-Za-z0-9_@]*)|'((?:[^'\\]|\\.)*)')\s*")
+
+
+def _strip_comments(text: str) -> str:
+    # Erlang comments run from % to the end of the line (no atom here contains a %).
+    return "\n".join(line.split("%", 1)[0] for line in text.splitlines())
+
+
+def parse_enabled_plugins(text: str, path: str) -> tuple[str, ...]:
+    """The atoms of the file's one list term, in order."""
+    body = _strip_comments(text).strip()
+    if not body.endswith("."):
+        raise ConfigFileError(path, _last_line(text), "syntax error: the term must end with '.'")
+    body = body[:-1].strip()
+    if not (body.startswith("[") and body.endswith("]")):
+        raise ConfigFileError(path, 1, "expected a list of plugin names, e.g. [rabbitmq_management].")
+    inner = body[1:-1]
+    if not inner.strip():
+        return ()
+    plugins: list[str] = []
+    for item in inner.split(","):
+        match = _ATOM.fullmatch(item)
+        if match is None:
+            line = _line_of(text, item.strip())
+            raise ConfigFileError(path, line, f"syntax error: {item.strip()!r} is not a plugin name")
+        plugins.append(match.group(1) or match.group(2))
+    return tuple(plugins)
+
+
+def _last_line(text: str) -> int:
+    return max(1, len(text.rstrip().splitlines()))
+
+
+def _line_of(text: str, fragment: str) -> int:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if fragment and fragment in line:
+            return number
+    return 1
+
+
+def started_plugins(enabled: tuple[str, ...] | None) -> list[str]:
+    """The implemented plugins that run, dependencies included, in RabbitMQ's order (enabled first)."""
+    wanted = [name for name in IMPLEMENTED if IMPLEMENTED[name] or name not in _dependencies()]
+    chosen = wanted if enabled is None else [name for name in enabled if name in IMPLEMENTED]
+    started: list[str] = []
+    for name in chosen:
+        for plugin in (name, *IMPLEMENTED[name]):
+            if plugin not in started:
+                started.append(plugin)
+    return started
+
+
+def unimplemented(enabled: tuple[str, ...] | None) -> list[str]:
+    return [] if enabled is None else [n for n in enabled if n not in IMPLEMENTED and n not in PENDING]
+
+
+def _dependencies() -> set[str]:
+    return {dep for deps in IMPLEMENTED.values() for dep in deps}
+
+
+def startup_complete_lines(plugins: Sequence[str], now: datetime | None = None) -> list[str]:
+    """RabbitMQ's boot-complete log lines (rabbit:start_it/1 -> log_broker_started/1), in its console
+    format: Testcontainers' RabbitMQ modules wait for "Server startup complete" on the container's output."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S.%f+00:00")
+    prefix = f"{stamp} [info] <0.9.0>"
+    return [
+        f"{prefix} Server startup complete; {len(plugins)} plugins started.",
+        *(f"{prefix}  * {plugin}" for plugin in plugins),
+    ]

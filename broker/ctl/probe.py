@@ -1,0 +1,127 @@
+"""What the CLIs ask the broker, over plain AMQP 0-9-1 and TCP (RabbitMQ's CLIs use Erlang distribution;
+WarrenMQ answers the same questions on its AMQP port).
+
+- ``server_properties``: the protocol header and the broker's connection.start, no login: the broker is up.
+- ``local_alarms``: a full login and channel.open; RabbitMQ sends connection.blocked right after
+  connection.open-ok while a resource alarm is in effect (rabbit_reader), so whatever arrives before
+  channel.open-ok is the alarm state, with no timing window.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+
+from pamqp import commands, frame, header
+from pamqp.base import Frame
+from pamqp.exceptions import UnmarshalingException
+
+
+class ProbeFailed(Exception):
+    pass
+
+
+class _Connection:
+    def __init__(self, host: str, port: int, deadline: float) -> None:
+        self.deadline = deadline
+        self.sock = socket.create_connection((host, port), timeout=max(0.01, deadline - time.monotonic()))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = b""
+
+    def send(self, value: Frame | header.ProtocolHeader, channel: int = 0) -> None:
+        data = value.marshal() if isinstance(value, header.ProtocolHeader) else frame.marshal(value, channel)
+        self.sock.sendall(data)
+
+    def receive(self) -> Frame:
+        while True:
+            if self.buffer:
+                try:
+                    consumed, _channel, value = frame.unmarshal(self.buffer)
+                except UnmarshalingException:
+                    pass
+                else:
+                    self.buffer = self.buffer[consumed:]
+                    if isinstance(value, commands.Connection.Close):
+                        raise ProbeFailed(f"{value.reply_code} {value.reply_text}")
+                    if isinstance(value, Frame):
+                        return value
+                    continue  # heartbeats
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise ProbeFailed("timed out")
+            self.sock.settimeout(remaining)
+            data = self.sock.recv(65536)
+            if not data:
+                raise ProbeFailed("connection closed by the broker")
+            self.buffer += data
+
+    def expect(self, kind: type[Frame], seen: list[Frame] | None = None) -> Frame:
+        while True:
+            value = self.receive()
+            if isinstance(value, kind):
+                return value
+            if seen is not None:
+                seen.append(value)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def server_properties(host: str, port: int, timeout_s: float) -> dict[str, Any]:
+    """The broker's connection.start server-properties (raises OSError or ProbeFailed)."""
+    conn = _Connection(host, port, time.monotonic() + timeout_s)
+    try:
+        conn.send(header.ProtocolHeader())
+        start = conn.expect(commands.Connection.Start)
+        assert isinstance(start, commands.Connection.Start)
+        return {
+            k: v.decode() if isinstance(v, bytes) else v for k, v in (start.server_properties or {}).items()
+        }
+    finally:
+        conn.close()
+
+
+def local_alarms(host: str, port: int, user: str, password: str, vhost: str, timeout_s: float) -> list[str]:
+    """The reasons of the connection.blocked the broker sends at connection.open (none: no alarm)."""
+    conn = _Connection(host, port, time.monotonic() + timeout_s)
+    try:
+        conn.send(header.ProtocolHeader())
+        conn.expect(commands.Connection.Start)
+        capabilities: dict[str, Any] = {"authentication_failure_close": True, "connection.blocked": True}
+        conn.send(
+            commands.Connection.StartOk(
+                client_properties={
+                    "product": "rabbitmq-diagnostics (WarrenMQ)",
+                    "capabilities": capabilities,
+                },
+                mechanism="PLAIN",
+                response=f"\0{user}\0{password}",
+                locale="en_US",
+            )
+        )
+        tune = conn.expect(commands.Connection.Tune)
+        assert isinstance(tune, commands.Connection.Tune)
+        conn.send(
+            commands.Connection.TuneOk(channel_max=tune.channel_max, frame_max=tune.frame_max, heartbeat=0)
+        )
+        conn.send(commands.Connection.Open(virtual_host=vhost))
+        seen: list[Frame] = []
+        conn.expect(commands.Connection.OpenOk, seen)
+        conn.send(commands.Channel.Open(), channel=1)
+        conn.expect(commands.Channel.OpenOk, seen)
+        conn.send(
+            commands.Connection.Close(reply_code=200, reply_text="diagnostics", class_id=0, method_id=0)
+        )
+        conn.expect(commands.Connection.CloseOk)
+    finally:
+        conn.close()
+    return [str(f.reason) for f in seen if isinstance(f, commands.Connection.Blocked)]
+
+
+def port_open(host: str, port: int, timeout_s: float) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,12 @@
+"""`rabbitmq-server`: the rabbitmq image's CMD, here `warrenmq serve` with the same arguments."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from broker.cli import main as warrenmq
+
+    return warrenmq(["serve", *(sys.argv[1:] if argv is None else argv)])

@@ -1,0 +1,80 @@
+"""The broker a CLI talks to, found as RabbitMQ's CLIs find their node inside a container: the node name from
+``-n`` or RABBITMQ_NODENAME (default rabbit@<short hostname>), the ports and the default user from the same
+environment and configuration files the server reads (broker/config), so that a healthcheck needs no
+arguments."""
+
+from __future__ import annotations
+
+import argparse
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+from broker.config.args import Loaded, add_serve_arguments
+from broker.config.layers import environ
+from broker.config.plugins import MANAGEMENT
+
+
+@dataclass(frozen=True)
+class Target:
+    node: str
+    host: str  # where to connect
+    interface: str  # the address the broker binds, as RabbitMQ's listener reports it
+    amqp_port: int
+    management_port: int | None
+    user: str
+    password: str
+    vhost: str
+    loaded: Loaded
+
+    def listeners(self) -> list[dict[str, Any]]:
+        """The listeners the configuration opens, in RabbitMQ's listener shape."""
+        found = [self._listener(self.amqp_port, "amqp", "AMQP 0-9-1 and AMQP 1.0")]
+        if self.management_port:
+            found.append(self._listener(self.management_port, "http", "HTTP API"))
+        return found
+
+    def _listener(self, port: int, protocol: str, purpose: str) -> dict[str, Any]:
+        return {
+            "interface": self.interface,
+            "node": self.node,
+            "port": port,
+            "protocol": protocol,
+            "purpose": purpose,
+        }
+
+
+def _local(host: str) -> bool:
+    short = socket.gethostname().split(".")[0]
+    return host in ("localhost", short, socket.gethostname())
+
+
+def find_target(node: str | None) -> Target:
+    parser = argparse.ArgumentParser(add_help=False)
+    add_serve_arguments(parser)
+    loaded = Loaded(parser.parse_args([]), environ())
+    value = loaded.value
+    name = node or value("node_name")
+    if "@" not in name:
+        name = f"{name}@{socket.gethostname().split('.')[0]}"
+    node_host = name.split("@", 1)[1]
+    interface = value("host")
+    if not _local(node_host):
+        host = node_host
+    else:
+        host = "127.0.0.1" if interface in ("0.0.0.0", "") else "::1" if interface == "::" else interface
+    users = value("users")
+    user, password = next(iter(users.items())) if users else (value("default_user"), value("default_pass"))
+    vhosts = value("vhosts")
+    management = value("management_port")
+    return Target(
+        node=name,
+        host=host,
+        interface=interface,
+        amqp_port=value("port"),
+        management_port=management if management > 0 and loaded.plugin_on(MANAGEMENT) else None,
+        user=user,
+        password=password,
+        vhost=vhosts[0] if vhosts else value("default_vhost"),
+        loaded=loaded,
+    )

@@ -1,0 +1,160 @@
+"""rabbitmq-diagnostics / rabbitmqctl against a running WarrenMQ, found as in a container: the CLIs get the
+server's environment and rabbitmq.conf and no arguments; ``-n`` overrides the node."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BrokerProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+RABBITMQCTL = "import sys; from broker.ctl.rabbitmqctl import main; sys.exit(main())"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    conf = tmp_path / "rabbitmq.conf"
+    conf.write_text(
+        f"listeners.tcp.default = 127.0.0.1:{_free_port()}\nmanagement.tcp.port = {_free_port()}\n"
+        "default_user = app\ndefault_pass = pw\n"
+    )
+    return {"RABBITMQ_CONFIG_FILE": str(conf), "RABBITMQ_NODENAME": "rabbit@localhost"}
+
+
+def cli(tool: str, *argv: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    module = {"rabbitmq-diagnostics": "broker.ctl.diagnostics", "rabbitmqctl": "broker.ctl.rabbitmqctl"}[tool]
+    code = f"import sys; from {module} import main; sys.exit(main())"
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, dict[str, str]]]:
+    env = _env(tmp_path_factory.mktemp("diagnostics"))
+    # No flags: the broker takes its listeners from the same rabbitmq.conf the CLIs read.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "broker", "serve"],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    ready = json.loads(process.stdout.readline())
+    served = BrokerProcess(process=process, host="127.0.0.1", port=ready["amqp_port"], ready=ready)
+    try:
+        yield served, env
+    finally:
+        served.stop()
+
+
+def test_ping_and_check_running_with_no_arguments(served: tuple[BrokerProcess, dict[str, str]]) -> None:
+    _, env = served
+    quiet = cli("rabbitmq-diagnostics", "-q", "ping", env=env)
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "Ping succeeded\n", "")
+    loud = cli("rabbitmq-diagnostics", "check_running", env=env)
+    assert loud.returncode == 0
+    assert loud.stdout.splitlines() == [
+        "Checking if RabbitMQ is running on node rabbit@localhost ...",
+        "RabbitMQ on node rabbit@localhost is fully booted and running",
+    ]
+    as_json = cli("rabbitmq-diagnostics", "check_running", "--formatter", "json", env=env)
+    assert json.loads(as_json.stdout) == {
+        "message": "RabbitMQ on node rabbit@localhost is fully booted and running"
+    }
+
+
+def test_port_connectivity_and_alarms(served: tuple[BrokerProcess, dict[str, str]]) -> None:
+    broker, env = served
+    ports = cli("rabbitmq-diagnostics", "check_port_connectivity", "--formatter", "json", env=env)
+    assert ports.returncode == 0
+    report = json.loads(ports.stdout)
+    assert report["result"] == "ok"
+    assert [(item["protocol"], item["port"]) for item in report["listeners"]] == [
+        ("amqp", broker.port),
+        ("http", broker.ready["management_port"]),
+    ]
+    # A full login with the configured default user (app/pw from rabbitmq.conf).
+    alarms = cli("rabbitmq-diagnostics", "-q", "check_local_alarms", env=env)
+    assert (alarms.returncode, alarms.stdout) == (0, "Node rabbit@localhost reported no local alarms\n")
+
+
+def test_status_reports_the_emulated_release_and_the_configuration(
+    served: tuple[BrokerProcess, dict[str, str]],
+) -> None:
+    _, env = served
+    result = cli("rabbitmq-diagnostics", "status", "--formatter", "json", env=env)
+    assert result.returncode == 0
+    status = json.loads(result.stdout)
+    assert (status["rabbitmq_version"], status["product_name"], status["warrenmq_version"]) == (
+        "3.13.7",
+        "RabbitMQ",
+        "0.1.0",
+    )
+    assert status["config_files"] == [env["RABBITMQ_CONFIG_FILE"]]
+    assert status["alarms"] == []
+
+
+def test_node_override_and_an_unreachable_node_exit_69(served: tuple[BrokerProcess, dict[str, str]]) -> None:
+    _, env = served
+    result = cli("rabbitmq-diagnostics", "-n", "rabbit@127.0.0.2", "ping", "-t", "2", env=env)
+    assert result.returncode == 69
+    assert result.stderr == "Error:\nFailed to connect and authenticate to rabbit@127.0.0.2 in 2000 ms\n"
+    running = cli(
+        "rabbitmq-diagnostics", "--node=rabbit@127.0.0.2", "-q", "check_running", "-t", "2", env=env
+    )
+    assert running.returncode == 69
+    assert running.stderr.startswith("Error: unable to perform an operation on node 'rabbit@127.0.0.2'.")
+
+
+def test_usage_errors_exit_64(served: tuple[BrokerProcess, dict[str, str]]) -> None:
+    _, env = served
+    assert cli("rabbitmq-diagnostics", "no_such_command", env=env).returncode == 64
+    assert cli("rabbitmq-diagnostics", "--formatter", "erlang", "ping", env=env).returncode == 64
+    assert cli("rabbitmqctl", "add_user", "a", "b", env=env).returncode == 64
+
+
+def test_await_startup_waits_for_a_broker_that_starts_later(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    waiting = subprocess.Popen(
+        [sys.executable, "-c", RABBITMQCTL, "await_startup"],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    broker = subprocess.Popen(
+        [sys.executable, "-m", "broker", "serve"],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        stdout, stderr = waiting.communicate(timeout=60)
+        assert (waiting.returncode, stdout, stderr) == (0, "", "")
+    finally:
+        broker.terminate()
+        broker.wait(timeout=10)
