@@ -119,7 +119,7 @@ class VhostTopology:
         self.exchanges[name] = exchange
         attach = getattr(exchange.kind, "attach", None)
         if attach is not None:
-            attach(self, name)
+            attach(self, name)  # the VirtualHost this is part of: a DelayHost (clock, publish_held)
         if self.persistence is not None and is_durable_exchange(exchange):
             self.persistence.exchange_declared(self.name, exchange)
         if self.events.observers:
