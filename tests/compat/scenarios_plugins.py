@@ -188,6 +188,25 @@ def modulus_hash_places_each_routing_key(ctx: Ctx) -> Observation:
     return stages
 
 
+@plugin_scenario
+def hash_exchanges_with_cc_and_bcc(ctx: Ctx) -> Observation:
+    """CC/BCC keys add no routes: consistent hash uses the routing key, modulus hash all keys together."""
+    ch = ctx.channel(confirm=True)
+    seen = {}
+    for kind in ("x-consistent-hash", "x-modulus-hash"):
+        x = ctx.exchange(ch, kind, kind)
+        queues = [ctx.queue(ch, f"{kind}-{n}") for n in range(4)]
+        for queue, weight in zip(queues, (1, 2, 3, 4), strict=True):
+            ch.queue_bind(queue, x, str(weight))
+        for n in range(300):
+            headers: dict[str, Any] = {"CC": [f"c{n}", f"d{n}"]} if n % 3 else {"BCC": [f"b{n}"]}
+            if n % 5 == 0:
+                headers["BCC"] = [f"e{n}"]
+            ch.basic_publish(x, f"k{n}", f"m{n}".encode(), pika.BasicProperties(headers=headers))
+        seen[kind] = placement(ch, queues)
+    return seen
+
+
 # ----------------------------------------------------------------------------------------------------------
 # x-recent-history
 # ----------------------------------------------------------------------------------------------------------

@@ -96,6 +96,9 @@ def _field_value(value: object) -> object:
 class ConsistentHashExchangeType:
     type_name: ClassVar[str] = "x-consistent-hash"
     unique_destinations: ClassVar[bool] = True
+    # One destination from the routing keys: hd(RoutingKeys), so CC/BCC keys change nothing
+    # (read by broker.core.sender_selected).
+    hashes_routing_keys: ClassVar[bool] = True
 
     __slots__ = ("_buckets", "_placed", "hash_header", "hash_property")
 
