@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import pika
 import pytest
 
 from broker.core.exchanges.erlang_hash import Atom, phash2
 from broker.core.exchanges.jump_hash import jump_consistent_hash
+from tests.conftest import start_broker_process
 
+from .rabbitmq_node import RabbitMQNode, rabbitmq_available
 from .scenarios import Ctx
 from .scenarios_plugins import PLUGIN_SCENARIOS, placement, run_plugin_scenario
 
@@ -43,3 +48,61 @@ def test_rabbitmq_310_hashes_a_header_as_its_typed_pair(rabbitmq_plugins_url: st
     buckets = [queue for queue, weight in zip(queues, weights, strict=True) for _ in range(weight)]
     predicted = {v: buckets[jump_consistent_hash(phash2((Atom("longstr"), v)), len(buckets))] for v in values}
     assert seen == predicted
+
+
+def _restart_placement(url_after_restart: Callable[[], str], ctx: Ctx) -> dict[str, str]:
+    """Durable bindings made in an order that is not RabbitMQ's binding order, then a restart: the plugin
+    rebuilds its ring from the sorted bindings (lists:usort in its recover/0)."""
+    ch = ctx.channel()
+    ch.exchange_declare(ctx.name("chx"), "x-consistent-hash", durable=True)
+    queues = [ctx.name(n) for n in ("zeta", "alpha", "mid", "beta")]
+    for queue in queues:
+        ch.queue_declare(queue, durable=True)
+    for queue, weight in zip(queues, ("7", "2", "30", "5"), strict=True):
+        ch.queue_bind(queue, ctx.name("chx"), weight)
+    ch.queue_bind(queues[1], ctx.name("chx"), "1")  # sorts before "2": alpha has weight 1 after a restart
+    ctx.close()
+    after = Ctx(url_after_restart(), ctx.prefix)
+    try:
+        ch = after.channel(confirm=True)
+        publish = [f"k-{n}" for n in range(1000)]
+        for key in publish:
+            ch.basic_publish(after.name("chx"), key, key.encode())
+        seen = placement(ch, queues)
+        for queue in queues:
+            ch.queue_delete(queue)
+        ch.exchange_delete(after.name("chx"))
+    finally:
+        after.close()
+    return {key: queue.removeprefix(ctx.prefix) for key, queue in seen.items()}
+
+
+def test_consistent_hash_ring_after_a_restart_matches_rabbitmq(tmp_path: Path) -> None:
+    if not rabbitmq_available():
+        pytest.skip("no RabbitMQ to compare with")
+    node = RabbitMQNode(tmp_path / "rabbitmq", plugins=("rabbitmq_consistent_hash_exchange",))
+    node.start()
+
+    def restart_node() -> str:
+        node.stop()
+        node.start()
+        return node.url
+
+    try:
+        expected = _restart_placement(restart_node, Ctx(node.url, "rst"))
+    finally:
+        node.stop()
+    data_dir = str(tmp_path / "warrenmq")
+    broker = start_broker_process("--data-dir", data_dir)
+
+    def restart_broker() -> str:
+        nonlocal broker
+        broker.stop()
+        broker = start_broker_process("--data-dir", data_dir)
+        return broker.url
+
+    try:
+        observed = _restart_placement(restart_broker, Ctx(broker.url, "rst"))
+    finally:
+        broker.stop()
+    assert observed == expected
