@@ -51,7 +51,10 @@ def sender_selected(
     deviation 15)."""
     extra = header_routes(message.headers, "CC") + header_routes(message.headers, "BCC")
     found = dict.fromkeys(queues)
-    found.update(dict.fromkeys(route_keys(router, exchange, message, extra)))
+    # Hash exchange types pick one destination from all the keys at once (consistent hash: the first;
+    # modulus hash: the list), so the extra keys add no routes there (checked against RabbitMQ 3.10.8).
+    if not getattr(exchange.kind, "hashes_routing_keys", False):
+        found.update(dict.fromkeys(route_keys(router, exchange, message, extra)))
     if message.headers is not None and "BCC" in message.headers and rewrite is not None:
         message = rewritten(message, rewrite, {}, ("BCC",))
     return list(found), message

@@ -80,7 +80,10 @@ class VirtualHost(VhostTopology):
         redeclaring an `amq.gen-…` name non-passively is refused as in RabbitMQ.
         """
         if passive:
-            return self.queue(name, owner)
+            queue = self.queue(name, owner)
+            if queue.features is not None:
+                queue.features.touch()  # a passive declare renews x-expires too (queue process stat call)
+            return queue
         if not server_named and is_reserved_name(name):
             raise reserved_name_error("queue", name)
         args = dict(arguments or {})

@@ -23,6 +23,7 @@ from broker.session import confirms, direct_reply
 from broker.session.fates import forget_settled, settled_events, settled_steps, stored_delivery
 from broker.session.handlers.table import HANDLERS
 from broker.session.ports import ConnectionPort
+from broker.session.routing_headers import check_routing_headers
 from broker.session.tx import Transaction
 from protocol.channel_state import ContentAssembler
 from protocol.codec import BASIC_ACK, BASIC_NACK, BASIC_PUBLISH, BASIC_REJECT, decode_method, encode_delivery
@@ -132,6 +133,10 @@ class ChannelSession:
                 40,
             )
         ttl = None if info.expiration is None else parse_expiration(info.expiration)
+        headers = info.headers
+        if headers is not None and ("CC" in headers or "BCC" in headers):
+            assert self.conn.vhost is not None
+            check_routing_headers(self.conn.vhost, exchange, headers)
         if info.reply_to is not None and info.reply_to == direct_reply.REPLY_QUEUE:
             header_payload = direct_reply.stamp_reply_to(self, header_payload)
         message = Message(

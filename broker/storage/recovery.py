@@ -17,7 +17,7 @@ from broker.core.message import Message
 from broker.core.queue import Envelope, Queue
 from broker.core.queue_features import TimedEnvelope
 from broker.core.typed_json import decode_table
-from broker.storage.base import KEY_SEQ_BITS, MessageRow, QueueRow, Store
+from broker.storage.base import KEY_SEQ_BITS, BindingRow, MessageRow, QueueRow, Store
 from broker.storage.writer import StoreWriter
 from protocol.errors import AMQPError
 from protocol.fastpath import parse_content_header
@@ -98,7 +98,9 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
                 report.queues += 1
             except (AMQPError, LookupError) as error:
                 _skipped(report, "queue", row.vhost, row.name, error)
-        for binding in definitions.bindings:
+        # In RabbitMQ's binding order (lists:usort of #binding{source, key, destination}: exchanges before
+        # queues), the order in which plugin types such as x-consistent-hash rebuild their state at boot.
+        for binding in sorted(definitions.bindings, key=_boot_order):
             if binding.destination_type == "queue" and (binding.vhost, binding.destination) in auto_deleted:
                 continue
             vhost = broker.vhosts.get(binding.vhost)
@@ -147,6 +149,13 @@ def _envelope(row: MessageRow) -> Envelope:
     if expires_at is not None:
         return TimedEnvelope(seq, message, expires_at, bool(delivered))
     return Envelope(seq, message, bool(delivered))
+
+
+def _boot_order(binding: BindingRow) -> tuple[str, str, bytes, int, bytes]:
+    """Erlang term order of the binding record within a vhost: source, key, then the destination resource
+    (kind atom 'exchange' < 'queue', then name); binaries compare bytewise."""
+    kind = 0 if binding.destination_type == "exchange" else 1
+    return binding.vhost, binding.source, binding.routing_key.encode(), kind, binding.destination.encode()
 
 
 def _skipped(report: RecoveryReport, kind: str, vhost: str, name: str, error: Exception) -> None:

@@ -27,3 +27,32 @@ def rabbitmq_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield node.url
     finally:
         node.stop()
+
+
+# The plugin exchange types WarrenMQ implements, enabled on a second private node (the shared one stays
+# plugin-free, as the other scenarios expect).
+ORACLE_PLUGINS = (
+    "rabbitmq_consistent_hash_exchange",
+    "rabbitmq_recent_history_exchange",
+    "rabbitmq_sharding",
+)
+
+
+@pytest.fixture(scope="session")
+def rabbitmq_plugins_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An oracle with ``ORACLE_PLUGINS`` enabled: ``WARRENMQ_COMPAT_RABBITMQ_PLUGINS_URL`` if set, else a
+    private node from the Debian package."""
+    external = os.environ.get("WARRENMQ_COMPAT_RABBITMQ_PLUGINS_URL")
+    if external:
+        yield external
+        return
+    if not rabbitmq_available():
+        pytest.skip(
+            f"no RabbitMQ to compare with: {RABBITMQ_SERVER} is missing (apt-get install rabbitmq-server)"
+        )
+    node = RabbitMQNode(tmp_path_factory.mktemp("rabbitmq-plugins"), plugins=ORACLE_PLUGINS)
+    node.start()
+    try:
+        yield node.url
+    finally:
+        node.stop()

@@ -49,6 +49,8 @@ class RabbitMQNode:
     port: int = field(default_factory=free_port)
     dist_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    # Plugins to enable (e.g. "rabbitmq_consistent_hash_exchange"); none by default.
+    plugins: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -77,7 +79,7 @@ class RabbitMQNode:
             "RABBITMQ_ENABLED_PLUGINS_FILE": str(d / "enabled_plugins"),
             "RABBITMQ_CONFIG_FILE": str(d / "rabbitmq"),
             "RABBITMQ_PID_FILE": str(d / "pid"),
-            "RABBITMQ_ENABLED_PLUGINS": "",
+            "RABBITMQ_ENABLED_PLUGINS": ",".join(self.plugins),
             "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
         }
 
@@ -103,7 +105,7 @@ class RabbitMQNode:
         d = self.base_dir
         for sub in ("mnesia", "log", "home"):
             (d / sub).mkdir(parents=True, exist_ok=True)
-        (d / "enabled_plugins").write_text("[].\n")
+        (d / "enabled_plugins").write_text(f"[{','.join(self.plugins)}].\n")
         (d / "rabbitmq.conf").write_text(f"listeners.tcp.default = 127.0.0.1:{self.port}\n")
         _raise_nofile_limit()  # inherited by the node, like the `ulimit -n` of the shell launcher
         stdout = (d / "log" / "stdout").open("wb")

@@ -1,4 +1,5 @@
-"""x-delayed-message (on the ManualClock) and x-consistent-hash, declared and used through a session."""
+"""Plugin exchange types (x-delayed-message on the ManualClock, x-consistent-hash, x-recent-history,
+x-modulus-hash), declared and used through a session."""
 
 from __future__ import annotations
 
@@ -128,3 +129,68 @@ def test_consistent_hash_refuses_a_non_integer_weight() -> None:
     client.declare("q")
     client.send(1, commands.Queue.Bind(queue="q", exchange="ch", routing_key="heavy"))
     assert close_of(client.received())[1] == 406
+
+
+def test_consistent_hash_rebinding_a_queue_adds_no_buckets_and_any_unbind_drops_them_all() -> None:
+    client = TimedClient()
+    _hash_setup(client, {"a": 5, "b": 5})
+    client.send(1, commands.Queue.Bind(queue="a", exchange="ch", routing_key="50"))  # a keeps its 5 buckets
+    client.send(1, commands.Queue.Unbind(queue="a", exchange="ch", routing_key="50"))
+    client.received()
+    for n in range(50):  # a's "5" binding remains, but it has no bucket left: everything goes to b
+        client.publish(1, str(n).encode(), f"key-{n}", exchange="ch")
+    assert (client.count("a"), client.count("b")) == (0, 50)
+
+
+def test_consistent_hash_routes_a_message_without_the_hashed_header() -> None:
+    client = TimedClient()
+    _hash_setup(client, {"a": 1, "b": 1, "c": 1}, **{"hash-header": "user"})
+    for n in range(9):
+        client.publish(1, str(n).encode(), f"key-{n}", exchange="ch")  # hashed as the atom undefined
+    assert sorted(client.count(q) for q in "abc") == [0, 0, 9]
+
+
+def test_recent_history_replays_the_newest_messages_to_each_new_binding() -> None:
+    client = TimedClient()
+    _exchange(client, "rh", "x-recent-history", **{"x-recent-history-length": 3})
+    for n in range(5):
+        client.publish(1, f"m{n}".encode(), "k", exchange="rh")
+    client.publish(1, b"secret", "k", exchange="rh", headers={"x-recent-history-no-store": True})
+    client.declare("q")
+    client.send(1, commands.Queue.Bind(queue="q", exchange="rh", routing_key="ignored"))
+    client.received()
+    assert client.bodies("q") == [b"m2", b"m3", b"m4"]
+    client.publish(1, b"live", "other", exchange="rh")
+    assert client.bodies("q") == [b"live"]
+
+
+def test_recent_history_refuses_a_length_that_is_not_a_positive_integer() -> None:
+    client = TimedClient()
+    client.send(
+        1,
+        commands.Exchange.Declare(
+            exchange="rh", exchange_type="x-recent-history", arguments={"x-recent-history-length": 0}
+        ),
+    )
+    assert close_of(client.received()) == (
+        1,
+        406,
+        "PRECONDITION_FAILED - Invalid argument 0, 'x-recent-history-length' must be a positive integer",
+    )
+
+
+def test_modulus_hash_sends_each_key_to_one_queue_stably() -> None:
+    client = TimedClient()
+    _exchange(client, "mod", "x-modulus-hash")
+    for queue in ("a", "b", "c"):
+        client.declare(queue)
+        client.send(1, commands.Queue.Bind(queue=queue, exchange="mod", routing_key=queue))
+    client.received()
+    keys = [f"key-{n}" for n in range(60)]
+    for key in keys * 2:
+        client.publish(1, key.encode(), key, exchange="mod")
+    placed = {q: client.bodies(q) for q in "abc"}
+    assert sum(map(len, placed.values())) == 120
+    for bodies in placed.values():  # both copies of a key in the same queue
+        assert Counter(bodies) == Counter(dict.fromkeys(set(bodies), 2))
+    assert all(placed.values())

@@ -8,6 +8,8 @@ from broker.core.exchanges.delayed import DelayedMessageExchangeType
 from broker.core.exchanges.direct import DirectExchangeType
 from broker.core.exchanges.fanout import FanoutExchangeType
 from broker.core.exchanges.headers import HeadersExchangeType
+from broker.core.exchanges.modulus_hash import ModulusHashExchangeType
+from broker.core.exchanges.recent_history import RecentHistoryExchangeType
 from broker.core.exchanges.topic import TopicExchangeType
 from broker.core.exchanges.x_random import RandomExchangeType
 
@@ -22,6 +24,8 @@ EXCHANGE_TYPES: dict[str, type[ExchangeType]] = {
     ConsistentHashExchangeType.type_name: ConsistentHashExchangeType,
     DelayedMessageExchangeType.type_name: DelayedMessageExchangeType,
     RandomExchangeType.type_name: RandomExchangeType,
+    RecentHistoryExchangeType.type_name: RecentHistoryExchangeType,
+    ModulusHashExchangeType.type_name: ModulusHashExchangeType,
 }
 # x-delayed-message wraps one of the types above (its x-delayed-type): it looks them up here.
 DelayedMessageExchangeType.inner_types = EXCHANGE_TYPES

@@ -4,13 +4,15 @@ channel.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pamqp import commands
 
+from broker.core.arguments import amqp_type_name
 from broker.core.queue import Consumer
 from broker.core.queue_features import TimedEnvelope
-from broker.core.queue_settings import QUORUM
+from broker.core.queue_settings import QUORUM, STREAM
 from broker.core.unacked import Delivery, requeue_deliveries
 from broker.session import direct_reply
 from broker.session.fates import settled_events, stored_delivery
@@ -52,6 +54,7 @@ def consume(channel: ChannelPort, method: commands.Basic.Consume) -> None:
     tag = method.consumer_tag or conn.broker.names.consumer_tag()
     if tag in channel.consumers:
         raise HardError(ReplyCode.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'")
+    _check_consumer_priority(queue, method.arguments)
     consumer = Consumer(
         tag,
         queue,
@@ -66,6 +69,24 @@ def consume(channel: ChannelPort, method: commands.Basic.Consume) -> None:
     channel.consumers[tag] = consumer
     if not method.nowait:
         conn.send(channel.channel_id, commands.Basic.ConsumeOk(consumer_tag=tag))
+
+
+def _check_consumer_priority(queue: Queue, arguments: Mapping[str, object] | None) -> None:
+    """rabbit_amqqueue:check_consume_arguments: a classic or quorum queue's consumer x-priority must be an
+    integer type, e.g. 406 "invalid arg 'x-priority' for queue 'q' in vhost '/': \"expected integer, got
+    longstr\"" (RabbitMQ 3.10.8). Streams do not take the argument (not checked here)."""
+    if not arguments or "x-priority" not in arguments:
+        return
+    value = arguments["x-priority"]
+    features = queue.features
+    if features is not None and features.settings.queue_type == STREAM:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ChannelError(
+            ReplyCode.PRECONDITION_FAILED,
+            f"invalid arg 'x-priority' for queue '{queue.name}' in vhost '{queue.vhost}': "
+            f'"expected integer, got {amqp_type_name(value)}"',
+        )
 
 
 def cancel(channel: ChannelPort, method: commands.Basic.Cancel) -> None:

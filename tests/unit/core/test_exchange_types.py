@@ -20,7 +20,13 @@ def msg(routing_key: str) -> Message:
 
 def test_registry_holds_the_four_amqp_types_and_the_plugin_types() -> None:
     amqp = {"direct", "fanout", "topic", "headers"}
-    assert set(EXCHANGE_TYPES) == amqp | {"x-consistent-hash", "x-delayed-message", "x-random"}
+    assert set(EXCHANGE_TYPES) == amqp | {
+        "x-consistent-hash",
+        "x-delayed-message",
+        "x-random",
+        "x-recent-history",
+        "x-modulus-hash",
+    }
     for name, cls in EXCHANGE_TYPES.items():
         assert cls.type_name == name
     for name in amqp:

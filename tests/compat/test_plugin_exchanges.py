@@ -1,0 +1,108 @@
+"""Differential tests for the plugin exchange types against RabbitMQ with the plugins enabled
+(``rabbitmq_plugins_url``), plus an oracle-only check of 3.10's header hashing with WarrenMQ's phash2."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pika
+import pytest
+
+from broker.core.exchanges.erlang_hash import Atom, phash2
+from broker.core.exchanges.jump_hash import jump_consistent_hash
+from tests.conftest import start_broker_process
+
+from .rabbitmq_node import RabbitMQNode, rabbitmq_available
+from .scenarios import Ctx
+from .scenarios_plugins import PLUGIN_SCENARIOS, placement, run_plugin_scenario
+
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
+
+
+@pytest.mark.parametrize("name", sorted(PLUGIN_SCENARIOS))
+def test_warrenmq_matches_rabbitmq_plugins(rabbitmq_plugins_url: str, amqp_url: str, name: str) -> None:
+    expected = run_plugin_scenario(rabbitmq_plugins_url, name)
+    observed = run_plugin_scenario(amqp_url, name)
+    assert observed == expected
+
+
+def test_rabbitmq_310_hashes_a_header_as_its_typed_pair(rabbitmq_plugins_url: str) -> None:
+    """3.10 hashes a hash-header value as rabbit_misc:table_lookup returns it, {longstr, V}; 3.13 (which
+    WarrenMQ follows) hashes V. The oracle can only show 3.10's: predicting it key by key with our phash2 of
+    the tuple checks tuple and atom hashing through the real plugin."""
+    ctx = Ctx(rabbitmq_plugins_url, "hdr310")
+    try:
+        ch = ctx.channel(confirm=True)
+        x = ctx.exchange(ch, "chx", "x-consistent-hash", arguments={"hash-header": "h"})
+        weights = (2, 1, 3, 4)
+        queues = [ctx.queue(ch, f"q{n}") for n in range(len(weights))]
+        for queue, weight in zip(queues, weights, strict=True):
+            ch.queue_bind(queue, x, str(weight))
+        values = [f"v{n}" for n in range(500)]
+        for value in values:
+            ch.basic_publish(x, "rk", value.encode(), pika.BasicProperties(headers={"h": value}))
+        seen = placement(ch, queues)
+    finally:
+        ctx.close()
+    buckets = [queue for queue, weight in zip(queues, weights, strict=True) for _ in range(weight)]
+    predicted = {v: buckets[jump_consistent_hash(phash2((Atom("longstr"), v)), len(buckets))] for v in values}
+    assert seen == predicted
+
+
+def _restart_placement(url_after_restart: Callable[[], str], ctx: Ctx) -> dict[str, str]:
+    """Durable bindings made in an order that is not RabbitMQ's binding order, then a restart: the plugin
+    rebuilds its ring from the sorted bindings (lists:usort in its recover/0)."""
+    ch = ctx.channel()
+    ch.exchange_declare(ctx.name("chx"), "x-consistent-hash", durable=True)
+    queues = [ctx.name(n) for n in ("zeta", "alpha", "mid", "beta")]
+    for queue in queues:
+        ch.queue_declare(queue, durable=True)
+    for queue, weight in zip(queues, ("7", "2", "30", "5"), strict=True):
+        ch.queue_bind(queue, ctx.name("chx"), weight)
+    ch.queue_bind(queues[1], ctx.name("chx"), "1")  # sorts before "2": alpha has weight 1 after a restart
+    ctx.close()
+    after = Ctx(url_after_restart(), ctx.prefix)
+    try:
+        ch = after.channel(confirm=True)
+        publish = [f"k-{n}" for n in range(1000)]
+        for key in publish:
+            ch.basic_publish(after.name("chx"), key, key.encode())
+        seen = placement(ch, queues)
+        for queue in queues:
+            ch.queue_delete(queue)
+        ch.exchange_delete(after.name("chx"))
+    finally:
+        after.close()
+    return {key: queue.removeprefix(ctx.prefix) for key, queue in seen.items()}
+
+
+def test_consistent_hash_ring_after_a_restart_matches_rabbitmq(tmp_path: Path) -> None:
+    if not rabbitmq_available():
+        pytest.skip("no RabbitMQ to compare with")
+    node = RabbitMQNode(tmp_path / "rabbitmq", plugins=("rabbitmq_consistent_hash_exchange",))
+    node.start()
+
+    def restart_node() -> str:
+        node.stop()
+        node.start()
+        return node.url
+
+    try:
+        expected = _restart_placement(restart_node, Ctx(node.url, "rst"))
+    finally:
+        node.stop()
+    data_dir = str(tmp_path / "warrenmq")
+    broker = start_broker_process("--data-dir", data_dir)
+
+    def restart_broker() -> str:
+        nonlocal broker
+        broker.stop()
+        broker = start_broker_process("--data-dir", data_dir)
+        return broker.url
+
+    try:
+        observed = _restart_placement(restart_broker, Ctx(broker.url, "rst"))
+    finally:
+        broker.stop()
+    assert observed == expected
