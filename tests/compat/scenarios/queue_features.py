@@ -1,5 +1,5 @@
 """Differential scenarios for queue features: x-death, TTL 0, length limits, priorities, single active
-consumer, direct reply-to, CC/BCC. Registered in the same SCENARIOS table as tests/compat/scenarios.py.
+consumer, direct reply-to, CC/BCC.
 
 ``x-last-death-*`` headers are left out of the observations: RabbitMQ writes them since 3.13 (WarrenMQ's
 default profile) and the oracle is 3.10.8.
@@ -13,7 +13,7 @@ from typing import Any
 import pika
 import pika.exceptions
 
-from .scenarios import Ctx, Observation, bodies, outcome, pump, scenario
+from .kit import Ctx, Observation, bodies, outcome, pump, scenario
 
 
 def _message(ch: Any, queue: str) -> Observation:
