@@ -6,23 +6,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from .kit import (
-    Ctx,
-    Deliveries,
-    Observation,
-    drain,
-    filled_queue,
-    get_tags,
-    outcome,
-    pump,
-    scenario,
-)
+from .kit import Ctx, Observation, confirming_queue, consume_until, drain, get_tags, outcome, pump, scenario
 
 
 @scenario
 def requeue_order_and_redelivered(ctx: Ctx) -> Observation:
     connection = ctx.connect()
-    ch, q = filled_queue(ctx, connection, 6)
+    ch, q = confirming_queue(ctx, connection, 6)
     tags = get_tags(ch, q, 4)
     ch.basic_nack(tags[3], requeue=True)
     ch.basic_reject(tags[1], requeue=True)
@@ -34,7 +24,7 @@ def requeue_order_and_redelivered(ctx: Ctx) -> Observation:
 @scenario
 def ack_nack_multiple(ctx: Ctx) -> Observation:
     connection = ctx.connect()
-    ch, q = filled_queue(ctx, connection, 8)
+    ch, q = confirming_queue(ctx, connection, 8)
     tags = get_tags(ch, q, 8)
     ch.basic_ack(2, multiple=True)  # m0 m1
     ch.basic_nack(4, multiple=True, requeue=True)  # m2 m3 back
@@ -61,7 +51,7 @@ def delivery_tag_errors(ctx: Ctx) -> Observation:
         ch = connection.channel()
         call(ch)
         results[label] = outcome(partial(ch.queue_declare, "", exclusive=True))
-    ch, q = filled_queue(ctx, connection, 2)
+    ch, q = confirming_queue(ctx, connection, 2)
     [tag] = get_tags(ch, q, 1)
     ch.basic_ack(tag)
     ch.basic_ack(tag)
@@ -80,11 +70,9 @@ def delivery_tag_errors(ctx: Ctx) -> Observation:
 @scenario
 def consumer_requeue_on_close(ctx: Ctx) -> Observation:
     connection = ctx.connect()
-    ch, q = filled_queue(ctx, connection, 5)
+    ch, q = confirming_queue(ctx, connection, 5)
     consumer_ch = connection.channel()
-    seen = Deliveries()
-    consumer_ch.basic_consume(q, seen, consumer_tag="c")
-    pump(connection, lambda: len(seen) == 5)
+    seen = consume_until(connection, consumer_ch, q, 5)
     consumer_ch.basic_ack(2)
     consumer_ch.basic_nack(4, requeue=True)
     pump(connection, lambda: len(seen) == 6)
@@ -95,14 +83,12 @@ def consumer_requeue_on_close(ctx: Ctx) -> Observation:
 @scenario
 def recover(ctx: Ctx) -> Observation:
     connection = ctx.connect()
-    ch, q = filled_queue(ctx, connection, 3)
-    seen = Deliveries()
-    ch.basic_consume(q, seen, consumer_tag="c")
-    pump(connection, lambda: len(seen) == 3)
+    ch, q = confirming_queue(ctx, connection, 3)
+    seen = consume_until(connection, ch, q, 3)
     ch.basic_recover(requeue=True)
     pump(connection, lambda: len(seen) == 6)
     ch.basic_cancel("c")
-    get_ch, q2 = filled_queue(ctx, connection, 3)
+    get_ch, q2 = confirming_queue(ctx, connection, 3)
     get_tags(get_ch, q2, 2)
     get_ch.basic_recover(requeue=True)
     results: dict[str, Any] = {"consumer": seen.items, "get": drain(get_ch, q2)}

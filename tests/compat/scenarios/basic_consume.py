@@ -10,7 +10,8 @@ from .kit import (
     Ctx,
     Deliveries,
     Observation,
-    filled_queue,
+    confirming_queue,
+    consume_until,
     outcome,
     pump,
     pump_for,
@@ -60,9 +61,7 @@ def qos_prefetch(ctx: Ctx) -> Observation:
 @scenario
 def consumers_round_robin_and_exclusive(ctx: Ctx) -> Observation:
     connection = ctx.connect()
-    ch = connection.channel()
-    ch.confirm_delivery()
-    q = ctx.queue(ch)
+    ch, q = confirming_queue(ctx, connection)
     seen = Deliveries()
     for tag in ("a", "b", "c"):
         ch.basic_consume(q, seen, consumer_tag=tag, auto_ack=True)
@@ -97,10 +96,8 @@ def consumers_round_robin_and_exclusive(ctx: Ctx) -> Observation:
 @scenario
 def cancel_and_server_cancel(ctx: Ctx) -> Observation:
     connection = ctx.connect()
-    ch, q = filled_queue(ctx, connection, 2)
-    seen = Deliveries()
-    ch.basic_consume(q, seen, consumer_tag="c")
-    pump(connection, lambda: len(seen) == 2)
+    ch, q = confirming_queue(ctx, connection, 2)
+    seen = consume_until(connection, ch, q, 2)
     ch.basic_cancel("c")
     ch.basic_publish("", q, b"after-cancel")
     pump_for(connection, SETTLE_S)

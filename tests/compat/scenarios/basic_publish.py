@@ -7,16 +7,7 @@ from typing import Any
 import pika
 import pika.exceptions
 
-from .kit import (
-    Ctx,
-    Observation,
-    bodies,
-    filled_queue,
-    outcome,
-    pump,
-    pump_for,
-    scenario,
-)
+from .kit import Ctx, Observation, bodies, confirming_queue, outcome, pump, pump_for, scenario
 
 
 @scenario
@@ -58,7 +49,7 @@ def mandatory_returns(ctx: Ctx) -> Observation:
 @scenario
 def basic_get_sequence(ctx: Ctx) -> Observation:
     connection = ctx.connect()
-    ch, q = filled_queue(ctx, connection, 3)
+    ch, q = confirming_queue(ctx, connection, 3)
     out: list[Observation] = []
     for _ in range(4):
         method, props, body = ch.basic_get(q)
@@ -74,9 +65,7 @@ def basic_get_sequence(ctx: Ctx) -> Observation:
 @scenario
 def properties_round_trip(ctx: Ctx) -> Observation:
     connection = ctx.connect()
-    ch = connection.channel()
-    ch.confirm_delivery()
-    q = ctx.queue(ch)
+    ch, q = confirming_queue(ctx, connection)
     props = pika.BasicProperties(
         content_type="application/json",
         content_encoding="utf-8",

@@ -7,21 +7,13 @@ from typing import Any
 import pika
 import pika.exceptions
 
-from .kit import (
-    Ctx,
-    Observation,
-    drain,
-    outcome,
-    scenario,
-)
+from .kit import Ctx, Observation, confirming_queue, drain, outcome, scenario
 
 
 @scenario
 def transactions(ctx: Ctx) -> Observation:
     connection = ctx.connect()
-    ch = connection.channel()
-    ch.confirm_delivery()
-    q = ctx.queue(ch)
+    ch, q = confirming_queue(ctx, connection)
     observer = connection.channel()
 
     def ready() -> int:

@@ -7,12 +7,7 @@ from typing import Any
 import pika
 import pika.exceptions
 
-from .kit import (
-    Ctx,
-    Observation,
-    outcome,
-    scenario,
-)
+from .kit import Ctx, Observation, outcome, scenario
 
 
 @scenario

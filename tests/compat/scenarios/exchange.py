@@ -3,29 +3,16 @@ and alternate exchanges."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
-from .kit import (
-    Ctx,
-    Observation,
-    bodies,
-    drain,
-    outcome,
-    pump,
-    pump_for,
-    scenario,
-)
+from .kit import Attempts, Ctx, Observation, bodies, drain, outcome, pump, pump_for, scenario
 
 
 @scenario
 def exchange_declare_errors(ctx: Ctx) -> Observation:
     connection = ctx.connect()
-    results: dict[str, Any] = {}
-
-    def attempt(label: str, fn: Callable[[Any], object]) -> None:
-        results[label] = outcome(lambda: fn(connection.channel()))
+    attempt = Attempts(connection)
+    results = attempt.results
 
     x = ctx.name("x")
     setup = connection.channel()
@@ -86,9 +73,7 @@ def exchange_delete_and_auto_delete(ctx: Ctx) -> Observation:
     ch.queue_unbind(q, ad, "a")
     results["ad-one-binding-left"] = exists(ad)
     ch.queue_unbind(q2, ad, "b")
-    deadline = time.monotonic() + 5
-    while exists(ad) == "ok" and time.monotonic() < deadline:
-        time.sleep(0.02)
+    pump(connection, lambda: exists(ad) != "ok")  # RabbitMQ deletes it asynchronously
     results["ad-after-last-unbind"] = exists(ad)
     return results
 

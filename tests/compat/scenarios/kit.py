@@ -198,11 +198,14 @@ def run_scenario(url: str, name: str) -> Observation:
     return normalise(observation, prefix)
 
 
-def filled_queue(ctx: Ctx, connection: pika.BlockingConnection, count: int) -> tuple[Any, str]:
-    """A confirming channel and an exclusive server-named queue holding ``m0`` .. ``m{count-1}``."""
+def confirming_queue(
+    ctx: Ctx, connection: pika.BlockingConnection, count: int = 0, suffix: str = ""
+) -> tuple[Any, str]:
+    """A confirming channel and an exclusive queue (server-named unless ``suffix``) holding ``m0`` ..
+    ``m{count-1}``."""
     ch = connection.channel()
     ch.confirm_delivery()
-    q = ctx.queue(ch)
+    q = ctx.queue(ch, suffix)
     for i in range(count):
         ch.basic_publish("", q, f"m{i}".encode())
     return ch, q
@@ -211,3 +214,22 @@ def filled_queue(ctx: Ctx, connection: pika.BlockingConnection, count: int) -> t
 def get_tags(ch: Any, q: str, count: int) -> list[int]:
     """basic.get (manual ack) ``count`` times: the delivery tags."""
     return [ch.basic_get(q)[0].delivery_tag for _ in range(count)]
+
+
+def consume_until(connection: pika.BlockingConnection, ch: Any, q: str, count: int) -> Deliveries:
+    """basic.consume (manual ack, tag ``c``) on ``q`` and pump until ``count`` deliveries arrived."""
+    seen = Deliveries()
+    ch.basic_consume(q, seen, consumer_tag="c")
+    pump(connection, lambda: len(seen) == count)
+    return seen
+
+
+class Attempts:
+    """Calls each on a fresh channel of one connection and records its ``outcome`` under a label."""
+
+    def __init__(self, connection: pika.BlockingConnection) -> None:
+        self.connection = connection
+        self.results: dict[str, Observation] = {}
+
+    def __call__(self, label: str, fn: Callable[[Any], object]) -> None:
+        self.results[label] = outcome(lambda: fn(self.connection.channel()))

@@ -3,29 +3,18 @@ exclusive and auto-delete queues."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from .kit import (
-    Ctx,
-    Deliveries,
-    Observation,
-    bodies,
-    outcome,
-    pump,
-    scenario,
-)
+from .kit import Attempts, Ctx, Deliveries, Observation, bodies, confirming_queue, outcome, pump, scenario
 
 
 @scenario
 def queue_declare_errors(ctx: Ctx) -> Observation:
     connection = ctx.connect()
-    results: dict[str, Any] = {}
-
-    def attempt(label: str, fn: Callable[[Any], object]) -> None:
-        results[label] = outcome(lambda: fn(connection.channel()))
+    attempt = Attempts(connection)
+    results = attempt.results
 
     setup = connection.channel()
     q = ctx.queue(setup, "q", exclusive=False)
@@ -56,11 +45,7 @@ def queue_declare_errors(ctx: Ctx) -> Observation:
 @scenario
 def queue_counts_purge_delete(ctx: Ctx) -> Observation:
     connection = ctx.connect()
-    ch = connection.channel()
-    ch.confirm_delivery()
-    q = ctx.queue(ch, "counts")
-    for i in range(5):
-        ch.basic_publish("", q, f"m{i}".encode())
+    ch, q = confirming_queue(ctx, connection, 5, "counts")
     results: dict[str, Any] = {}
     ok = ch.queue_declare(q, exclusive=True).method
     results["declare-ok"] = [ok.queue, ok.message_count, ok.consumer_count]
@@ -111,22 +96,19 @@ def exclusive_queue_access(ctx: Ctx) -> Observation:
         results[label] = outcome(partial(fn, other.channel()))
     results["owner-sees"] = bodies(owner.channel(), q)
     owner.close()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        gone = outcome(lambda: other.channel().queue_declare(q, passive=True))
-        if gone != "ok" and gone["channel_error"][0] == 404:
-            break
-        time.sleep(0.02)
-    results["after-owner-closed"] = gone
+
+    def gone() -> Observation:
+        return outcome(lambda: other.channel().queue_declare(q, passive=True))
+
+    pump(other, lambda: (seen := gone()) != "ok" and seen["channel_error"][0] == 404)
+    results["after-owner-closed"] = gone()
     return results
 
 
 @scenario
 def bindings_and_errors(ctx: Ctx) -> Observation:
     connection = ctx.connect()
-    ch = connection.channel()
-    ch.confirm_delivery()
-    q = ctx.queue(ch, "q")
+    ch, q = confirming_queue(ctx, connection, suffix="q")
     results: dict[str, Any] = {
         "bind-missing-queue": outcome(
             lambda: connection.channel().queue_bind(ctx.name("nq"), "amq.direct", "k")
@@ -170,8 +152,6 @@ def auto_delete_queue(ctx: Ctx) -> Observation:
     ch.basic_cancel("c1")
     results["one-left"] = state()
     ch.basic_cancel("c2")
-    deadline = time.monotonic() + 5
-    while state() == "ok" and time.monotonic() < deadline:
-        time.sleep(0.02)
+    pump(connection, lambda: state() != "ok")  # RabbitMQ deletes it asynchronously
     results["after-last-cancel"] = state()
     return results

@@ -7,7 +7,6 @@ default profile) and the oracle is 3.10.8.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pika
@@ -33,13 +32,9 @@ def _message(ch: Any, queue: str) -> Observation:
     }
 
 
-def _wait_count(ch: Any, queue: str, count: int, timeout_s: float = 5.0) -> None:
+def _wait_count(ch: Any, queue: str, count: int) -> None:
     """RabbitMQ dead-letters asynchronously: wait (bounded) until ``queue`` holds ``count`` messages."""
-    deadline = time.monotonic() + timeout_s
-    while ch.queue_declare(queue, passive=True).method.message_count < count:
-        if time.monotonic() > deadline:
-            return
-        time.sleep(0.01)
+    pump(ch.connection, lambda: ch.queue_declare(queue, passive=True).method.message_count >= count)
 
 
 @scenario

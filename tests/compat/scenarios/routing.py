@@ -8,12 +8,7 @@ from typing import Any
 import pika
 import pika.exceptions
 
-from .kit import (
-    Ctx,
-    Observation,
-    bodies,
-    scenario,
-)
+from .kit import Ctx, Observation, bodies, scenario
 
 
 @scenario
