@@ -132,6 +132,33 @@ class Collector:
         return len(self.deliveries)
 
 
+def new_queue(ch: Any) -> str:
+    """An exclusive server-named queue."""
+    name: str = ch.queue_declare("", exclusive=True).method.queue
+    return name
+
+
+def ready(ch: Any, queue: str) -> int:
+    """The queue's ready-message count (a passive queue.declare)."""
+    count: int = ch.queue_declare(queue, passive=True).method.message_count
+    return count
+
+
+def fill(ch: Any, queue: str, count: int, prefix: str = "m") -> None:
+    """Publish ``{prefix}0`` .. ``{prefix}{count-1}`` to ``queue`` through the default exchange."""
+    for i in range(count):
+        ch.basic_publish("", queue, f"{prefix}{i}".encode())
+
+
+def prepared(connection: pika.BlockingConnection, count: int) -> tuple[Any, str]:
+    """A confirm-mode channel and an exclusive queue holding m0..m{count-1}."""
+    ch = connection.channel()
+    ch.confirm_delivery()
+    queue = new_queue(ch)
+    fill(ch, queue, count)
+    return ch, queue
+
+
 def drain_queue(channel: Any, queue: str, limit: int = 10_000) -> list[bytes]:
     """basic.get with auto-ack until get-empty; returns the bodies in order."""
     bodies: list[bytes] = []
@@ -287,6 +314,12 @@ class RawAMQP:
     def open_channel(self, channel: int = 1) -> None:
         self.send(commands.Channel.Open(), channel)
         self.expect(commands.Channel.OpenOk, channel=channel)
+
+    def opened(self, channel: int = 1) -> RawAMQP:
+        """Handshake as guest on vhost / and open ``channel``: ready for methods on it."""
+        self.handshake()
+        self.open_channel(channel)
+        return self
 
     def publish(
         self,

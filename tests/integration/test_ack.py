@@ -10,17 +10,7 @@ import pika.exceptions
 import pytest
 
 from .conftest import ConnectFactory
-from .helpers import Collector, pump
-
-
-def prepared(connection: pika.BlockingConnection, count: int) -> tuple[Any, str]:
-    """A confirm-mode channel and an exclusive queue holding m0..m{count-1}."""
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queue = ch.queue_declare("", exclusive=True).method.queue
-    for i in range(count):
-        ch.basic_publish("", queue, f"m{i}".encode())
-    return ch, queue
+from .helpers import Collector, prepared, pump, ready
 
 
 def get_all(ch: Any, queue: str) -> list[tuple[bytes, bool]]:
@@ -40,11 +30,6 @@ def get_tags(ch: Any, queue: str, count: int) -> list[int]:
         assert method is not None
         tags.append(method.delivery_tag)
     return tags
-
-
-def ready(ch: Any, queue: str) -> int:
-    count: int = ch.queue_declare(queue, passive=True).method.message_count
-    return count
 
 
 def test_ack_removes_the_message(connection: pika.BlockingConnection) -> None:

@@ -14,7 +14,7 @@ import pytest
 from pamqp import commands
 
 from .conftest import ConnectFactory, RawFactory
-from .helpers import SocketClosed
+from .helpers import SocketClosed, new_queue
 
 AUTH_REFUSED_PLAIN = (
     "ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN. "
@@ -175,7 +175,7 @@ def test_pika_negotiates_the_smaller_client_values(connect: ConnectFactory) -> N
     assert (params.frame_max, params.channel_max, params.heartbeat) == (8192, 16, 10)
     # The negotiated frame_max is honoured: a body far larger than one frame still round-trips.
     ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     body = bytes(range(256)) * 200  # 51200 bytes -> 7 body frames of <= 8184 bytes
     ch.basic_publish("", queue, body)
     method, _props, got = ch.basic_get(queue, auto_ack=True)
@@ -207,9 +207,7 @@ def test_channel_max_reached_is_530_not_allowed(raw: RawFactory) -> None:
 
 
 def test_client_close_gets_close_ok(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Connection.Close(reply_code=200, reply_text="Goodbye", class_id=0, method_id=0))
     client.expect(commands.Connection.CloseOk, channel=0)
 
@@ -277,7 +275,7 @@ def test_connection_survives_after_raw_close_of_another(connect: ConnectFactory,
     """A client vanishing mid-handshake does not disturb connections that are open."""
     bystander = connect()
     ch = bystander.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     client = raw()
     client.send_header()
     client.close()

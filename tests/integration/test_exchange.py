@@ -10,7 +10,7 @@ import pika.exceptions
 import pytest
 
 from .conftest import ConnectFactory, Janitor
-from .helpers import channel_error, drain_queue, wait_until
+from .helpers import channel_error, drain_queue, new_queue, wait_until
 
 ChannelFactory = Any
 
@@ -144,7 +144,7 @@ def test_inequivalent_redeclare_leaves_the_exchange_unchanged(
     ch.exchange_declare(name, "fanout")
     channel_error(ch, "exchange_declare", name, "direct")
     ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     ch.queue_bind(queue, name, "ignored-by-fanout")
     ch.basic_publish(name, "anything", b"fanned")
     assert drain_queue(ch, queue) == [b"fanned"]
@@ -203,7 +203,7 @@ def test_operations_on_the_default_exchange_are_403(
     connection: pika.BlockingConnection, call: str, args: tuple[str, ...], kwargs: dict[str, Any]
 ) -> None:
     ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     real_args = tuple(a.format(q=queue) for a in args)
     assert channel_error(ch, call, *real_args, **kwargs) == (
         403,
@@ -231,7 +231,7 @@ def test_delete_if_unused_refuses_an_exchange_with_bindings(
     ch = connection.channel()
     name = janitor.exchange(f"{unique}-x")
     ch.exchange_declare(name, "fanout")
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     ch.queue_bind(queue, name)
     assert channel_error(ch, "exchange_delete", name, if_unused=True) == (
         406,
@@ -270,7 +270,7 @@ def test_delete_removes_bindings(connection: pika.BlockingConnection, janitor: J
     ch = connection.channel()
     name = janitor.exchange(f"{unique}-x")
     ch.exchange_declare(name, "fanout")
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     ch.queue_bind(queue, name)
     ch.exchange_delete(name)
     ch.exchange_declare(name, "fanout")
@@ -306,7 +306,7 @@ def test_internal_exchange_still_routes_via_exchange_to_exchange_binding(
     ch.exchange_declare(front, "fanout")
     ch.exchange_declare(internal, "fanout", internal=True)
     ch.exchange_bind(destination=internal, source=front)
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     ch.queue_bind(queue, internal)
     ch.basic_publish(front, "", b"through")
     assert drain_queue(ch, queue) == [b"through"]
@@ -331,8 +331,8 @@ def test_auto_delete_exchange_is_deleted_after_last_unbind(
     # Never bound: it stays.
     assert exchange_exists(connection, name)
     ch = connection.channel()
-    q1 = ch.queue_declare("", exclusive=True).method.queue
-    q2 = ch.queue_declare("", exclusive=True).method.queue
+    q1 = new_queue(ch)
+    q2 = new_queue(ch)
     ch.queue_bind(q1, name, "a")
     ch.queue_bind(q2, name, "b")
     ch.queue_unbind(q1, name, "a")
@@ -348,7 +348,7 @@ def test_auto_delete_exchange_is_deleted_when_its_last_bound_queue_goes(
     ch = connection.channel()
     name = janitor.exchange(f"{unique}-ad")
     ch.exchange_declare(name, "fanout", auto_delete=True)
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     ch.queue_bind(queue, name)
     ch.queue_delete(queue)
     wait_until(lambda: not exchange_exists(connection, name), what="auto-delete exchange removal")
@@ -362,7 +362,7 @@ def test_exchange_to_exchange_bind_and_unbind_route(
     destination = janitor.exchange(f"{unique}-dst")
     ch.exchange_declare(source, "direct")
     ch.exchange_declare(destination, "fanout")
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     ch.queue_bind(queue, destination)
     ch.exchange_bind(destination=destination, source=source, routing_key="go")
     ch.basic_publish(source, "go", b"1")

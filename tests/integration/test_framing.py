@@ -22,9 +22,7 @@ FRAME_END = b"\xce"
 
 
 def opened(raw: RawFactory) -> RawAMQP:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     return client
 
 

@@ -12,7 +12,7 @@ from pamqp import commands, frame, header
 from pamqp.body import ContentBody
 
 from .conftest import ConnectFactory, RawFactory
-from .helpers import Collector, RawAMQP, SocketClosed, pump
+from .helpers import Collector, RawAMQP, SocketClosed, new_queue, pump
 
 FRAME_END = b"\xce"
 
@@ -114,7 +114,7 @@ def bystander(connect: ConnectFactory) -> tuple[pika.BlockingConnection, str, Co
     """A healthy connection with a consumer on its own queue."""
     connection = connect()
     ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     seen = Collector(auto_ack_in_callback=True)
     ch.basic_consume(queue, seen)
     ch.basic_publish("", queue, b"before")

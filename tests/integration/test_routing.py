@@ -10,7 +10,7 @@ import pika
 import pytest
 
 from .conftest import Janitor
-from .helpers import drain_queue, pump
+from .helpers import drain_queue, new_queue, pump
 
 
 @pytest.fixture
@@ -19,11 +19,6 @@ def ch(connection: pika.BlockingConnection) -> Any:
     channel = connection.channel()
     channel.confirm_delivery()
     return channel
-
-
-def new_queue(ch: Any) -> str:
-    name: str = ch.queue_declare("", exclusive=True).method.queue
-    return name
 
 
 def test_default_exchange_routes_by_exact_queue_name(ch: Any, unique: str) -> None:
