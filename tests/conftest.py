@@ -16,8 +16,10 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlparse
 
+import pika
 import pytest
 
 # Broker processes started by the suites keep everything in memory unless a test gives --data-dir itself
@@ -100,6 +102,21 @@ def amqp_url() -> Iterator[str]:
         yield broker.url
     finally:
         broker.stop()
+
+
+def url_pika_params(url: str, **overrides: Any) -> pika.ConnectionParameters:
+    """pika parameters for an ``amqp://`` URL, with short timeouts so that nothing can hang a test."""
+    parsed = urlparse(url)
+    settings: dict[str, Any] = {
+        "host": parsed.hostname or "127.0.0.1",
+        "port": parsed.port or 5672,
+        "virtual_host": (parsed.path[1:] or "/") if parsed.path else "/",
+        "credentials": pika.PlainCredentials(parsed.username or "guest", parsed.password or "guest"),
+        "connection_attempts": 1,
+        "socket_timeout": 5,
+    }
+    settings.update(overrides)
+    return pika.ConnectionParameters(**settings)
 
 
 @pytest.fixture

@@ -159,6 +159,16 @@ def prepared(connection: pika.BlockingConnection, count: int) -> tuple[Any, str]
     return ch, queue
 
 
+def drain_redelivered(ch: Any, queue: str) -> list[tuple[bytes, bool]]:
+    """(body, redelivered) of every ready message, auto-acked, in queue order."""
+    out: list[tuple[bytes, bool]] = []
+    while True:
+        method, _props, body = ch.basic_get(queue, auto_ack=True)
+        if method is None:
+            return out
+        out.append((body, bool(method.redelivered)))
+
+
 def drain_queue(channel: Any, queue: str, limit: int = 10_000) -> list[bytes]:
     """basic.get with auto-ack until get-empty; returns the bodies in order."""
     bodies: list[bytes] = []

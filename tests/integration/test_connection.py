@@ -13,6 +13,8 @@ import pika.exceptions
 import pytest
 from pamqp import commands
 
+from tests.rabbitmq_expected import CAPABILITIES
+
 from .conftest import ConnectFactory, RawFactory
 from .helpers import SocketClosed, new_queue
 
@@ -24,19 +26,6 @@ AUTH_REFUSED_AMQPLAIN = (
     "ACCESS_REFUSED - Login was refused using authentication mechanism AMQPLAIN. "
     "For details see the broker logfile."
 )
-
-# RabbitMQ's capability table, every flag true (exact list, see the reference §1.1).
-CAPABILITIES = {
-    "publisher_confirms": True,
-    "exchange_exchange_bindings": True,
-    "basic.nack": True,
-    "consumer_cancel_notify": True,
-    "connection.blocked": True,
-    "consumer_priorities": True,
-    "authentication_failure_close": True,
-    "per_consumer_qos": True,
-    "direct_reply_to": True,
-}
 
 
 def test_pika_connects_with_guest_over_plain(connect: ConnectFactory) -> None:
