@@ -98,6 +98,16 @@ class Janitor:
         self.exchanges.append(name)
         return name
 
+    def declare_queue(self, ch: Any, name: str, **kwargs: Any) -> str:
+        """queue.declare ``name`` on ``ch`` (keywords as pika's) and delete it after the test."""
+        ch.queue_declare(self.queue(name), **kwargs)
+        return name
+
+    def declare_exchange(self, ch: Any, name: str, *args: Any, **kwargs: Any) -> str:
+        """exchange.declare ``name`` on ``ch`` (type and keywords as pika's) and delete it after the test."""
+        ch.exchange_declare(self.exchange(name), *args, **kwargs)
+        return name
+
 
 @pytest.fixture
 def janitor(amqp_params: dict[str, Any]) -> Iterator[Janitor]:

@@ -218,8 +218,7 @@ def test_round_robin_across_connections(connect: ConnectFactory, janitor: Janito
     publisher = connect()
     pub_ch = publisher.channel()
     pub_ch.confirm_delivery()
-    queue = janitor.queue(f"{unique}-shared")
-    pub_ch.queue_declare(queue)
+    queue = janitor.declare_queue(pub_ch, f"{unique}-shared")
     consumers = [connect() for _ in range(2)]
     collectors = [Collector(), Collector()]
     for conn, seen in zip(consumers, collectors, strict=True):

@@ -32,8 +32,7 @@ def test_declare_each_type_then_redeclare_and_passive(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str, kind: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-{kind}")
-    ch.exchange_declare(name, kind)
+    name = janitor.declare_exchange(ch, f"{unique}-{kind}", kind)
     ch.exchange_declare(name, kind)  # identical redeclare is fine
     ch.exchange_declare(name, passive=True)
     ch.exchange_declare(
@@ -44,8 +43,7 @@ def test_declare_each_type_then_redeclare_and_passive(
 
 def test_declare_durable_exchange(connection: pika.BlockingConnection, janitor: Janitor, unique: str) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-durable")
-    ch.exchange_declare(name, "topic", durable=True)
+    name = janitor.declare_exchange(ch, f"{unique}-durable", "topic", durable=True)
     ch.exchange_declare(name, "topic", durable=True)
 
 
@@ -129,8 +127,7 @@ def test_inequivalent_redeclare_is_406(
     text: str,
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-x")
-    ch.exchange_declare(name, **first)
+    name = janitor.declare_exchange(ch, f"{unique}-x", **first)
     code, reply = channel_error(ch, "exchange_declare", name, **second)
     assert (code, reply) == (406, "PRECONDITION_FAILED - " + text.format(x=name))
     assert connection.is_open
@@ -140,8 +137,7 @@ def test_inequivalent_redeclare_leaves_the_exchange_unchanged(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-x")
-    ch.exchange_declare(name, "fanout")
+    name = janitor.declare_exchange(ch, f"{unique}-x", "fanout")
     channel_error(ch, "exchange_declare", name, "direct")
     ch = connection.channel()
     queue = new_queue(ch)
@@ -229,8 +225,7 @@ def test_delete_if_unused_refuses_an_exchange_with_bindings(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-x")
-    ch.exchange_declare(name, "fanout")
+    name = janitor.declare_exchange(ch, f"{unique}-x", "fanout")
     queue = new_queue(ch)
     ch.queue_bind(queue, name)
     assert channel_error(ch, "exchange_delete", name, if_unused=True) == (
@@ -244,10 +239,8 @@ def test_delete_if_unused_counts_exchange_to_exchange_bindings_as_source(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    source = janitor.exchange(f"{unique}-src")
-    destination = janitor.exchange(f"{unique}-dst")
-    ch.exchange_declare(source, "fanout")
-    ch.exchange_declare(destination, "fanout")
+    source = janitor.declare_exchange(ch, f"{unique}-src", "fanout")
+    destination = janitor.declare_exchange(ch, f"{unique}-dst", "fanout")
     ch.exchange_bind(destination=destination, source=source)
     assert channel_error(ch, "exchange_delete", source, if_unused=True)[0] == 406
     # Being the destination of a binding does not make an exchange "used".
@@ -260,16 +253,14 @@ def test_delete_if_unused_deletes_an_unbound_exchange(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-x")
-    ch.exchange_declare(name, "direct")
+    name = janitor.declare_exchange(ch, f"{unique}-x", "direct")
     ch.exchange_delete(name, if_unused=True)
     assert not exchange_exists(connection, name)
 
 
 def test_delete_removes_bindings(connection: pika.BlockingConnection, janitor: Janitor, unique: str) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-x")
-    ch.exchange_declare(name, "fanout")
+    name = janitor.declare_exchange(ch, f"{unique}-x", "fanout")
     queue = new_queue(ch)
     ch.queue_bind(queue, name)
     ch.exchange_delete(name)
@@ -288,8 +279,7 @@ def test_publish_to_internal_exchange_is_403(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-internal")
-    ch.exchange_declare(name, "fanout", internal=True)
+    name = janitor.declare_exchange(ch, f"{unique}-internal", "fanout", internal=True)
     ch.confirm_delivery()
     assert channel_error(ch, "basic_publish", name, "", b"x") == (
         403,
@@ -301,10 +291,8 @@ def test_internal_exchange_still_routes_via_exchange_to_exchange_binding(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    front = janitor.exchange(f"{unique}-front")
-    internal = janitor.exchange(f"{unique}-internal")
-    ch.exchange_declare(front, "fanout")
-    ch.exchange_declare(internal, "fanout", internal=True)
+    front = janitor.declare_exchange(ch, f"{unique}-front", "fanout")
+    internal = janitor.declare_exchange(ch, f"{unique}-internal", "fanout", internal=True)
     ch.exchange_bind(destination=internal, source=front)
     queue = new_queue(ch)
     ch.queue_bind(queue, internal)
@@ -326,8 +314,7 @@ def test_auto_delete_exchange_is_deleted_after_last_unbind(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-ad")
-    ch.exchange_declare(name, "direct", auto_delete=True)
+    name = janitor.declare_exchange(ch, f"{unique}-ad", "direct", auto_delete=True)
     # Never bound: it stays.
     assert exchange_exists(connection, name)
     ch = connection.channel()
@@ -346,8 +333,7 @@ def test_auto_delete_exchange_is_deleted_when_its_last_bound_queue_goes(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-ad")
-    ch.exchange_declare(name, "fanout", auto_delete=True)
+    name = janitor.declare_exchange(ch, f"{unique}-ad", "fanout", auto_delete=True)
     queue = new_queue(ch)
     ch.queue_bind(queue, name)
     ch.queue_delete(queue)
@@ -358,10 +344,8 @@ def test_exchange_to_exchange_bind_and_unbind_route(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    source = janitor.exchange(f"{unique}-src")
-    destination = janitor.exchange(f"{unique}-dst")
-    ch.exchange_declare(source, "direct")
-    ch.exchange_declare(destination, "fanout")
+    source = janitor.declare_exchange(ch, f"{unique}-src", "direct")
+    destination = janitor.declare_exchange(ch, f"{unique}-dst", "fanout")
     queue = new_queue(ch)
     ch.queue_bind(queue, destination)
     ch.exchange_bind(destination=destination, source=source, routing_key="go")
@@ -377,8 +361,7 @@ def test_exchange_bind_to_missing_exchange_is_404(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    existing = janitor.exchange(f"{unique}-x")
-    ch.exchange_declare(existing, "direct")
+    existing = janitor.declare_exchange(ch, f"{unique}-x", "direct")
     missing = f"{unique}-missing"
     assert channel_error(ch, "exchange_bind", destination=existing, source=missing, routing_key="k") == (
         404,

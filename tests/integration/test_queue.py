@@ -99,8 +99,7 @@ def test_passive_declare_of_missing_queue_is_404(channel: Any, unique: str) -> N
 
 def test_durable_queue(connection: pika.BlockingConnection, janitor: Janitor, unique: str) -> None:
     ch = connection.channel()
-    name = janitor.queue(f"{unique}-durable")
-    ch.queue_declare(name, durable=True)
+    name = janitor.declare_queue(ch, f"{unique}-durable", durable=True)
     ch.queue_declare(name, durable=True)
     assert channel_error(ch, "queue_declare", name) == (
         406,
@@ -159,8 +158,7 @@ def test_inequivalent_redeclare_is_406(
     text: str,
 ) -> None:
     ch = connection.channel()
-    name = janitor.queue(f"{unique}-q")
-    ch.queue_declare(name, **first)
+    name = janitor.declare_queue(ch, f"{unique}-q", **first)
     assert channel_error(ch, "queue_declare", name, **second) == (
         406,
         "PRECONDITION_FAILED - " + text.format(q=name),
@@ -173,8 +171,7 @@ def test_redeclare_with_unrelated_x_arguments_is_fine(
 ) -> None:
     # Arguments RabbitMQ does not know are not compared.
     ch = connection.channel()
-    name = janitor.queue(f"{unique}-q")
-    ch.queue_declare(name, arguments={"x-custom-thing": "a"})
+    name = janitor.declare_queue(ch, f"{unique}-q", arguments={"x-custom-thing": "a"})
     ch.queue_declare(name, arguments={"x-custom-thing": "b"})
     ch.queue_declare(name)
     assert ch.is_open
@@ -184,8 +181,7 @@ def test_redeclaring_a_non_exclusive_queue_as_exclusive_is_405(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.queue(f"{unique}-q")
-    ch.queue_declare(name)
+    name = janitor.declare_queue(ch, f"{unique}-q")
     assert channel_error(ch, "queue_declare", name, exclusive=True) == (405, locked_text(name))
 
 
@@ -275,8 +271,7 @@ def test_auto_delete_queue_goes_when_last_consumer_cancels(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.queue(f"{unique}-ad")
-    ch.queue_declare(name, auto_delete=True)
+    name = janitor.declare_queue(ch, f"{unique}-ad", auto_delete=True)
     assert queue_exists(connection, name)  # no consumer yet: it stays
     tag1 = ch.basic_consume(name, Collector())
     tag2 = ch.basic_consume(name, Collector())
@@ -290,8 +285,7 @@ def test_auto_delete_queue_goes_when_consumer_channel_closes(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.queue(f"{unique}-ad")
-    ch.queue_declare(name, auto_delete=True)
+    name = janitor.declare_queue(ch, f"{unique}-ad", auto_delete=True)
     consumer_ch = connection.channel()
     consumer_ch.basic_consume(name, Collector())
     consumer_ch.close()
