@@ -10,7 +10,7 @@ import pytest
 from pamqp import commands
 
 from .conftest import RawFactory
-from .helpers import channel_error, new_queue, ready
+from .helpers import channel_error, new_queue, prepared, ready
 
 
 def test_confirm_select_and_acks_carry_increasing_tags(raw: RawFactory) -> None:
@@ -124,19 +124,22 @@ def test_tx_rollback_discards_publishes(connection: pika.BlockingConnection) -> 
     assert ready(ch, queue) == 0
 
 
-def test_tx_acks_take_effect_on_commit(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    queue = new_queue(ch)
-    ch.confirm_delivery()
-    for i in range(2):
-        ch.basic_publish("", queue, f"m{i}".encode())
+def got_in_tx(connection: pika.BlockingConnection, count: int) -> tuple[Any, str, Any, list[int]]:
+    """A queue holding m0..m{count-1} and a transactional channel that basic.got them all, unacked:
+    (the publishing channel, the queue, the transactional channel, the delivery tags)."""
+    ch, queue = prepared(connection, count)
     tx_ch = connection.channel()
     tx_ch.tx_select()
     tags = []
-    for _ in range(2):
+    for _ in range(count):
         method, _props, _body = tx_ch.basic_get(queue)
         assert method is not None
         tags.append(method.delivery_tag)
+    return ch, queue, tx_ch, tags
+
+
+def test_tx_acks_take_effect_on_commit(connection: pika.BlockingConnection) -> None:
+    ch, queue, tx_ch, tags = got_in_tx(connection, 2)
     tx_ch.basic_ack(tags[0])
     tx_ch.tx_commit()
     tx_ch.close()  # the uncommitted-ack message m1 was never acked: requeued
@@ -147,33 +150,19 @@ def test_tx_acks_take_effect_on_commit(connection: pika.BlockingConnection) -> N
 
 
 def test_tx_rollback_forgets_acks_but_keeps_messages_unacked(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    queue = new_queue(ch)
-    ch.confirm_delivery()
-    ch.basic_publish("", queue, b"m0")
-    tx_ch = connection.channel()
-    tx_ch.tx_select()
-    method, _props, _body = tx_ch.basic_get(queue)
-    assert method is not None
-    tx_ch.basic_ack(method.delivery_tag)
+    ch, queue, tx_ch, [tag] = got_in_tx(connection, 1)
+    tx_ch.basic_ack(tag)
     tx_ch.tx_rollback()
     assert ready(ch, queue) == 0  # rollback does not requeue: the message is still unacked
-    tx_ch.basic_ack(method.delivery_tag)  # the tag is still valid
+    tx_ch.basic_ack(tag)  # the tag is still valid
     tx_ch.tx_commit()
     tx_ch.close()
     assert ready(ch, queue) == 0
 
 
 def test_tx_reject_requeue_takes_effect_on_commit(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    queue = new_queue(ch)
-    ch.confirm_delivery()
-    ch.basic_publish("", queue, b"m0")
-    tx_ch = connection.channel()
-    tx_ch.tx_select()
-    method, _props, _body = tx_ch.basic_get(queue)
-    assert method is not None
-    tx_ch.basic_reject(method.delivery_tag, requeue=True)
+    ch, queue, tx_ch, [tag] = got_in_tx(connection, 1)
+    tx_ch.basic_reject(tag, requeue=True)
     assert ready(ch, queue) == 0
     tx_ch.tx_commit()
     assert ready(ch, queue) == 1

@@ -12,9 +12,27 @@ import pytest
 from pamqp import commands
 
 from .conftest import ConnectFactory, Janitor, RawFactory
-from .helpers import Collector, fill, new_queue, pump, pump_for, ready
+from .helpers import Collector, fill, new_queue, prepared, pump, pump_for, ready
 
 SETTLE_S = 0.3  # how long we watch for deliveries that must NOT arrive
+
+
+def consume_two_filled_queues(
+    connection: pika.BlockingConnection, *qos: dict[str, Any], expected: int
+) -> tuple[Any, list[str], Collector]:
+    """A confirm-mode channel that applies the basic.qos calls ``qos``, then consumes (manual ack) two queues
+    of ten messages each; returns once ``expected`` deliveries arrived and SETTLE_S passed without more."""
+    ch, queue = prepared(connection, 10)
+    queues = [queue, new_queue(ch)]
+    fill(ch, queues[1], 10)
+    for limits in qos:
+        ch.basic_qos(**limits)
+    seen = Collector()
+    for queue in queues:
+        ch.basic_consume(queue, seen)
+    pump(connection, lambda: len(seen) == expected, what=f"{expected} deliveries on the channel")
+    pump_for(connection, SETTLE_S)
+    return ch, queues, seen
 
 
 def has_count(seen: Collector, count: int) -> bool:
@@ -22,61 +40,32 @@ def has_count(seen: Collector, count: int) -> bool:
 
 
 def test_per_consumer_prefetch_limits_each_consumer(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queues = [new_queue(ch) for _ in range(2)]
-    for queue in queues:
-        fill(ch, queue, 10)
-    ch.basic_qos(prefetch_count=2)  # global=false: applies to each consumer started afterwards
-    seen = Collector()
-    for queue in queues:
-        ch.basic_consume(queue, seen)
-    pump(connection, lambda: len(seen) == 4, what="2 deliveries per consumer")
-    pump_for(connection, SETTLE_S)
+    # global=false: applies to each consumer started afterwards
+    ch, queues, seen = consume_two_filled_queues(connection, {"prefetch_count": 2}, expected=4)
     assert len(seen) == 4
     assert sorted(d.consumer_tag for d in seen.deliveries).count(seen.deliveries[0].consumer_tag) == 2
     assert [ready(ch, q) for q in queues] == [8, 8]
 
 
 def test_global_prefetch_is_shared_by_the_channel(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queues = [new_queue(ch) for _ in range(2)]
-    for queue in queues:
-        fill(ch, queue, 10)
-    ch.basic_qos(prefetch_count=3, global_qos=True)
-    seen = Collector()
-    for queue in queues:
-        ch.basic_consume(queue, seen)
-    pump(connection, lambda: len(seen) == 3, what="3 deliveries on the channel")
-    pump_for(connection, SETTLE_S)
+    ch, queues, seen = consume_two_filled_queues(
+        connection, {"prefetch_count": 3, "global_qos": True}, expected=3
+    )
     assert len(seen) == 3
     assert sum(ready(ch, q) for q in queues) == 17
 
 
 def test_per_consumer_and_global_prefetch_both_apply(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queues = [new_queue(ch) for _ in range(2)]
-    for queue in queues:
-        fill(ch, queue, 10)
-    ch.basic_qos(prefetch_count=2)
-    ch.basic_qos(prefetch_count=3, global_qos=True)
-    seen = Collector()
-    for queue in queues:
-        ch.basic_consume(queue, seen)
-    pump(connection, lambda: len(seen) == 3, what="3 deliveries on the channel")
-    pump_for(connection, SETTLE_S)
+    _ch, _queues, seen = consume_two_filled_queues(
+        connection, {"prefetch_count": 2}, {"prefetch_count": 3, "global_qos": True}, expected=3
+    )
     assert len(seen) == 3
     tags = [d.consumer_tag for d in seen.deliveries]
     assert max(tags.count(t) for t in set(tags)) <= 2
 
 
 def test_acking_opens_the_prefetch_window(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queue = new_queue(ch)
-    fill(ch, queue, 5)
+    ch, queue = prepared(connection, 5)
     ch.basic_qos(prefetch_count=2)
     seen = Collector()
     ch.basic_consume(queue, seen)
@@ -108,10 +97,7 @@ def test_prefetch_applies_to_consumers_started_after_qos_only(connection: pika.B
 
 
 def test_auto_ack_consumers_ignore_prefetch(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queue = new_queue(ch)
-    fill(ch, queue, 10)
+    ch, queue = prepared(connection, 10)
     ch.basic_qos(prefetch_count=1)
     seen = Collector()
     ch.basic_consume(queue, seen, auto_ack=True)
@@ -245,10 +231,7 @@ def test_client_cancel_stops_deliveries(connection: pika.BlockingConnection) -> 
 
 
 def test_cancel_keeps_unacked_deliveries_unacked_until_acked(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queue = new_queue(ch)
-    fill(ch, queue, 2)
+    ch, queue = prepared(connection, 2)
     seen = Collector()
     tag = ch.basic_consume(queue, seen)
     pump(connection, lambda: len(seen) == 2, what="2 deliveries")
