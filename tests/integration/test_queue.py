@@ -426,29 +426,24 @@ def test_delete_of_missing_queue_is_ok_with_zero_count(channel: Any, unique: str
     assert channel.is_open
 
 
-def test_delete_if_unused_refuses_a_queue_with_consumers(
-    connection: pika.BlockingConnection, unique: str
-) -> None:
-    ch = connection.channel()
-    queue = ch.queue_declare(f"{unique}-q", exclusive=True).method.queue
-    ch.basic_consume(queue, Collector())
-    assert channel_error(connection.channel(), "queue_delete", queue, if_unused=True) == (
-        406,
-        f"PRECONDITION_FAILED - queue '{queue}' in vhost '/' in use",
-    )
-    assert queue_exists(connection, queue)
-
-
-def test_delete_if_empty_refuses_a_queue_with_messages(
-    connection: pika.BlockingConnection, unique: str
+@pytest.mark.parametrize(
+    ("condition", "text"),
+    [("if_unused", "in use"), ("if_empty", "not empty")],
+    ids=["if-unused-refuses-a-queue-with-consumers", "if-empty-refuses-a-queue-with-messages"],
+)
+def test_conditional_delete_refuses_and_keeps_the_queue(
+    connection: pika.BlockingConnection, unique: str, condition: str, text: str
 ) -> None:
     ch = connection.channel()
     ch.confirm_delivery()
     queue = ch.queue_declare(f"{unique}-q", exclusive=True).method.queue
-    ch.basic_publish("", queue, b"x")
-    assert channel_error(connection.channel(), "queue_delete", queue, if_empty=True) == (
+    if condition == "if_unused":
+        ch.basic_consume(queue, Collector())
+    else:
+        ch.basic_publish("", queue, b"x")
+    assert channel_error(connection.channel(), "queue_delete", queue, **{condition: True}) == (
         406,
-        f"PRECONDITION_FAILED - queue '{queue}' in vhost '/' not empty",
+        f"PRECONDITION_FAILED - queue '{queue}' in vhost '/' {text}",
     )
     assert queue_exists(connection, queue)
 
