@@ -16,6 +16,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -50,6 +51,18 @@ class BrokerProcess:
                 self.process.kill()
                 self.process.wait()
         return self.process.returncode
+
+
+def run_broker_cli(*args: str, timeout_s: float, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m broker <args>`` run to its end, output captured as text; the exit code is the test's."""
+    return subprocess.run(
+        [sys.executable, "-m", "broker", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+        cwd=cwd,
+    )
 
 
 def start_broker_process(*extra_args: str, env: dict[str, str] | None = None) -> BrokerProcess:

@@ -13,6 +13,7 @@ import pika
 import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
+from tests.conftest import run_broker_cli
 from tests.durability.conftest import DurableBroker
 from tests.integration.helpers import channel_error, drain_redelivered
 
@@ -269,13 +270,7 @@ def test_a_corrupt_store_is_refused_with_the_file_named(tmp_path: Path) -> None:
 
 
 def test_a_second_broker_on_the_same_data_directory_is_refused(durable: DurableBroker) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "broker", "serve", "--port", "0", "--data-dir", str(durable.data_dir)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    result = run_broker_cli("serve", "--port", "0", "--data-dir", str(durable.data_dir), timeout_s=30)
     assert result.returncode == 1
     assert "in use by another broker" in result.stderr
     assert durable.process is not None

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pika
 
+from tests.conftest import run_broker_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 WARRENMQ = [sys.executable, "-m", "broker"]
 
@@ -92,24 +94,14 @@ def test_entrypoint_serves_with_the_image_env_and_the_healthcheck_passes_against
 
 
 def test_healthcheck_fails_when_nothing_answers_or_login_is_refused(broker_factory: object) -> None:
-    closed = subprocess.run(
-        [*WARRENMQ, "healthcheck", "--url", "amqp://guest:guest@127.0.0.1:1/", "--timeout", "2"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
+    closed = run_broker_cli(
+        "healthcheck", "--url", "amqp://guest:guest@127.0.0.1:1/", "--timeout", "2", timeout_s=30, cwd=ROOT
     )
     assert closed.returncode == 1
     assert re.search(r"Connection refused", closed.stderr)
     broker = broker_factory()  # type: ignore[operator]
-    refused = subprocess.run(
-        [*WARRENMQ, "healthcheck", "--url", f"amqp://guest:wrong@127.0.0.1:{broker.port}/"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
+    refused = run_broker_cli(
+        "healthcheck", "--url", f"amqp://guest:wrong@127.0.0.1:{broker.port}/", timeout_s=30, cwd=ROOT
     )
     assert refused.returncode == 1
     assert "ACCESS_REFUSED" in refused.stderr

@@ -14,7 +14,7 @@ import pika
 import pytest
 
 from broker.config import add_serve_arguments, config_from_args
-from tests.conftest import BrokerProcess
+from tests.conftest import BrokerProcess, run_broker_cli
 
 Factory = Callable[..., BrokerProcess]
 
@@ -86,13 +86,7 @@ def test_readiness_line_is_one_json_object_with_the_bound_port() -> None:
 
 def test_port_in_use_is_a_clear_error_and_exit_1(broker_factory: Factory) -> None:
     broker = broker_factory()
-    result = subprocess.run(
-        [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", str(broker.port)],
-        capture_output=True,
-        text=True,
-        timeout=20,
-        check=False,
-    )
+    result = run_broker_cli("serve", "--host", "127.0.0.1", "--port", str(broker.port), timeout_s=20)
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{broker.port}" in result.stderr
 
