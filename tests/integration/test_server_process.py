@@ -67,7 +67,19 @@ def test_negotiated_tune_values_follow_the_flags(broker_factory: Factory) -> Non
 
 def test_readiness_line_is_one_json_object_with_the_bound_port() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", "0"],
+        # An ephemeral management port: another broker on this machine may hold 15672.
+        [
+            sys.executable,
+            "-m",
+            "broker",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--management-port",
+            "0",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
