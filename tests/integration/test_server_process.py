@@ -66,20 +66,10 @@ def test_negotiated_tune_values_follow_the_flags(broker_factory: Factory) -> Non
 
 
 def test_readiness_line_is_one_json_object_with_the_bound_port() -> None:
+    # An ephemeral management port: another broker on this machine may hold 15672.
+    serve = ["serve", "--host", "127.0.0.1", "--port", "0", "--management-port", "0"]
     process = subprocess.Popen(
-        # An ephemeral management port: another broker on this machine may hold 15672.
-        [
-            sys.executable,
-            "-m",
-            "broker",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--management-port",
-            "0",
-        ],
+        [sys.executable, "-m", "broker", *serve],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
