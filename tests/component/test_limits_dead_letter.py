@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+import pytest
 from pamqp import commands, header
 from pamqp.body import ContentBody
 
@@ -21,20 +22,22 @@ def _dlx_pair(client: TimedClient, source_args: dict[str, Any]) -> None:
     client.received()
 
 
-def test_drop_head_keeps_the_newest_messages() -> None:
+@pytest.mark.parametrize(
+    ("arguments", "published", "kept"),
+    [
+        ({"x-max-length": 2}, [b"1", b"2", b"3"], [b"2", b"3"]),
+        ({"x-max-length-bytes": 10}, [b"aaaa", b"bbbb", b"cccc"], [b"bbbb", b"cccc"]),
+    ],
+    ids=["max-length", "max-length-bytes-counts-body-bytes-of-ready-messages"],
+)
+def test_drop_head_keeps_the_newest_messages(
+    arguments: dict[str, Any], published: list[bytes], kept: list[bytes]
+) -> None:
     client = TimedClient()
-    client.declare("q", **{"x-max-length": 2})
-    for body in (b"1", b"2", b"3"):
+    client.declare("q", **arguments)
+    for body in published:
         client.publish(1, body, "q")
-    assert client.bodies("q") == [b"2", b"3"]
-
-
-def test_max_length_bytes_counts_body_bytes_of_ready_messages() -> None:
-    client = TimedClient()
-    client.declare("q", **{"x-max-length-bytes": 10})
-    for body in (b"aaaa", b"bbbb", b"cccc"):
-        client.publish(1, body, "q")
-    assert client.bodies("q") == [b"bbbb", b"cccc"]
+    assert client.bodies("q") == kept
 
 
 def test_max_length_zero_with_drop_head_still_delivers_to_a_waiting_consumer() -> None:
