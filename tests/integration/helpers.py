@@ -313,10 +313,11 @@ class RawAMQP:
         password: str = "guest",
         vhost: str = "/",
         heartbeat: int = 0,
+        channel_max: int | None = None,
     ) -> commands.Connection.OpenOk:
         self.send_header()
         self.start_ok(username, password)
-        self.tune_ok(heartbeat=heartbeat)
+        self.tune_ok(channel_max=channel_max, heartbeat=heartbeat)
         self.send(commands.Connection.Open(virtual_host=vhost))
         ok: commands.Connection.OpenOk = self.expect(commands.Connection.OpenOk, channel=0)
         return ok

@@ -180,11 +180,7 @@ def test_heartbeat_zero_from_client_disables_heartbeats(connect: ConnectFactory)
 
 def test_channel_max_reached_is_530_not_allowed(raw: RawFactory) -> None:
     client = raw()
-    client.send_header()
-    client.start_ok()
-    client.tune_ok(channel_max=2)
-    client.send(commands.Connection.Open(virtual_host="/"))
-    client.expect(commands.Connection.OpenOk)
+    client.handshake(channel_max=2)
     client.open_channel(1)
     client.open_channel(2)
     client.send(commands.Channel.Open(), 3)

@@ -84,11 +84,7 @@ def oversized_frame(client: RawAMQP) -> None:
 
 
 def channel_max_reached(client: RawAMQP) -> None:
-    client.send_header()
-    client.start_ok()
-    client.tune_ok(channel_max=1)
-    client.send(commands.Connection.Open(virtual_host="/"))
-    client.expect(commands.Connection.OpenOk)
+    client.handshake(channel_max=1)
     client.open_channel(1)
     client.send(commands.Channel.Open(), 2)
 
