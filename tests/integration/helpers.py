@@ -159,6 +159,22 @@ def prepared(connection: pika.BlockingConnection, count: int) -> tuple[Any, str]
     return ch, queue
 
 
+def queue_exists(connection: pika.BlockingConnection, name: str) -> bool:
+    """Whether ``name`` exists (a passive declare on a fresh channel; 405 means another connection's
+    exclusive queue, which exists)."""
+    ch = connection.channel()
+    try:
+        ch.queue_declare(name, passive=True)
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code == 405:
+            return True
+        if exc.reply_code == 404:
+            return False
+        raise
+    ch.close()
+    return True
+
+
 def drain_redelivered(ch: Any, queue: str) -> list[tuple[bytes, bool]]:
     """(body, redelivered) of every ready message, auto-acked, in queue order."""
     out: list[tuple[bytes, bool]] = []
