@@ -174,7 +174,9 @@ def test_expiry_cycle_without_a_rejection_is_dropped() -> None:
     assert client.count("loop") == 0
 
 
-def test_two_reasons_make_two_entries_most_recent_first() -> None:
+def _expired_into_b_then_rejected_back_into_a() -> TimedClient:
+    """Queues a (TTL 100 ms, dead-letters to b) and b (dead-letters to a); one message published to a expires
+    into b, then b rejects it back into a."""
     client = TimedClient()
     client.declare("b", **{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "a"})
     client.declare(
@@ -184,6 +186,11 @@ def test_two_reasons_make_two_entries_most_recent_first() -> None:
     client.advance(0.1)  # a --expired--> b
     client.get("b", no_ack=False)
     client.send(1, commands.Basic.Reject(delivery_tag=1, requeue=False))  # b --rejected--> a
+    return client
+
+
+def test_two_reasons_make_two_entries_most_recent_first() -> None:
+    client = _expired_into_b_then_rejected_back_into_a()
     got = client.get("a")
     assert got is not None
     headers = got[1].headers
@@ -195,15 +202,7 @@ A_TO_B = {"x-message-ttl": 100, "x-dead-letter-exchange": "", "x-dead-letter-rou
 
 
 def test_a_rejection_inside_the_history_makes_an_expiry_cycle_legal() -> None:
-    client = TimedClient()
-    client.declare("b", **{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "a"})
-    client.declare(
-        "a", **{"x-message-ttl": 100, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "b"}
-    )
-    client.publish(1, b"m", "a")
-    client.advance(0.1)  # a --expired--> b
-    client.get("b", no_ack=False)
-    client.send(1, commands.Basic.Reject(delivery_tag=1, requeue=False))  # b --rejected--> a
+    client = _expired_into_b_then_rejected_back_into_a()
     client.advance(0.1)  # a --expired--> b again: b's last death was a rejection, so not a cycle
     got = client.get("b")
     assert got is not None

@@ -159,20 +159,30 @@ def prepared(connection: pika.BlockingConnection, count: int) -> tuple[Any, str]
     return ch, queue
 
 
-def queue_exists(connection: pika.BlockingConnection, name: str) -> bool:
-    """Whether ``name`` exists (a passive declare on a fresh channel; 405 means another connection's
-    exclusive queue, which exists)."""
+def _passive_declare_finds(connection: pika.BlockingConnection, declare: str, name: str, *found: int) -> bool:
+    """A passive ``declare`` of ``name`` on a fresh channel: True when ok or closed with a code in ``found``,
+    False on 404; any other error is raised."""
     ch = connection.channel()
     try:
-        ch.queue_declare(name, passive=True)
+        getattr(ch, declare)(name, passive=True)
     except pika.exceptions.ChannelClosedByBroker as exc:
-        if exc.reply_code == 405:
+        if exc.reply_code in found:
             return True
         if exc.reply_code == 404:
             return False
         raise
     ch.close()
     return True
+
+
+def queue_exists(connection: pika.BlockingConnection, name: str) -> bool:
+    """Whether queue ``name`` exists; 405 is another connection's exclusive queue, which exists."""
+    return _passive_declare_finds(connection, "queue_declare", name, 405)
+
+
+def exchange_exists(connection: pika.BlockingConnection, name: str) -> bool:
+    """Whether exchange ``name`` exists."""
+    return _passive_declare_finds(connection, "exchange_declare", name)
 
 
 def drain_redelivered(ch: Any, queue: str) -> list[tuple[bytes, bool]]:

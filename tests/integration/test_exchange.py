@@ -10,21 +10,9 @@ import pika.exceptions
 import pytest
 
 from .conftest import ConnectFactory, Janitor
-from .helpers import channel_error, drain_queue, new_queue, wait_until
+from .helpers import channel_error, drain_queue, exchange_exists, new_queue, wait_until
 
 ChannelFactory = Any
-
-
-def exchange_exists(connection: pika.BlockingConnection, name: str) -> bool:
-    ch = connection.channel()
-    try:
-        ch.exchange_declare(name, passive=True)
-    except pika.exceptions.ChannelClosedByBroker as exc:
-        if exc.reply_code == 404:
-            return False
-        raise
-    ch.close()
-    return True
 
 
 @pytest.mark.parametrize("kind", ["direct", "fanout", "topic", "headers"])
