@@ -16,8 +16,11 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
+import pika
 import pytest
 
 # Broker processes started by the suites keep everything in memory unless a test gives --data-dir itself
@@ -51,6 +54,18 @@ class BrokerProcess:
                 self.process.kill()
                 self.process.wait()
         return self.process.returncode
+
+
+def run_broker_cli(*args: str, timeout_s: float, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m broker <args>`` run to its end, output captured as text; the exit code is the test's."""
+    return subprocess.run(
+        [sys.executable, "-m", "broker", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+        cwd=cwd,
+    )
 
 
 def start_broker_process(*extra_args: str, env: dict[str, str] | None = None) -> BrokerProcess:
@@ -103,6 +118,21 @@ def amqp_url() -> Iterator[str]:
         yield broker.url
     finally:
         broker.stop()
+
+
+def url_pika_params(url: str, **overrides: Any) -> pika.ConnectionParameters:
+    """pika parameters for an ``amqp://`` URL, with short timeouts so that nothing can hang a test."""
+    parsed = urlparse(url)
+    settings: dict[str, Any] = {
+        "host": parsed.hostname or "127.0.0.1",
+        "port": parsed.port or 5672,
+        "virtual_host": (parsed.path[1:] or "/") if parsed.path else "/",
+        "credentials": pika.PlainCredentials(parsed.username or "guest", parsed.password or "guest"),
+        "connection_attempts": 1,
+        "socket_timeout": 5,
+    }
+    settings.update(overrides)
+    return pika.ConnectionParameters(**settings)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from typing import Any
 
 import pika
 
-from .scenarios import Ctx, Observation, bodies, normalise, outcome
+from .scenarios.kit import Ctx, Observation, bodies, normalise, outcome
 
 PLUGIN_SCENARIOS: dict[str, Callable[[Ctx], Observation]] = {}
 

@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from . import (
-    scenarios_features,  # noqa: F401  (registers the queue-feature scenarios)
-    scenarios_issue18,  # noqa: F401  (registers the issue-18 queue and consumer scenarios)
-)
 from .scenarios import SCENARIOS, run_scenario
 
 pytestmark = pytest.mark.compat

@@ -14,7 +14,7 @@ from broker.core.exchanges.jump_hash import jump_consistent_hash
 from tests.conftest import start_broker_process
 
 from .rabbitmq_node import RabbitMQNode, rabbitmq_available
-from .scenarios import Ctx
+from .scenarios.kit import Ctx
 from .scenarios_plugins import PLUGIN_SCENARIOS, placement, run_plugin_scenario
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]

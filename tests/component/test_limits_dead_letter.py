@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+import pytest
 from pamqp import commands, header
 from pamqp.body import ContentBody
 
@@ -21,20 +22,22 @@ def _dlx_pair(client: TimedClient, source_args: dict[str, Any]) -> None:
     client.received()
 
 
-def test_drop_head_keeps_the_newest_messages() -> None:
+@pytest.mark.parametrize(
+    ("arguments", "published", "kept"),
+    [
+        ({"x-max-length": 2}, [b"1", b"2", b"3"], [b"2", b"3"]),
+        ({"x-max-length-bytes": 10}, [b"aaaa", b"bbbb", b"cccc"], [b"bbbb", b"cccc"]),
+    ],
+    ids=["max-length", "max-length-bytes-counts-body-bytes-of-ready-messages"],
+)
+def test_drop_head_keeps_the_newest_messages(
+    arguments: dict[str, Any], published: list[bytes], kept: list[bytes]
+) -> None:
     client = TimedClient()
-    client.declare("q", **{"x-max-length": 2})
-    for body in (b"1", b"2", b"3"):
+    client.declare("q", **arguments)
+    for body in published:
         client.publish(1, body, "q")
-    assert client.bodies("q") == [b"2", b"3"]
-
-
-def test_max_length_bytes_counts_body_bytes_of_ready_messages() -> None:
-    client = TimedClient()
-    client.declare("q", **{"x-max-length-bytes": 10})
-    for body in (b"aaaa", b"bbbb", b"cccc"):
-        client.publish(1, body, "q")
-    assert client.bodies("q") == [b"bbbb", b"cccc"]
+    assert client.bodies("q") == kept
 
 
 def test_max_length_zero_with_drop_head_still_delivers_to_a_waiting_consumer() -> None:
@@ -171,7 +174,9 @@ def test_expiry_cycle_without_a_rejection_is_dropped() -> None:
     assert client.count("loop") == 0
 
 
-def test_two_reasons_make_two_entries_most_recent_first() -> None:
+def _expired_into_b_then_rejected_back_into_a() -> TimedClient:
+    """Queues a (TTL 100 ms, dead-letters to b) and b (dead-letters to a); one message published to a expires
+    into b, then b rejects it back into a."""
     client = TimedClient()
     client.declare("b", **{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "a"})
     client.declare(
@@ -181,6 +186,11 @@ def test_two_reasons_make_two_entries_most_recent_first() -> None:
     client.advance(0.1)  # a --expired--> b
     client.get("b", no_ack=False)
     client.send(1, commands.Basic.Reject(delivery_tag=1, requeue=False))  # b --rejected--> a
+    return client
+
+
+def test_two_reasons_make_two_entries_most_recent_first() -> None:
+    client = _expired_into_b_then_rejected_back_into_a()
     got = client.get("a")
     assert got is not None
     headers = got[1].headers
@@ -192,15 +202,7 @@ A_TO_B = {"x-message-ttl": 100, "x-dead-letter-exchange": "", "x-dead-letter-rou
 
 
 def test_a_rejection_inside_the_history_makes_an_expiry_cycle_legal() -> None:
-    client = TimedClient()
-    client.declare("b", **{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "a"})
-    client.declare(
-        "a", **{"x-message-ttl": 100, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "b"}
-    )
-    client.publish(1, b"m", "a")
-    client.advance(0.1)  # a --expired--> b
-    client.get("b", no_ack=False)
-    client.send(1, commands.Basic.Reject(delivery_tag=1, requeue=False))  # b --rejected--> a
+    client = _expired_into_b_then_rejected_back_into_a()
     client.advance(0.1)  # a --expired--> b again: b's last death was a rejection, so not a cycle
     got = client.get("b")
     assert got is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from pamqp import commands
 
 from broker.core.events import Fate
@@ -19,19 +20,18 @@ def test_queue_message_ttl_expires_messages_when_the_clock_passes_it() -> None:
     assert client.count("q") == 0
 
 
-def test_per_message_expiration_lower_than_queue_ttl_wins() -> None:
+@pytest.mark.parametrize(
+    ("queue_ttl_ms", "expiration", "lower_s"),
+    [(10_000, "1000", 1.0), (500, "60000", 0.5)],
+    ids=["per-message-expiration-lower-than-queue-ttl", "queue-ttl-lower-than-per-message-expiration"],
+)
+def test_the_lower_of_queue_ttl_and_per_message_expiration_wins(
+    queue_ttl_ms: int, expiration: str, lower_s: float
+) -> None:
     client = TimedClient()
-    client.declare("q", **{"x-message-ttl": 10_000})
-    client.publish(1, b"short", "q", expiration="1000")
-    client.advance(1.0)
-    assert client.count("q") == 0
-
-
-def test_queue_ttl_lower_than_per_message_expiration_wins() -> None:
-    client = TimedClient()
-    client.declare("q", **{"x-message-ttl": 500})
-    client.publish(1, b"a", "q", expiration="60000")
-    client.advance(0.5)
+    client.declare("q", **{"x-message-ttl": queue_ttl_ms})
+    client.publish(1, b"m", "q", expiration=expiration)
+    client.advance(lower_s)
     assert client.count("q") == 0
 
 

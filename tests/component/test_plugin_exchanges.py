@@ -17,6 +17,13 @@ def _exchange(client: TimedClient, name: str, kind: str, **arguments: Any) -> No
     client.received()
 
 
+def _delayed_fanout_to_q(client: TimedClient) -> None:
+    """A delayed-message exchange ``delayed`` of fanout type with the queue ``q`` bound to it."""
+    _exchange(client, "delayed", "x-delayed-message", **{"x-delayed-type": "fanout"})
+    client.declare("q")
+    client.send(1, commands.Queue.Bind(queue="q", exchange="delayed"))
+
+
 def test_delayed_message_is_routed_when_its_delay_has_passed() -> None:
     client = TimedClient()
     _exchange(client, "delayed", "x-delayed-message", **{"x-delayed-type": "direct"})
@@ -33,9 +40,7 @@ def test_delayed_message_is_routed_when_its_delay_has_passed() -> None:
 
 def test_delayed_messages_come_out_in_due_order() -> None:
     client = TimedClient()
-    _exchange(client, "delayed", "x-delayed-message", **{"x-delayed-type": "fanout"})
-    client.declare("q")
-    client.send(1, commands.Queue.Bind(queue="q", exchange="delayed"))
+    _delayed_fanout_to_q(client)
     for body, delay in ((b"3", 300), (b"1", 100), (b"2", 200)):
         client.publish(1, body, "", exchange="delayed", headers={"x-delay": delay})
     client.advance(1.0)
@@ -60,9 +65,7 @@ def test_mandatory_publish_of_a_held_message_is_returned_as_the_plugin_does() ->
 
 def test_deleting_a_delayed_exchange_drops_its_held_messages() -> None:
     client = TimedClient()
-    _exchange(client, "delayed", "x-delayed-message", **{"x-delayed-type": "fanout"})
-    client.declare("q")
-    client.send(1, commands.Queue.Bind(queue="q", exchange="delayed"))
+    _delayed_fanout_to_q(client)
     client.publish(1, b"x", "", exchange="delayed", headers={"x-delay": 100})
     client.send(1, commands.Exchange.Delete(exchange="delayed"))
     client.advance(1.0)

@@ -13,21 +13,12 @@ import pika
 import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
+from tests.conftest import run_broker_cli
 from tests.durability.conftest import DurableBroker
-from tests.integration.helpers import channel_error
+from tests.integration.helpers import channel_error, drain_redelivered
 
 PERSISTENT = pika.BasicProperties(delivery_mode=2)
 TRANSIENT = pika.BasicProperties(delivery_mode=1)
-
-
-def _drain(channel: BlockingChannel, queue: str) -> list[tuple[bytes, bool]]:
-    """Every message of ``queue`` (body, redelivered), acked."""
-    got: list[tuple[bytes, bool]] = []
-    while True:
-        method, _, body = channel.basic_get(queue, auto_ack=True)
-        if method is None:
-            return got
-        got.append((body, bool(method.redelivered)))
 
 
 def _confirmed_channel(durable: DurableBroker) -> BlockingChannel:
@@ -51,7 +42,9 @@ def test_durable_queue_keeps_confirmed_persistent_messages_and_transient_ones_va
     durable.restart(crash=crash)
 
     channel = durable.connect().channel()
-    assert _drain(channel, "orders") == [(f"o{index}".encode(), False) for index in range(0, 20, 2)]
+    assert drain_redelivered(channel, "orders") == [
+        (f"o{index}".encode(), False) for index in range(0, 20, 2)
+    ]
     assert channel_error(channel, "queue_declare", "scratch", passive=True)[0] == 404
     assert durable.recovered["messages"] == 10
 
@@ -75,8 +68,8 @@ def test_bindings_between_durable_ends_route_after_restart(durable: DurableBroke
     channel = _confirmed_channel(durable)
     channel.basic_publish("events", "invoice.paid", b"i1", PERSISTENT)
     channel.basic_publish("events", "user.created", b"u1", PERSISTENT)
-    assert [body for body, _ in _drain(channel, "billing")] == [b"i1"]
-    assert [body for body, _ in _drain(channel, "audit")] == [b"i1", b"u1"]
+    assert [body for body, _ in drain_redelivered(channel, "billing")] == [b"i1"]
+    assert [body for body, _ in drain_redelivered(channel, "audit")] == [b"i1", b"u1"]
     assert channel_error(channel, "queue_declare", "temp", passive=True)[0] == 404
     channel = durable.connect().channel()
     assert channel_error(channel, "exchange_declare", "scratch-ex", passive=True)[0] == 404
@@ -84,7 +77,7 @@ def test_bindings_between_durable_ends_route_after_restart(durable: DurableBroke
     # Arguments came back typed: a redeclare must be equivalent, and the binding is the same one.
     channel.queue_unbind("billing", "events", "invoice.#", arguments={"x-note": 7})
     channel.basic_publish("events", "invoice.paid", b"i2")
-    assert _drain(channel, "billing") == []
+    assert drain_redelivered(channel, "billing") == []
     assert durable.recovered == {
         "vhosts": 1,
         "exchanges": 2,
@@ -121,7 +114,7 @@ def test_exclusive_and_auto_delete_queues_are_gone_after_restart(durable: Durabl
     for name in ("mine", "short-lived", "consumed"):
         assert channel_error(channel, "queue_declare", name, passive=True)[0] == 404
         channel = durable.connect().channel()
-    assert [body for body, _ in _drain(channel, "unconsumed")] == [b"kept", b"sentinel"]
+    assert [body for body, _ in drain_redelivered(channel, "unconsumed")] == [b"kept", b"sentinel"]
     assert durable.recovered["auto_deleted"] == 1
     assert durable.recovered["skipped"] == 0  # the binding to "consumed" went with it, not left dangling
 
@@ -139,7 +132,7 @@ def test_queue_arguments_survive_and_redeclare_checks_them(durable: DurableBroke
     channel.queue_declare("limited", durable=True, arguments={"x-max-length": 2, "x-overflow": "drop-head"})
     for index in range(4):
         channel.basic_publish("", "limited", f"m{index}".encode(), PERSISTENT)
-    assert [body for body, _ in _drain(channel, "limited")] == [b"m2", b"m3"]
+    assert [body for body, _ in drain_redelivered(channel, "limited")] == [b"m2", b"m3"]
     code, text = channel_error(
         channel, "queue_declare", "limited", durable=True, arguments={"x-max-length": 3}
     )
@@ -166,7 +159,7 @@ def test_unacked_deliveries_come_back_redelivered_and_acked_ones_do_not(durable:
     durable.restart(crash=True)
 
     channel = durable.connect().channel()
-    assert _drain(channel, "work") == [
+    assert drain_redelivered(channel, "work") == [
         (b"w1", True),
         (b"w2", True),
         (b"w3", True),
@@ -188,7 +181,7 @@ def test_committed_transaction_survives_a_crash(durable: DurableBroker) -> None:
     durable.restart(crash=True)
 
     channel = durable.connect().channel()
-    assert [body for body, _ in _drain(channel, "ledger")] == [b"debit", b"credit"]
+    assert [body for body, _ in drain_redelivered(channel, "ledger")] == [b"debit", b"credit"]
 
 
 def test_rejected_message_moves_to_the_dead_letter_queue_across_a_crash(durable: DurableBroker) -> None:
@@ -206,7 +199,7 @@ def test_rejected_message_moves_to_the_dead_letter_queue_across_a_crash(durable:
     durable.restart(crash=True)
 
     channel = durable.connect().channel()
-    assert [body for body, _ in _drain(channel, "inbox")] == [b"sentinel"]
+    assert [body for body, _ in drain_redelivered(channel, "inbox")] == [b"sentinel"]
     method, properties, body = channel.basic_get("dead", auto_ack=True)
     assert body == b"poison"
     assert properties.headers["x-death"][0]["reason"] == "rejected"
@@ -241,7 +234,7 @@ def test_vhosts_and_their_entities_survive_and_deleting_a_vhost_is_durable(durab
 
     assert durable.process is not None
     tenant = pika.BlockingConnection(pika.URLParameters(durable.process.url + "tenant")).channel()
-    assert [body for body, _ in _drain(tenant, "jobs")] == [b"j"]
+    assert [body for body, _ in drain_redelivered(tenant, "jobs")] == [b"j"]
     assert durable.recovered["vhosts"] == 2
 
 
@@ -255,9 +248,9 @@ def test_message_ttl_deadlines_are_kept_across_a_restart(durable: DurableBroker)
     durable.restart()
 
     channel = durable.connect().channel()
-    assert [body for body, _ in _drain(channel, "fresh")] == [b"keep"]
+    assert [body for body, _ in drain_redelivered(channel, "fresh")] == [b"keep"]
     # 300 ms passed during the restart (the broker takes longer than that to stop and start): expired.
-    assert _drain(channel, "stale") == []
+    assert drain_redelivered(channel, "stale") == []
 
 
 def test_a_corrupt_store_is_refused_with_the_file_named(tmp_path: Path) -> None:
@@ -277,13 +270,7 @@ def test_a_corrupt_store_is_refused_with_the_file_named(tmp_path: Path) -> None:
 
 
 def test_a_second_broker_on_the_same_data_directory_is_refused(durable: DurableBroker) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "broker", "serve", "--port", "0", "--data-dir", str(durable.data_dir)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    result = run_broker_cli("serve", "--port", "0", "--data-dir", str(durable.data_dir), timeout_s=30)
     assert result.returncode == 1
     assert "in use by another broker" in result.stderr
     assert durable.process is not None

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import urlparse
 
 import pika
 import pika.exceptions
 import pytest
+
+from tests.conftest import url_pika_params
 
 from .helpers import RawAMQP
 
@@ -97,6 +98,16 @@ class Janitor:
         self.exchanges.append(name)
         return name
 
+    def declare_queue(self, ch: Any, name: str, **kwargs: Any) -> str:
+        """queue.declare ``name`` on ``ch`` (keywords as pika's) and delete it after the test."""
+        ch.queue_declare(self.queue(name), **kwargs)
+        return name
+
+    def declare_exchange(self, ch: Any, name: str, *args: Any, **kwargs: Any) -> str:
+        """exchange.declare ``name`` on ``ch`` (type and keywords as pika's) and delete it after the test."""
+        ch.exchange_declare(self.exchange(name), *args, **kwargs)
+        return name
+
 
 @pytest.fixture
 def janitor(amqp_params: dict[str, Any]) -> Iterator[Janitor]:
@@ -106,20 +117,14 @@ def janitor(amqp_params: dict[str, Any]) -> Iterator[Janitor]:
         return
     connection = pika.BlockingConnection(make_pika_params(amqp_params))
     try:
-        for name in jan.queues:
-            ch = connection.channel()
-            try:
-                ch.queue_delete(name)
-                ch.close()
-            except pika.exceptions.ChannelClosedByBroker:
-                pass
-        for name in jan.exchanges:
-            ch = connection.channel()
-            try:
-                ch.exchange_delete(name)
-                ch.close()
-            except pika.exceptions.ChannelClosedByBroker:
-                pass
+        for names, delete in ((jan.queues, "queue_delete"), (jan.exchanges, "exchange_delete")):
+            for name in names:
+                ch = connection.channel()
+                try:
+                    getattr(ch, delete)(name)
+                    ch.close()
+                except pika.exceptions.ChannelClosedByBroker:
+                    pass
     finally:
         connection.close()
 
@@ -127,16 +132,7 @@ def janitor(amqp_params: dict[str, Any]) -> Iterator[Janitor]:
 @pytest.fixture(scope="session")
 def server_properties(amqp_url: str) -> dict[str, Any]:
     """The server-properties table of the broker under test (read once)."""
-    parsed = urlparse(amqp_url)
-    params = pika.ConnectionParameters(
-        host=parsed.hostname or "127.0.0.1",
-        port=parsed.port or 5672,
-        virtual_host=(parsed.path[1:] or "/") if parsed.path else "/",
-        credentials=pika.PlainCredentials(parsed.username or "guest", parsed.password or "guest"),
-        connection_attempts=1,
-        socket_timeout=5,
-    )
-    connection = pika.BlockingConnection(params)
+    connection = pika.BlockingConnection(url_pika_params(amqp_url))
     try:
         props: dict[str, Any] = dict(connection._impl.server_properties)
     finally:

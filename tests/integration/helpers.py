@@ -132,6 +132,69 @@ class Collector:
         return len(self.deliveries)
 
 
+def new_queue(ch: Any) -> str:
+    """An exclusive server-named queue."""
+    name: str = ch.queue_declare("", exclusive=True).method.queue
+    return name
+
+
+def ready(ch: Any, queue: str) -> int:
+    """The queue's ready-message count (a passive queue.declare)."""
+    count: int = ch.queue_declare(queue, passive=True).method.message_count
+    return count
+
+
+def fill(ch: Any, queue: str, count: int, prefix: str = "m") -> None:
+    """Publish ``{prefix}0`` .. ``{prefix}{count-1}`` to ``queue`` through the default exchange."""
+    for i in range(count):
+        ch.basic_publish("", queue, f"{prefix}{i}".encode())
+
+
+def prepared(connection: pika.BlockingConnection, count: int) -> tuple[Any, str]:
+    """A confirm-mode channel and an exclusive queue holding m0..m{count-1}."""
+    ch = connection.channel()
+    ch.confirm_delivery()
+    queue = new_queue(ch)
+    fill(ch, queue, count)
+    return ch, queue
+
+
+def _passive_declare_finds(connection: pika.BlockingConnection, declare: str, name: str, *found: int) -> bool:
+    """A passive ``declare`` of ``name`` on a fresh channel: True when ok or closed with a code in ``found``,
+    False on 404; any other error is raised."""
+    ch = connection.channel()
+    try:
+        getattr(ch, declare)(name, passive=True)
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code in found:
+            return True
+        if exc.reply_code == 404:
+            return False
+        raise
+    ch.close()
+    return True
+
+
+def queue_exists(connection: pika.BlockingConnection, name: str) -> bool:
+    """Whether queue ``name`` exists; 405 is another connection's exclusive queue, which exists."""
+    return _passive_declare_finds(connection, "queue_declare", name, 405)
+
+
+def exchange_exists(connection: pika.BlockingConnection, name: str) -> bool:
+    """Whether exchange ``name`` exists."""
+    return _passive_declare_finds(connection, "exchange_declare", name)
+
+
+def drain_redelivered(ch: Any, queue: str) -> list[tuple[bytes, bool]]:
+    """(body, redelivered) of every ready message, auto-acked, in queue order."""
+    out: list[tuple[bytes, bool]] = []
+    while True:
+        method, _props, body = ch.basic_get(queue, auto_ack=True)
+        if method is None:
+            return out
+        out.append((body, bool(method.redelivered)))
+
+
 def drain_queue(channel: Any, queue: str, limit: int = 10_000) -> list[bytes]:
     """basic.get with auto-ack until get-empty; returns the bodies in order."""
     bodies: list[bytes] = []
@@ -276,10 +339,11 @@ class RawAMQP:
         password: str = "guest",
         vhost: str = "/",
         heartbeat: int = 0,
+        channel_max: int | None = None,
     ) -> commands.Connection.OpenOk:
         self.send_header()
         self.start_ok(username, password)
-        self.tune_ok(heartbeat=heartbeat)
+        self.tune_ok(channel_max=channel_max, heartbeat=heartbeat)
         self.send(commands.Connection.Open(virtual_host=vhost))
         ok: commands.Connection.OpenOk = self.expect(commands.Connection.OpenOk, channel=0)
         return ok
@@ -287,6 +351,12 @@ class RawAMQP:
     def open_channel(self, channel: int = 1) -> None:
         self.send(commands.Channel.Open(), channel)
         self.expect(commands.Channel.OpenOk, channel=channel)
+
+    def opened(self, channel: int = 1) -> RawAMQP:
+        """Handshake as guest on vhost / and open ``channel``: ready for methods on it."""
+        self.handshake()
+        self.open_channel(channel)
+        return self
 
     def publish(
         self,

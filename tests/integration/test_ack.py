@@ -10,27 +10,7 @@ import pika.exceptions
 import pytest
 
 from .conftest import ConnectFactory
-from .helpers import Collector, pump
-
-
-def prepared(connection: pika.BlockingConnection, count: int) -> tuple[Any, str]:
-    """A confirm-mode channel and an exclusive queue holding m0..m{count-1}."""
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queue = ch.queue_declare("", exclusive=True).method.queue
-    for i in range(count):
-        ch.basic_publish("", queue, f"m{i}".encode())
-    return ch, queue
-
-
-def get_all(ch: Any, queue: str) -> list[tuple[bytes, bool]]:
-    """(body, redelivered) of every ready message, auto-acked, in queue order."""
-    out: list[tuple[bytes, bool]] = []
-    while True:
-        method, _props, body = ch.basic_get(queue, auto_ack=True)
-        if method is None:
-            return out
-        out.append((body, method.redelivered))
+from .helpers import Collector, drain_redelivered, prepared, pump, ready
 
 
 def get_tags(ch: Any, queue: str, count: int) -> list[int]:
@@ -42,18 +22,13 @@ def get_tags(ch: Any, queue: str, count: int) -> list[int]:
     return tags
 
 
-def ready(ch: Any, queue: str) -> int:
-    count: int = ch.queue_declare(queue, passive=True).method.message_count
-    return count
-
-
 def test_ack_removes_the_message(connection: pika.BlockingConnection) -> None:
     ch, queue = prepared(connection, 2)
     tags = get_tags(ch, queue, 2)
     ch.basic_ack(tags[0])
     ch.close()  # the unacked second one comes back
     ch = connection.channel()
-    assert get_all(ch, queue) == [(b"m1", True)]
+    assert drain_redelivered(ch, queue) == [(b"m1", True)]
 
 
 def test_ack_multiple_acks_everything_up_to_the_tag(connection: pika.BlockingConnection) -> None:
@@ -63,7 +38,7 @@ def test_ack_multiple_acks_everything_up_to_the_tag(connection: pika.BlockingCon
     ch.basic_ack(3, multiple=True)
     ch.close()
     ch = connection.channel()
-    assert get_all(ch, queue) == [(b"m3", True), (b"m4", True)]
+    assert drain_redelivered(ch, queue) == [(b"m3", True), (b"m4", True)]
 
 
 def test_ack_zero_with_multiple_acks_all_outstanding(connection: pika.BlockingConnection) -> None:
@@ -72,7 +47,7 @@ def test_ack_zero_with_multiple_acks_all_outstanding(connection: pika.BlockingCo
     ch.basic_ack(0, multiple=True)
     ch.close()
     ch = connection.channel()
-    assert get_all(ch, queue) == []
+    assert drain_redelivered(ch, queue) == []
 
 
 def test_nack_requeue_puts_the_message_back_at_its_position(connection: pika.BlockingConnection) -> None:
@@ -81,7 +56,7 @@ def test_nack_requeue_puts_the_message_back_at_its_position(connection: pika.Blo
     # Requeue the second before the first: the queue still ends up in publish order.
     ch.basic_nack(tags[1], requeue=True)
     ch.basic_nack(tags[0], requeue=True)
-    assert get_all(ch, queue) == [
+    assert drain_redelivered(ch, queue) == [
         (b"m0", True),
         (b"m1", True),
         (b"m2", False),
@@ -106,7 +81,7 @@ def test_nack_multiple_requeue(connection: pika.BlockingConnection) -> None:
     ch, queue = prepared(connection, 4)
     get_tags(ch, queue, 3)
     ch.basic_nack(2, multiple=True, requeue=True)  # m0, m1 back; m2 still unacked
-    assert get_all(ch, queue) == [(b"m0", True), (b"m1", True), (b"m3", False)]
+    assert drain_redelivered(ch, queue) == [(b"m0", True), (b"m1", True), (b"m3", False)]
 
 
 def test_nack_and_reject_without_requeue_drop(connection: pika.BlockingConnection) -> None:
@@ -117,7 +92,7 @@ def test_nack_and_reject_without_requeue_drop(connection: pika.BlockingConnectio
     ch.basic_nack(tags[3], requeue=False)
     assert ready(ch, queue) == 0
     ch.close()
-    assert get_all(connection.channel(), queue) == []
+    assert drain_redelivered(connection.channel(), queue) == []
 
 
 def test_requeued_message_goes_back_to_a_consumer_redelivered(connection: pika.BlockingConnection) -> None:
@@ -200,7 +175,7 @@ def test_channel_error_requeues_its_unacked_messages(connection: pika.BlockingCo
     with pytest.raises(pika.exceptions.ChannelClosedByBroker):
         ch.queue_declare("", exclusive=True)
     other = connection.channel()
-    assert get_all(other, queue) == [(b"m0", True), (b"m1", True), (b"m2", True)]
+    assert drain_redelivered(other, queue) == [(b"m0", True), (b"m1", True), (b"m2", True)]
 
 
 def test_recover_requeue_redelivers_unacked_consumer_messages(connection: pika.BlockingConnection) -> None:
@@ -227,7 +202,7 @@ def test_recover_requeue_also_requeues_basic_get_messages(connection: pika.Block
     ch, queue = prepared(connection, 3)
     get_tags(ch, queue, 2)
     ch.basic_recover(requeue=True)
-    assert get_all(ch, queue) == [(b"m0", True), (b"m1", True), (b"m2", False)]
+    assert drain_redelivered(ch, queue) == [(b"m0", True), (b"m1", True), (b"m2", False)]
 
 
 def test_recover_requeue_also_requeues_deliveries_of_cancelled_consumers(
@@ -240,7 +215,7 @@ def test_recover_requeue_also_requeues_deliveries_of_cancelled_consumers(
     pump(connection, lambda: len(seen) == 3, what="3 deliveries")
     ch.basic_cancel(tag)
     ch.basic_recover(requeue=True)
-    assert get_all(ch, queue) == [(b"m0", True), (b"m1", True), (b"m2", True)]
+    assert drain_redelivered(ch, queue) == [(b"m0", True), (b"m1", True), (b"m2", True)]
 
 
 def test_recover_without_requeue_is_540(connection: pika.BlockingConnection) -> None:
@@ -259,7 +234,7 @@ def test_channel_close_requeues_unacked_in_order(connection: pika.BlockingConnec
     pump(connection, lambda: len(seen) == 5, what="5 deliveries")
     consumer_ch.basic_ack(seen.deliveries[1].delivery_tag)  # m1 done
     consumer_ch.close()
-    assert get_all(ch, queue) == [(b"m0", True), (b"m2", True), (b"m3", True), (b"m4", True)]
+    assert drain_redelivered(ch, queue) == [(b"m0", True), (b"m2", True), (b"m3", True), (b"m4", True)]
 
 
 def test_connection_close_requeues_unacked_in_order(connect: ConnectFactory, unique: str) -> None:
@@ -275,7 +250,7 @@ def test_connection_close_requeues_unacked_in_order(connect: ConnectFactory, uni
         consumer.channel().basic_consume(queue, seen)
         pump(consumer, lambda: len(seen) == 4, what="4 deliveries")
         consumer.close()
-        assert get_all(ch, queue) == [(b"m0", True), (b"m1", True), (b"m2", True), (b"m3", True)]
+        assert drain_redelivered(ch, queue) == [(b"m0", True), (b"m1", True), (b"m2", True), (b"m3", True)]
     finally:
         ch.queue_delete(queue)
 

@@ -3,38 +3,21 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from broker.bench import scenarios
 from broker.bench.client import BenchError, Connection
+from tests.conftest import run_broker_cli
 
 
 @pytest.mark.slow
 def test_every_scenario_runs_and_writes_json(amqp_url: str, tmp_path: Path) -> None:
     out = tmp_path / "bench.jsonl"
     names = ["pub16", "pubsub", "ack1", "ack50", "fanout", "topic", "confirm1", "conns"]
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "broker",
-            "bench",
-            "--url",
-            amqp_url,
-            "--scale",
-            "0.01",
-            "--json",
-            str(out),
-            *names,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    result = run_broker_cli(
+        "bench", "--url", amqp_url, "--scale", "0.01", "--json", str(out), *names, timeout_s=300
     )
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -56,13 +39,7 @@ def test_topic_reference_matcher_follows_rabbitmq_wildcards() -> None:
 
 
 def test_unknown_scenario_is_exit_2(amqp_url: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "broker", "bench", "--url", amqp_url, "nope"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_broker_cli("bench", "--url", amqp_url, "nope", timeout_s=60)
     assert result.returncode == 2
     assert "unknown scenario" in result.stderr
 

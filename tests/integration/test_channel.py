@@ -11,7 +11,7 @@ from pamqp import commands, header
 from pamqp.body import ContentBody
 
 from .conftest import ConnectFactory, RawFactory
-from .helpers import pump
+from .helpers import new_queue, pump
 
 
 def test_open_and_close_channels(connection: pika.BlockingConnection) -> None:
@@ -27,9 +27,7 @@ def test_open_and_close_channels(connection: pika.BlockingConnection) -> None:
 
 
 def test_channel_number_can_be_reused_after_close(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Channel.Close(reply_code=200, reply_text="bye", class_id=0, method_id=0), 1)
     client.expect(commands.Channel.CloseOk, channel=1)
     client.open_channel(1)
@@ -39,9 +37,7 @@ def test_channel_number_can_be_reused_after_close(raw: RawFactory) -> None:
 
 
 def test_channel_reopens_after_a_channel_error(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Queue.Declare(queue="no-such-queue-anywhere", passive=True), 1)
     close = client.expect(commands.Channel.Close, channel=1)
     assert close.reply_code == 404
@@ -59,9 +55,7 @@ def test_channel_flow_active_false_is_540_on_the_connection(connection: pika.Blo
 
 
 def test_channel_flow_active_false_close_frame(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Channel.Flow(active=False), 1)
     close = client.expect_connection_close()
     assert (close.reply_code, close.reply_text) == (540, "NOT_IMPLEMENTED - active=false")
@@ -69,18 +63,14 @@ def test_channel_flow_active_false_close_frame(raw: RawFactory) -> None:
 
 
 def test_channel_flow_active_true_is_acknowledged(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Channel.Flow(active=True), 1)
     ok = client.expect(commands.Channel.FlowOk, channel=1)
     assert ok.active is True
 
 
 def test_second_channel_open_is_504(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Channel.Open(), 1)
     close = client.expect_connection_close()
     assert (close.reply_code, close.reply_text) == (504, "CHANNEL_ERROR - second 'channel.open' seen")
@@ -97,9 +87,7 @@ def test_method_on_unopened_channel_is_504(raw: RawFactory) -> None:
 
 
 def test_method_on_closed_channel_is_504(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Channel.Close(reply_code=200, reply_text="bye", class_id=0, method_id=0), 1)
     client.expect(commands.Channel.CloseOk, channel=1)
     client.send(commands.Basic.Qos(prefetch_count=1), 1)
@@ -117,9 +105,7 @@ def test_pika_refuses_to_use_a_closed_channel(connection: pika.BlockingConnectio
 
 
 def test_content_header_without_publish_is_505(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(header.ContentHeader(0, 1, commands.Basic.Properties()), 1)
     close = client.expect_connection_close()
     assert close.reply_code == 505
@@ -127,9 +113,7 @@ def test_content_header_without_publish_is_505(raw: RawFactory) -> None:
 
 
 def test_content_body_without_publish_is_505(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(ContentBody(b"orphan"), 1)
     close = client.expect_connection_close()
     assert close.reply_code == 505
@@ -137,9 +121,7 @@ def test_content_body_without_publish_is_505(raw: RawFactory) -> None:
 
 
 def test_method_where_content_header_is_expected_is_505(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Basic.Publish(exchange="", routing_key="anything"), 1)
     client.send(commands.Basic.Qos(prefetch_count=1), 1)
     close = client.expect_connection_close()
@@ -152,7 +134,7 @@ def test_method_where_content_header_is_expected_is_505(raw: RawFactory) -> None
 
 def test_channel_error_leaves_sibling_channels_working(connection: pika.BlockingConnection) -> None:
     good = connection.channel()
-    queue = good.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(good)
     bad = connection.channel()
     with pytest.raises(pika.exceptions.ChannelClosedByBroker):
         bad.queue_declare("definitely-missing-queue", passive=True)

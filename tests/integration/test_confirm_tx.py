@@ -10,18 +10,11 @@ import pytest
 from pamqp import commands
 
 from .conftest import RawFactory
-from .helpers import channel_error
-
-
-def ready(ch: Any, queue: str) -> int:
-    count: int = ch.queue_declare(queue, passive=True).method.message_count
-    return count
+from .helpers import channel_error, new_queue, prepared, ready
 
 
 def test_confirm_select_and_acks_carry_increasing_tags(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Queue.Declare(queue="", exclusive=True), 1)
     queue = client.expect(commands.Queue.DeclareOk).queue
     client.send(commands.Confirm.Select(), 1)
@@ -40,9 +33,7 @@ def test_confirm_select_and_acks_carry_increasing_tags(raw: RawFactory) -> None:
 
 
 def test_unroutable_publish_is_still_acked(raw: RawFactory, unique: str) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Confirm.Select(), 1)
     client.expect(commands.Confirm.SelectOk, channel=1)
     client.publish(1, "amq.direct", f"{unique}-nowhere", b"x")
@@ -51,18 +42,14 @@ def test_unroutable_publish_is_still_acked(raw: RawFactory, unique: str) -> None
 
 
 def test_confirm_select_twice_is_fine(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     for _ in range(2):
         client.send(commands.Confirm.Select(), 1)
         client.expect(commands.Confirm.SelectOk, channel=1)
 
 
 def test_confirm_select_nowait_gets_no_reply_but_acks(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Confirm.Select(nowait=True), 1)
     client.send(commands.Queue.Declare(queue="", exclusive=True), 1)
     queue = client.expect(commands.Queue.DeclareOk, channel=1).queue  # no select-ok in between
@@ -73,7 +60,7 @@ def test_confirm_select_nowait_gets_no_reply_but_acks(raw: RawFactory) -> None:
 def test_pika_blocking_confirms(connection: pika.BlockingConnection) -> None:
     ch = connection.channel()
     ch.confirm_delivery()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     for i in range(10):
         ch.basic_publish("", queue, f"m{i}".encode())
     assert ready(ch, queue) == 10
@@ -108,7 +95,7 @@ def test_tx_select_twice_is_fine(channel: Any) -> None:
 
 def test_tx_publishes_become_visible_on_commit(connection: pika.BlockingConnection) -> None:
     ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     observer = connection.channel()
     ch.tx_select()
     for i in range(3):
@@ -125,7 +112,7 @@ def test_tx_publishes_become_visible_on_commit(connection: pika.BlockingConnecti
 
 def test_tx_rollback_discards_publishes(connection: pika.BlockingConnection) -> None:
     ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     ch.tx_select()
     ch.basic_publish("", queue, b"discarded")
     ch.tx_rollback()
@@ -137,19 +124,22 @@ def test_tx_rollback_discards_publishes(connection: pika.BlockingConnection) -> 
     assert ready(ch, queue) == 0
 
 
-def test_tx_acks_take_effect_on_commit(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
-    ch.confirm_delivery()
-    for i in range(2):
-        ch.basic_publish("", queue, f"m{i}".encode())
+def got_in_tx(connection: pika.BlockingConnection, count: int) -> tuple[Any, str, Any, list[int]]:
+    """A queue holding m0..m{count-1} and a transactional channel that basic.got them all, unacked:
+    (the publishing channel, the queue, the transactional channel, the delivery tags)."""
+    ch, queue = prepared(connection, count)
     tx_ch = connection.channel()
     tx_ch.tx_select()
     tags = []
-    for _ in range(2):
+    for _ in range(count):
         method, _props, _body = tx_ch.basic_get(queue)
         assert method is not None
         tags.append(method.delivery_tag)
+    return ch, queue, tx_ch, tags
+
+
+def test_tx_acks_take_effect_on_commit(connection: pika.BlockingConnection) -> None:
+    ch, queue, tx_ch, tags = got_in_tx(connection, 2)
     tx_ch.basic_ack(tags[0])
     tx_ch.tx_commit()
     tx_ch.close()  # the uncommitted-ack message m1 was never acked: requeued
@@ -160,42 +150,26 @@ def test_tx_acks_take_effect_on_commit(connection: pika.BlockingConnection) -> N
 
 
 def test_tx_rollback_forgets_acks_but_keeps_messages_unacked(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
-    ch.confirm_delivery()
-    ch.basic_publish("", queue, b"m0")
-    tx_ch = connection.channel()
-    tx_ch.tx_select()
-    method, _props, _body = tx_ch.basic_get(queue)
-    assert method is not None
-    tx_ch.basic_ack(method.delivery_tag)
+    ch, queue, tx_ch, [tag] = got_in_tx(connection, 1)
+    tx_ch.basic_ack(tag)
     tx_ch.tx_rollback()
     assert ready(ch, queue) == 0  # rollback does not requeue: the message is still unacked
-    tx_ch.basic_ack(method.delivery_tag)  # the tag is still valid
+    tx_ch.basic_ack(tag)  # the tag is still valid
     tx_ch.tx_commit()
     tx_ch.close()
     assert ready(ch, queue) == 0
 
 
 def test_tx_reject_requeue_takes_effect_on_commit(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
-    ch.confirm_delivery()
-    ch.basic_publish("", queue, b"m0")
-    tx_ch = connection.channel()
-    tx_ch.tx_select()
-    method, _props, _body = tx_ch.basic_get(queue)
-    assert method is not None
-    tx_ch.basic_reject(method.delivery_tag, requeue=True)
+    ch, queue, tx_ch, [tag] = got_in_tx(connection, 1)
+    tx_ch.basic_reject(tag, requeue=True)
     assert ready(ch, queue) == 0
     tx_ch.tx_commit()
     assert ready(ch, queue) == 1
 
 
 def test_tx_mandatory_return_comes_before_commit_ok(raw: RawFactory, unique: str) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Tx.Select(), 1)
     client.expect(commands.Tx.SelectOk, channel=1)
     client.publish(1, "amq.direct", f"{unique}-nowhere", b"lost", mandatory=True)

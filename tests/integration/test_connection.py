@@ -13,8 +13,10 @@ import pika.exceptions
 import pytest
 from pamqp import commands
 
+from tests.rabbitmq_expected import CAPABILITIES
+
 from .conftest import ConnectFactory, RawFactory
-from .helpers import SocketClosed
+from .helpers import SocketClosed, new_queue
 
 AUTH_REFUSED_PLAIN = (
     "ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN. "
@@ -24,19 +26,6 @@ AUTH_REFUSED_AMQPLAIN = (
     "ACCESS_REFUSED - Login was refused using authentication mechanism AMQPLAIN. "
     "For details see the broker logfile."
 )
-
-# RabbitMQ's capability table, every flag true (exact list, see the reference §1.1).
-CAPABILITIES = {
-    "publisher_confirms": True,
-    "exchange_exchange_bindings": True,
-    "basic.nack": True,
-    "consumer_cancel_notify": True,
-    "connection.blocked": True,
-    "consumer_priorities": True,
-    "authentication_failure_close": True,
-    "per_consumer_qos": True,
-    "direct_reply_to": True,
-}
 
 
 def test_pika_connects_with_guest_over_plain(connect: ConnectFactory) -> None:
@@ -175,7 +164,7 @@ def test_pika_negotiates_the_smaller_client_values(connect: ConnectFactory) -> N
     assert (params.frame_max, params.channel_max, params.heartbeat) == (8192, 16, 10)
     # The negotiated frame_max is honoured: a body far larger than one frame still round-trips.
     ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     body = bytes(range(256)) * 200  # 51200 bytes -> 7 body frames of <= 8184 bytes
     ch.basic_publish("", queue, body)
     method, _props, got = ch.basic_get(queue, auto_ack=True)
@@ -191,11 +180,7 @@ def test_heartbeat_zero_from_client_disables_heartbeats(connect: ConnectFactory)
 
 def test_channel_max_reached_is_530_not_allowed(raw: RawFactory) -> None:
     client = raw()
-    client.send_header()
-    client.start_ok()
-    client.tune_ok(channel_max=2)
-    client.send(commands.Connection.Open(virtual_host="/"))
-    client.expect(commands.Connection.OpenOk)
+    client.handshake(channel_max=2)
     client.open_channel(1)
     client.open_channel(2)
     client.send(commands.Channel.Open(), 3)
@@ -207,9 +192,7 @@ def test_channel_max_reached_is_530_not_allowed(raw: RawFactory) -> None:
 
 
 def test_client_close_gets_close_ok(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Connection.Close(reply_code=200, reply_text="Goodbye", class_id=0, method_id=0))
     client.expect(commands.Connection.CloseOk, channel=0)
 
@@ -277,7 +260,7 @@ def test_connection_survives_after_raw_close_of_another(connect: ConnectFactory,
     """A client vanishing mid-handshake does not disturb connections that are open."""
     bystander = connect()
     ch = bystander.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     client = raw()
     client.send_header()
     client.close()

@@ -12,81 +12,60 @@ import pytest
 from pamqp import commands
 
 from .conftest import ConnectFactory, Janitor, RawFactory
-from .helpers import Collector, pump, pump_for
+from .helpers import Collector, fill, new_queue, prepared, pump, pump_for, ready
 
 SETTLE_S = 0.3  # how long we watch for deliveries that must NOT arrive
 
 
-def fill(ch: Any, queue: str, count: int, prefix: str = "m") -> None:
-    for i in range(count):
-        ch.basic_publish("", queue, f"{prefix}{i}".encode())
+def consume_two_filled_queues(
+    connection: pika.BlockingConnection, *qos: dict[str, Any], expected: int
+) -> tuple[Any, list[str], Collector]:
+    """A confirm-mode channel that applies the basic.qos calls ``qos``, then consumes (manual ack) two queues
+    of ten messages each; returns once ``expected`` deliveries arrived and SETTLE_S passed without more."""
+    ch, queue = prepared(connection, 10)
+    queues = [queue, new_queue(ch)]
+    fill(ch, queues[1], 10)
+    for limits in qos:
+        ch.basic_qos(**limits)
+    seen = Collector()
+    for queue in queues:
+        ch.basic_consume(queue, seen)
+    pump(connection, lambda: len(seen) == expected, what=f"{expected} deliveries on the channel")
+    pump_for(connection, SETTLE_S)
+    return ch, queues, seen
 
 
 def has_count(seen: Collector, count: int) -> bool:
     return len(seen) == count
 
 
-def ready_count(ch: Any, queue: str) -> int:
-    count: int = ch.queue_declare(queue, passive=True).method.message_count
-    return count
-
-
 def test_per_consumer_prefetch_limits_each_consumer(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queues = [ch.queue_declare("", exclusive=True).method.queue for _ in range(2)]
-    for queue in queues:
-        fill(ch, queue, 10)
-    ch.basic_qos(prefetch_count=2)  # global=false: applies to each consumer started afterwards
-    seen = Collector()
-    for queue in queues:
-        ch.basic_consume(queue, seen)
-    pump(connection, lambda: len(seen) == 4, what="2 deliveries per consumer")
-    pump_for(connection, SETTLE_S)
+    # global=false: applies to each consumer started afterwards
+    ch, queues, seen = consume_two_filled_queues(connection, {"prefetch_count": 2}, expected=4)
     assert len(seen) == 4
     assert sorted(d.consumer_tag for d in seen.deliveries).count(seen.deliveries[0].consumer_tag) == 2
-    assert [ready_count(ch, q) for q in queues] == [8, 8]
+    assert [ready(ch, q) for q in queues] == [8, 8]
 
 
 def test_global_prefetch_is_shared_by_the_channel(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queues = [ch.queue_declare("", exclusive=True).method.queue for _ in range(2)]
-    for queue in queues:
-        fill(ch, queue, 10)
-    ch.basic_qos(prefetch_count=3, global_qos=True)
-    seen = Collector()
-    for queue in queues:
-        ch.basic_consume(queue, seen)
-    pump(connection, lambda: len(seen) == 3, what="3 deliveries on the channel")
-    pump_for(connection, SETTLE_S)
+    ch, queues, seen = consume_two_filled_queues(
+        connection, {"prefetch_count": 3, "global_qos": True}, expected=3
+    )
     assert len(seen) == 3
-    assert sum(ready_count(ch, q) for q in queues) == 17
+    assert sum(ready(ch, q) for q in queues) == 17
 
 
 def test_per_consumer_and_global_prefetch_both_apply(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queues = [ch.queue_declare("", exclusive=True).method.queue for _ in range(2)]
-    for queue in queues:
-        fill(ch, queue, 10)
-    ch.basic_qos(prefetch_count=2)
-    ch.basic_qos(prefetch_count=3, global_qos=True)
-    seen = Collector()
-    for queue in queues:
-        ch.basic_consume(queue, seen)
-    pump(connection, lambda: len(seen) == 3, what="3 deliveries on the channel")
-    pump_for(connection, SETTLE_S)
+    _ch, _queues, seen = consume_two_filled_queues(
+        connection, {"prefetch_count": 2}, {"prefetch_count": 3, "global_qos": True}, expected=3
+    )
     assert len(seen) == 3
     tags = [d.consumer_tag for d in seen.deliveries]
     assert max(tags.count(t) for t in set(tags)) <= 2
 
 
 def test_acking_opens_the_prefetch_window(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queue = ch.queue_declare("", exclusive=True).method.queue
-    fill(ch, queue, 5)
+    ch, queue = prepared(connection, 5)
     ch.basic_qos(prefetch_count=2)
     seen = Collector()
     ch.basic_consume(queue, seen)
@@ -103,8 +82,8 @@ def test_acking_opens_the_prefetch_window(connection: pika.BlockingConnection) -
 def test_prefetch_applies_to_consumers_started_after_qos_only(connection: pika.BlockingConnection) -> None:
     ch = connection.channel()
     ch.confirm_delivery()
-    early_q = ch.queue_declare("", exclusive=True).method.queue
-    late_q = ch.queue_declare("", exclusive=True).method.queue
+    early_q = new_queue(ch)
+    late_q = new_queue(ch)
     fill(ch, early_q, 5)
     fill(ch, late_q, 5)
     early = Collector()
@@ -118,10 +97,7 @@ def test_prefetch_applies_to_consumers_started_after_qos_only(connection: pika.B
 
 
 def test_auto_ack_consumers_ignore_prefetch(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queue = ch.queue_declare("", exclusive=True).method.queue
-    fill(ch, queue, 10)
+    ch, queue = prepared(connection, 10)
     ch.basic_qos(prefetch_count=1)
     seen = Collector()
     ch.basic_consume(queue, seen, auto_ack=True)
@@ -140,9 +116,7 @@ def test_prefetch_size_is_540_not_implemented(connection: pika.BlockingConnectio
 
 
 def test_consume_with_empty_tag_gets_a_server_generated_tag(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Queue.Declare(queue="", exclusive=True), 1)
     queue = client.expect(commands.Queue.DeclareOk).queue
     client.send(commands.Basic.Consume(queue=queue, consumer_tag=""), 1)
@@ -153,14 +127,12 @@ def test_consume_with_empty_tag_gets_a_server_generated_tag(raw: RawFactory) -> 
 
 
 def test_consume_ok_echoes_a_client_tag(channel: Any, unique: str) -> None:
-    queue = channel.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(channel)
     assert channel.basic_consume(queue, Collector(), consumer_tag=f"{unique}-tag") == f"{unique}-tag"
 
 
 def test_reusing_a_consumer_tag_on_a_channel_is_530(raw: RawFactory, unique: str) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Queue.Declare(queue="", exclusive=True), 1)
     queue = client.expect(commands.Queue.DeclareOk).queue
     tag = f"{unique}-dup"
@@ -179,7 +151,7 @@ def test_the_same_consumer_tag_on_two_channels_is_fine(
     connection: pika.BlockingConnection, unique: str
 ) -> None:
     ch1 = connection.channel()
-    queue = ch1.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch1)
     ch2 = connection.channel()
     ch1.basic_consume(queue, Collector(), consumer_tag=f"{unique}-same")
     ch2.basic_consume(queue, Collector(), consumer_tag=f"{unique}-same")
@@ -188,7 +160,7 @@ def test_the_same_consumer_tag_on_two_channels_is_fine(
 
 def test_exclusive_consumer_blocks_other_consumers(connection: pika.BlockingConnection) -> None:
     ch1 = connection.channel()
-    queue = ch1.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch1)
     ch1.basic_consume(queue, Collector(), exclusive=True)
     ch2 = connection.channel()
     with pytest.raises(pika.exceptions.ChannelClosedByBroker) as excinfo:
@@ -198,7 +170,7 @@ def test_exclusive_consumer_blocks_other_consumers(connection: pika.BlockingConn
 
 def test_exclusive_consume_on_a_queue_with_consumers_is_403(connection: pika.BlockingConnection) -> None:
     ch1 = connection.channel()
-    queue = ch1.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch1)
     ch1.basic_consume(queue, Collector())
     ch2 = connection.channel()
     with pytest.raises(pika.exceptions.ChannelClosedByBroker) as excinfo:
@@ -215,7 +187,7 @@ def test_consume_from_missing_queue_is_404(channel: Any, unique: str) -> None:
 def test_round_robin_across_consumers(connection: pika.BlockingConnection) -> None:
     ch = connection.channel()
     ch.confirm_delivery()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     seen = Collector()
     tags = [ch.basic_consume(queue, seen, auto_ack=True) for _ in range(3)]
     fill(ch, queue, 9)
@@ -232,8 +204,7 @@ def test_round_robin_across_connections(connect: ConnectFactory, janitor: Janito
     publisher = connect()
     pub_ch = publisher.channel()
     pub_ch.confirm_delivery()
-    queue = janitor.queue(f"{unique}-shared")
-    pub_ch.queue_declare(queue)
+    queue = janitor.declare_queue(pub_ch, f"{unique}-shared")
     consumers = [connect() for _ in range(2)]
     collectors = [Collector(), Collector()]
     for conn, seen in zip(consumers, collectors, strict=True):
@@ -247,7 +218,7 @@ def test_round_robin_across_connections(connect: ConnectFactory, janitor: Janito
 def test_client_cancel_stops_deliveries(connection: pika.BlockingConnection) -> None:
     ch = connection.channel()
     ch.confirm_delivery()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     seen = Collector()
     tag = ch.basic_consume(queue, seen, auto_ack=True)
     fill(ch, queue, 2, "a")
@@ -256,28 +227,23 @@ def test_client_cancel_stops_deliveries(connection: pika.BlockingConnection) -> 
     fill(ch, queue, 2, "b")
     pump_for(connection, SETTLE_S)
     assert seen.bodies == [b"a0", b"a1"]
-    assert ready_count(ch, queue) == 2
+    assert ready(ch, queue) == 2
 
 
 def test_cancel_keeps_unacked_deliveries_unacked_until_acked(connection: pika.BlockingConnection) -> None:
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queue = ch.queue_declare("", exclusive=True).method.queue
-    fill(ch, queue, 2)
+    ch, queue = prepared(connection, 2)
     seen = Collector()
     tag = ch.basic_consume(queue, seen)
     pump(connection, lambda: len(seen) == 2, what="2 deliveries")
     ch.basic_cancel(tag)
-    assert ready_count(ch, queue) == 0  # still unacked, not requeued by the cancel
+    assert ready(ch, queue) == 0  # still unacked, not requeued by the cancel
     ch.basic_ack(seen.deliveries[1].delivery_tag, multiple=True)  # acks after cancel are valid
     assert ch.is_open
-    assert ready_count(ch, queue) == 0
+    assert ready(ch, queue) == 0
 
 
 def test_cancel_of_unknown_tag_is_ok(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Basic.Cancel(consumer_tag="never-used"), 1)
     ok = client.expect(commands.Basic.CancelOk, channel=1)
     assert ok.consumer_tag == "never-used"
@@ -286,7 +252,7 @@ def test_cancel_of_unknown_tag_is_ok(raw: RawFactory) -> None:
 def test_server_cancels_consumers_when_their_queue_is_deleted(connect: ConnectFactory) -> None:
     consumer_conn = connect()
     ch = consumer_conn.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     cancelled: list[Any] = []
     ch.add_on_cancel_callback(cancelled.append)
     tag = ch.basic_consume(queue, Collector())
@@ -300,9 +266,7 @@ def test_server_cancels_consumers_when_their_queue_is_deleted(connect: ConnectFa
 
 
 def test_server_sent_cancel_on_raw_socket(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.open_channel(2)
     client.send(commands.Queue.Declare(queue="", exclusive=True), 1)
     queue = client.expect(commands.Queue.DeclareOk).queue

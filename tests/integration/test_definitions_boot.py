@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,7 @@ import pytest
 from broker.core.broker import Broker
 from broker.core.passwords import check_password, hash_password
 from broker.management.definitions import DefinitionsError, apply_definitions, load_definitions
-from tests.conftest import start_broker_process
+from tests.conftest import run_broker_cli, start_broker_process
 
 # The shape `rabbitmqctl export_definitions` writes (RabbitMQ 3.10), trimmed.
 DEFINITIONS: dict[str, Any] = {
@@ -119,23 +117,8 @@ def test_entities_the_broker_refuses_are_reported_with_rabbitmqs_text() -> None:
 def test_serve_exits_1_with_the_error_when_the_file_is_malformed(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
     path.write_text('{"vhosts": "x"}')
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "broker",
-            "serve",
-            "--port",
-            "0",
-            "--management-port",
-            "-1",
-            "--definitions",
-            str(path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
+    result = run_broker_cli(
+        "serve", "--port", "0", "--management-port", "-1", "--definitions", str(path), timeout_s=30
     )
     assert result.returncode == 1
     assert result.stdout == ""  # never reported ready

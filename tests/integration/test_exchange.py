@@ -10,21 +10,9 @@ import pika.exceptions
 import pytest
 
 from .conftest import ConnectFactory, Janitor
-from .helpers import channel_error, drain_queue, wait_until
+from .helpers import channel_error, drain_queue, exchange_exists, new_queue, wait_until
 
 ChannelFactory = Any
-
-
-def exchange_exists(connection: pika.BlockingConnection, name: str) -> bool:
-    ch = connection.channel()
-    try:
-        ch.exchange_declare(name, passive=True)
-    except pika.exceptions.ChannelClosedByBroker as exc:
-        if exc.reply_code == 404:
-            return False
-        raise
-    ch.close()
-    return True
 
 
 @pytest.mark.parametrize("kind", ["direct", "fanout", "topic", "headers"])
@@ -32,8 +20,7 @@ def test_declare_each_type_then_redeclare_and_passive(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str, kind: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-{kind}")
-    ch.exchange_declare(name, kind)
+    name = janitor.declare_exchange(ch, f"{unique}-{kind}", kind)
     ch.exchange_declare(name, kind)  # identical redeclare is fine
     ch.exchange_declare(name, passive=True)
     ch.exchange_declare(
@@ -44,8 +31,7 @@ def test_declare_each_type_then_redeclare_and_passive(
 
 def test_declare_durable_exchange(connection: pika.BlockingConnection, janitor: Janitor, unique: str) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-durable")
-    ch.exchange_declare(name, "topic", durable=True)
+    name = janitor.declare_exchange(ch, f"{unique}-durable", "topic", durable=True)
     ch.exchange_declare(name, "topic", durable=True)
 
 
@@ -129,8 +115,7 @@ def test_inequivalent_redeclare_is_406(
     text: str,
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-x")
-    ch.exchange_declare(name, **first)
+    name = janitor.declare_exchange(ch, f"{unique}-x", **first)
     code, reply = channel_error(ch, "exchange_declare", name, **second)
     assert (code, reply) == (406, "PRECONDITION_FAILED - " + text.format(x=name))
     assert connection.is_open
@@ -140,11 +125,10 @@ def test_inequivalent_redeclare_leaves_the_exchange_unchanged(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-x")
-    ch.exchange_declare(name, "fanout")
+    name = janitor.declare_exchange(ch, f"{unique}-x", "fanout")
     channel_error(ch, "exchange_declare", name, "direct")
     ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     ch.queue_bind(queue, name, "ignored-by-fanout")
     ch.basic_publish(name, "anything", b"fanned")
     assert drain_queue(ch, queue) == [b"fanned"]
@@ -203,7 +187,7 @@ def test_operations_on_the_default_exchange_are_403(
     connection: pika.BlockingConnection, call: str, args: tuple[str, ...], kwargs: dict[str, Any]
 ) -> None:
     ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     real_args = tuple(a.format(q=queue) for a in args)
     assert channel_error(ch, call, *real_args, **kwargs) == (
         403,
@@ -229,9 +213,8 @@ def test_delete_if_unused_refuses_an_exchange_with_bindings(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-x")
-    ch.exchange_declare(name, "fanout")
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    name = janitor.declare_exchange(ch, f"{unique}-x", "fanout")
+    queue = new_queue(ch)
     ch.queue_bind(queue, name)
     assert channel_error(ch, "exchange_delete", name, if_unused=True) == (
         406,
@@ -244,10 +227,8 @@ def test_delete_if_unused_counts_exchange_to_exchange_bindings_as_source(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    source = janitor.exchange(f"{unique}-src")
-    destination = janitor.exchange(f"{unique}-dst")
-    ch.exchange_declare(source, "fanout")
-    ch.exchange_declare(destination, "fanout")
+    source = janitor.declare_exchange(ch, f"{unique}-src", "fanout")
+    destination = janitor.declare_exchange(ch, f"{unique}-dst", "fanout")
     ch.exchange_bind(destination=destination, source=source)
     assert channel_error(ch, "exchange_delete", source, if_unused=True)[0] == 406
     # Being the destination of a binding does not make an exchange "used".
@@ -260,17 +241,15 @@ def test_delete_if_unused_deletes_an_unbound_exchange(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-x")
-    ch.exchange_declare(name, "direct")
+    name = janitor.declare_exchange(ch, f"{unique}-x", "direct")
     ch.exchange_delete(name, if_unused=True)
     assert not exchange_exists(connection, name)
 
 
 def test_delete_removes_bindings(connection: pika.BlockingConnection, janitor: Janitor, unique: str) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-x")
-    ch.exchange_declare(name, "fanout")
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    name = janitor.declare_exchange(ch, f"{unique}-x", "fanout")
+    queue = new_queue(ch)
     ch.queue_bind(queue, name)
     ch.exchange_delete(name)
     ch.exchange_declare(name, "fanout")
@@ -288,8 +267,7 @@ def test_publish_to_internal_exchange_is_403(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-internal")
-    ch.exchange_declare(name, "fanout", internal=True)
+    name = janitor.declare_exchange(ch, f"{unique}-internal", "fanout", internal=True)
     ch.confirm_delivery()
     assert channel_error(ch, "basic_publish", name, "", b"x") == (
         403,
@@ -301,12 +279,10 @@ def test_internal_exchange_still_routes_via_exchange_to_exchange_binding(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    front = janitor.exchange(f"{unique}-front")
-    internal = janitor.exchange(f"{unique}-internal")
-    ch.exchange_declare(front, "fanout")
-    ch.exchange_declare(internal, "fanout", internal=True)
+    front = janitor.declare_exchange(ch, f"{unique}-front", "fanout")
+    internal = janitor.declare_exchange(ch, f"{unique}-internal", "fanout", internal=True)
     ch.exchange_bind(destination=internal, source=front)
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     ch.queue_bind(queue, internal)
     ch.basic_publish(front, "", b"through")
     assert drain_queue(ch, queue) == [b"through"]
@@ -326,13 +302,12 @@ def test_auto_delete_exchange_is_deleted_after_last_unbind(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-ad")
-    ch.exchange_declare(name, "direct", auto_delete=True)
+    name = janitor.declare_exchange(ch, f"{unique}-ad", "direct", auto_delete=True)
     # Never bound: it stays.
     assert exchange_exists(connection, name)
     ch = connection.channel()
-    q1 = ch.queue_declare("", exclusive=True).method.queue
-    q2 = ch.queue_declare("", exclusive=True).method.queue
+    q1 = new_queue(ch)
+    q2 = new_queue(ch)
     ch.queue_bind(q1, name, "a")
     ch.queue_bind(q2, name, "b")
     ch.queue_unbind(q1, name, "a")
@@ -346,9 +321,8 @@ def test_auto_delete_exchange_is_deleted_when_its_last_bound_queue_goes(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.exchange(f"{unique}-ad")
-    ch.exchange_declare(name, "fanout", auto_delete=True)
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    name = janitor.declare_exchange(ch, f"{unique}-ad", "fanout", auto_delete=True)
+    queue = new_queue(ch)
     ch.queue_bind(queue, name)
     ch.queue_delete(queue)
     wait_until(lambda: not exchange_exists(connection, name), what="auto-delete exchange removal")
@@ -358,11 +332,9 @@ def test_exchange_to_exchange_bind_and_unbind_route(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    source = janitor.exchange(f"{unique}-src")
-    destination = janitor.exchange(f"{unique}-dst")
-    ch.exchange_declare(source, "direct")
-    ch.exchange_declare(destination, "fanout")
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    source = janitor.declare_exchange(ch, f"{unique}-src", "direct")
+    destination = janitor.declare_exchange(ch, f"{unique}-dst", "fanout")
+    queue = new_queue(ch)
     ch.queue_bind(queue, destination)
     ch.exchange_bind(destination=destination, source=source, routing_key="go")
     ch.basic_publish(source, "go", b"1")
@@ -377,8 +349,7 @@ def test_exchange_bind_to_missing_exchange_is_404(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    existing = janitor.exchange(f"{unique}-x")
-    ch.exchange_declare(existing, "direct")
+    existing = janitor.declare_exchange(ch, f"{unique}-x", "direct")
     missing = f"{unique}-missing"
     assert channel_error(ch, "exchange_bind", destination=existing, source=missing, routing_key="k") == (
         404,

@@ -21,44 +21,39 @@ from .helpers import RawAMQP
 FRAME_END = b"\xce"
 
 
-def opened(raw: RawFactory) -> RawAMQP:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
-    return client
+def assert_closed_with(client: RawAMQP, code: int, prefix: str) -> commands.Connection.Close:
+    """The broker closes the connection with ``code`` and a reply text starting with ``prefix``."""
+    close = client.expect_connection_close()
+    assert close.reply_code == code
+    assert close.reply_text.startswith(prefix)
+    return close
 
 
 def test_bad_frame_end_octet_is_501(raw: RawFactory) -> None:
-    client = opened(raw)
+    client = raw().opened()
     data = frame.marshal(commands.Basic.Qos(prefetch_count=1), 1)
     client.send_bytes(data[:-1] + b"\x00")
-    close = client.expect_connection_close()
-    assert close.reply_code == 501
-    assert close.reply_text.startswith("FRAME_ERROR - ")
+    assert_closed_with(client, 501, "FRAME_ERROR - ")
 
 
 def test_unknown_frame_type_is_501(raw: RawFactory) -> None:
-    client = opened(raw)
+    client = raw().opened()
     client.send_bytes(struct.pack(">BHI", 9, 1, 3) + b"abc" + FRAME_END)
-    close = client.expect_connection_close()
-    assert close.reply_code == 501
-    assert close.reply_text.startswith("FRAME_ERROR - ")
+    assert_closed_with(client, 501, "FRAME_ERROR - ")
 
 
 def test_frame_above_frame_max_is_501(raw: RawFactory) -> None:
-    client = opened(raw)
+    client = raw().opened()
     assert client.tune is not None
     size = client.tune.frame_max + 10_000  # far beyond the 8-byte tolerance RabbitMQ allows
     client.send(commands.Basic.Publish(exchange="", routing_key="nowhere"), 1)
     client.send(header.ContentHeader(0, size, commands.Basic.Properties()), 1)
     client.send_bytes(struct.pack(">BHI", 3, 1, size) + b"x" * size + FRAME_END)
-    close = client.expect_connection_close()
-    assert close.reply_code == 501
-    assert close.reply_text.startswith("FRAME_ERROR - ")
+    assert_closed_with(client, 501, "FRAME_ERROR - ")
 
 
 def test_body_frame_of_exactly_frame_max_is_accepted(raw: RawFactory) -> None:
-    client = opened(raw)
+    client = raw().opened()
     assert client.tune is not None
     payload_max = client.tune.frame_max - 8  # 7 bytes of frame header + 1 frame-end octet
     client.send(commands.Queue.Declare(queue="", exclusive=True), 1)
@@ -74,31 +69,27 @@ def test_body_frame_of_exactly_frame_max_is_accepted(raw: RawFactory) -> None:
 
 
 def test_heartbeat_on_a_channel_is_505(raw: RawFactory) -> None:
-    client = opened(raw)
+    client = raw().opened()
     client.send_bytes(struct.pack(">BHI", 8, 1, 0) + FRAME_END)
-    close = client.expect_connection_close()
-    assert close.reply_code == 505
-    assert close.reply_text.startswith("UNEXPECTED_FRAME - ")
+    assert_closed_with(client, 505, "UNEXPECTED_FRAME - ")
 
 
 def test_heartbeat_on_channel_zero_is_fine(raw: RawFactory) -> None:
-    client = opened(raw)
+    client = raw().opened()
     client.send_bytes(struct.pack(">BHI", 8, 0, 0) + FRAME_END)
     client.send(commands.Basic.Qos(prefetch_count=3), 1)
     client.expect(commands.Basic.QosOk, channel=1)
 
 
 def test_truncated_method_arguments_are_501(raw: RawFactory) -> None:
-    client = opened(raw)
+    client = raw().opened()
     client.send_bytes(struct.pack(">BHI", 1, 1, 5) + struct.pack(">HH", 50, 10) + b"\x00" + FRAME_END)
-    close = client.expect_connection_close()
-    assert close.reply_code == 501
-    assert close.reply_text.startswith("FRAME_ERROR - ")
+    close = assert_closed_with(client, 501, "FRAME_ERROR - ")
     assert (close.class_id, close.method_id) == (50, 10)
 
 
 def test_frames_split_across_many_writes_are_reassembled(raw: RawFactory) -> None:
-    client = opened(raw)
+    client = raw().opened()
     data = frame.marshal(commands.Queue.Declare(queue="", exclusive=True), 1)
     data += frame.marshal(commands.Basic.Qos(prefetch_count=7), 1)
     for i in range(len(data)):
@@ -108,7 +99,7 @@ def test_frames_split_across_many_writes_are_reassembled(raw: RawFactory) -> Non
 
 
 def test_many_frames_in_one_write_are_all_processed(raw: RawFactory) -> None:
-    client = opened(raw)
+    client = raw().opened()
     data = b"".join(frame.marshal(commands.Basic.Qos(prefetch_count=i), 1) for i in range(50))
     client.send_bytes(data)
     for _ in range(50):

@@ -12,40 +12,35 @@ from pamqp import commands, frame, header
 from pamqp.body import ContentBody
 
 from .conftest import ConnectFactory, RawFactory
-from .helpers import Collector, RawAMQP, SocketClosed, pump
+from .helpers import Collector, RawAMQP, SocketClosed, new_queue, pump
 
 FRAME_END = b"\xce"
 
 Misbehaviour = Callable[[RawAMQP], None]
 
 
-def _opened(client: RawAMQP) -> None:
-    client.handshake()
-    client.open_channel(1)
-
-
 def flow_false(client: RawAMQP) -> None:
-    _opened(client)
+    client.opened()
     client.send(commands.Channel.Flow(active=False), 1)
 
 
 def immediate(client: RawAMQP) -> None:
-    _opened(client)
+    client.opened()
     client.publish(1, "amq.direct", "x", b"x", immediate=True)
 
 
 def prefetch_size(client: RawAMQP) -> None:
-    _opened(client)
+    client.opened()
     client.send(commands.Basic.Qos(prefetch_size=1), 1)
 
 
 def recover_without_requeue(client: RawAMQP) -> None:
-    _opened(client)
+    client.opened()
     client.send(commands.Basic.Recover(requeue=False), 1)
 
 
 def consumer_tag_reuse(client: RawAMQP) -> None:
-    _opened(client)
+    client.opened()
     client.send(commands.Queue.Declare(queue="", exclusive=True), 1)
     queue = client.expect(commands.Queue.DeclareOk).queue
     client.send(commands.Basic.Consume(queue=queue, consumer_tag="same"), 1)
@@ -54,7 +49,7 @@ def consumer_tag_reuse(client: RawAMQP) -> None:
 
 
 def second_channel_open(client: RawAMQP) -> None:
-    _opened(client)
+    client.opened()
     client.send(commands.Channel.Open(), 1)
 
 
@@ -64,31 +59,27 @@ def unopened_channel(client: RawAMQP) -> None:
 
 
 def orphan_content_header(client: RawAMQP) -> None:
-    _opened(client)
+    client.opened()
     client.send(header.ContentHeader(0, 1, commands.Basic.Properties()), 1)
 
 
 def orphan_body(client: RawAMQP) -> None:
-    _opened(client)
+    client.opened()
     client.send(ContentBody(b"x"), 1)
 
 
 def bad_frame_end(client: RawAMQP) -> None:
-    _opened(client)
+    client.opened()
     client.send_bytes(frame.marshal(commands.Basic.Qos(prefetch_count=1), 1)[:-1] + b"\x00")
 
 
 def oversized_frame(client: RawAMQP) -> None:
-    _opened(client)
+    client.opened()
     client.send_bytes(struct.pack(">BHI", 3, 1, 200_000) + b"z" * 200_000 + FRAME_END)
 
 
 def channel_max_reached(client: RawAMQP) -> None:
-    client.send_header()
-    client.start_ok()
-    client.tune_ok(channel_max=1)
-    client.send(commands.Connection.Open(virtual_host="/"))
-    client.expect(commands.Connection.OpenOk)
+    client.handshake(channel_max=1)
     client.open_channel(1)
     client.send(commands.Channel.Open(), 2)
 
@@ -114,7 +105,7 @@ def bystander(connect: ConnectFactory) -> tuple[pika.BlockingConnection, str, Co
     """A healthy connection with a consumer on its own queue."""
     connection = connect()
     ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     seen = Collector(auto_ack_in_callback=True)
     ch.basic_consume(queue, seen)
     ch.basic_publish("", queue, b"before")
@@ -177,7 +168,7 @@ def test_client_vanishing_mid_frame_leaves_others_alone(
     raw: RawFactory, connect: ConnectFactory, bystander: tuple[pika.BlockingConnection, str, Collector]
 ) -> None:
     client = raw()
-    _opened(client)
+    client.opened()
     client.send(commands.Basic.Publish(exchange="", routing_key=bystander[1]), 1)
     client.send(header.ContentHeader(0, 1000, commands.Basic.Properties()), 1)
     client.send_bytes(struct.pack(">BHI", 3, 1, 1000) + b"partial")  # then hang up mid-body

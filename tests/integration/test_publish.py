@@ -13,7 +13,7 @@ import pytest
 from pamqp import commands
 
 from .conftest import RawFactory
-from .helpers import pump
+from .helpers import new_queue, pump
 
 
 def test_mandatory_unroutable_message_is_returned_with_312(
@@ -52,7 +52,7 @@ def test_routable_mandatory_message_is_not_returned(connection: pika.BlockingCon
     ch.confirm_delivery()
     returned: list[Any] = []
     ch.add_on_return_callback(lambda *args: returned.append(args))
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     ch.basic_publish("", queue, b"x", mandatory=True)
     connection.process_data_events(time_limit=0)
     assert returned == []
@@ -80,9 +80,7 @@ def test_pika_confirm_mode_raises_unroutable_for_returned_message(
 
 
 def test_return_arrives_before_the_confirm_ack(raw: RawFactory, unique: str) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Confirm.Select(), 1)
     client.expect(commands.Confirm.SelectOk, channel=1)
     client.publish(1, "amq.direct", f"{unique}-nobody", b"lost", mandatory=True)
@@ -101,9 +99,7 @@ def test_return_arrives_before_the_confirm_ack(raw: RawFactory, unique: str) -> 
 
 
 def test_immediate_publish_is_540_not_implemented(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Queue.Declare(queue="", exclusive=True), 1)
     queue = client.expect(commands.Queue.DeclareOk).queue
     client.publish(1, "", queue, b"now or never", immediate=True)
@@ -115,7 +111,7 @@ def test_immediate_publish_is_540_not_implemented(raw: RawFactory) -> None:
 def test_all_basic_properties_round_trip(connection: pika.BlockingConnection) -> None:
     ch = connection.channel()
     ch.confirm_delivery()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     headers: dict[str, Any] = {
         "str": "text",
         "int": 42,
@@ -169,7 +165,7 @@ def test_all_basic_properties_round_trip(connection: pika.BlockingConnection) ->
 
 
 def test_message_without_properties_has_none_properties(channel: Any) -> None:
-    queue = channel.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(channel)
     channel.basic_publish("", queue, b"bare")
     method, props, body = channel.basic_get(queue, auto_ack=True)
     assert method is not None
@@ -185,7 +181,7 @@ def test_message_without_properties_has_none_properties(channel: Any) -> None:
 @pytest.mark.parametrize("size", [0, 1, 131_072 - 8, 131_072 - 7, 131_072 * 3 + 17, 1_000_000])
 def test_body_sizes_round_trip(connection: pika.BlockingConnection, size: int) -> None:
     ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     body = bytes((i * 31) % 251 for i in range(size))
     ch.basic_publish("", queue, body)
     method, _props, got = ch.basic_get(queue, auto_ack=True)
@@ -195,7 +191,7 @@ def test_body_sizes_round_trip(connection: pika.BlockingConnection, size: int) -
 
 def test_get_ok_fields_and_message_count(channel: Any) -> None:
     channel.confirm_delivery()
-    queue = channel.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(channel)
     for i in range(3):
         channel.basic_publish("", queue, f"m{i}".encode())
     counts = []
@@ -216,9 +212,7 @@ def test_get_ok_fields_and_message_count(channel: Any) -> None:
 
 
 def test_get_empty_on_raw_socket(raw: RawFactory) -> None:
-    client = raw()
-    client.handshake()
-    client.open_channel(1)
+    client = raw().opened()
     client.send(commands.Queue.Declare(queue="", exclusive=True), 1)
     queue = client.expect(commands.Queue.DeclareOk).queue
     client.send(commands.Basic.Get(queue=queue), 1)
@@ -236,7 +230,7 @@ def test_delivery_keeps_exchange_and_routing_key_of_the_publish(
     connection: pika.BlockingConnection, unique: str
 ) -> None:
     ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     ch.queue_bind(queue, "amq.topic", routing_key=f"{unique}.#")
     ch.basic_publish("amq.topic", f"{unique}.a.b", b"x")
     method, _props, _body = ch.basic_get(queue, auto_ack=True)
@@ -253,7 +247,7 @@ def test_delivery_keeps_exchange_and_routing_key_of_the_publish(
 )
 def test_invalid_expiration_is_406(connection: pika.BlockingConnection, expiration: str, text: str) -> None:
     ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     ch.confirm_delivery()
     with pytest.raises(pika.exceptions.ChannelClosedByBroker) as excinfo:
         ch.basic_publish("", queue, b"x", properties=pika.BasicProperties(expiration=expiration))
@@ -262,7 +256,7 @@ def test_invalid_expiration_is_406(connection: pika.BlockingConnection, expirati
 
 def test_user_id_must_match_the_authenticated_user(connection: pika.BlockingConnection) -> None:
     ch = connection.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     ch.confirm_delivery()
     with pytest.raises(pika.exceptions.ChannelClosedByBroker) as excinfo:
         ch.basic_publish("", queue, b"x", properties=pika.BasicProperties(user_id="mallory"))
@@ -275,7 +269,7 @@ def test_user_id_must_match_the_authenticated_user(connection: pika.BlockingConn
 def test_publish_order_is_preserved_per_queue(connection: pika.BlockingConnection) -> None:
     ch = connection.channel()
     ch.confirm_delivery()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    queue = new_queue(ch)
     for i in range(200):
         ch.basic_publish("", queue, str(i).encode())
     bodies = []

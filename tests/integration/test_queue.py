@@ -1,6 +1,5 @@
-"""Queue class: declare (server-named, counts, passive, flags, exclusive, auto-delete, equivalence), bind,
-purge,
-delete, and the "empty name means the last declared queue" shortcut."""
+"""Queue class: declare (server-named, counts, passive, flags, exclusive, auto-delete, equivalence) and the
+"empty name means the last declared queue" shortcut (bind, purge and delete: test_queue_bind_delete.py)."""
 
 from __future__ import annotations
 
@@ -11,21 +10,7 @@ import pika.exceptions
 import pytest
 
 from .conftest import ConnectFactory, Janitor
-from .helpers import Collector, channel_error, drain_queue, locked_text, pump, wait_until
-
-
-def queue_exists(connection: pika.BlockingConnection, name: str) -> bool:
-    ch = connection.channel()
-    try:
-        ch.queue_declare(name, passive=True)
-    except pika.exceptions.ChannelClosedByBroker as exc:
-        if exc.reply_code == 405:  # another connection's exclusive queue: it exists
-            return True
-        if exc.reply_code == 404:
-            return False
-        raise
-    ch.close()
-    return True
+from .helpers import Collector, channel_error, drain_queue, locked_text, pump, queue_exists, wait_until
 
 
 def test_server_named_queue(channel: Any) -> None:
@@ -99,8 +84,7 @@ def test_passive_declare_of_missing_queue_is_404(channel: Any, unique: str) -> N
 
 def test_durable_queue(connection: pika.BlockingConnection, janitor: Janitor, unique: str) -> None:
     ch = connection.channel()
-    name = janitor.queue(f"{unique}-durable")
-    ch.queue_declare(name, durable=True)
+    name = janitor.declare_queue(ch, f"{unique}-durable", durable=True)
     ch.queue_declare(name, durable=True)
     assert channel_error(ch, "queue_declare", name) == (
         406,
@@ -159,8 +143,7 @@ def test_inequivalent_redeclare_is_406(
     text: str,
 ) -> None:
     ch = connection.channel()
-    name = janitor.queue(f"{unique}-q")
-    ch.queue_declare(name, **first)
+    name = janitor.declare_queue(ch, f"{unique}-q", **first)
     assert channel_error(ch, "queue_declare", name, **second) == (
         406,
         "PRECONDITION_FAILED - " + text.format(q=name),
@@ -173,8 +156,7 @@ def test_redeclare_with_unrelated_x_arguments_is_fine(
 ) -> None:
     # Arguments RabbitMQ does not know are not compared.
     ch = connection.channel()
-    name = janitor.queue(f"{unique}-q")
-    ch.queue_declare(name, arguments={"x-custom-thing": "a"})
+    name = janitor.declare_queue(ch, f"{unique}-q", arguments={"x-custom-thing": "a"})
     ch.queue_declare(name, arguments={"x-custom-thing": "b"})
     ch.queue_declare(name)
     assert ch.is_open
@@ -184,8 +166,7 @@ def test_redeclaring_a_non_exclusive_queue_as_exclusive_is_405(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.queue(f"{unique}-q")
-    ch.queue_declare(name)
+    name = janitor.declare_queue(ch, f"{unique}-q")
     assert channel_error(ch, "queue_declare", name, exclusive=True) == (405, locked_text(name))
 
 
@@ -275,8 +256,7 @@ def test_auto_delete_queue_goes_when_last_consumer_cancels(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.queue(f"{unique}-ad")
-    ch.queue_declare(name, auto_delete=True)
+    name = janitor.declare_queue(ch, f"{unique}-ad", auto_delete=True)
     assert queue_exists(connection, name)  # no consumer yet: it stays
     tag1 = ch.basic_consume(name, Collector())
     tag2 = ch.basic_consume(name, Collector())
@@ -290,8 +270,7 @@ def test_auto_delete_queue_goes_when_consumer_channel_closes(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    name = janitor.queue(f"{unique}-ad")
-    ch.queue_declare(name, auto_delete=True)
+    name = janitor.declare_queue(ch, f"{unique}-ad", auto_delete=True)
     consumer_ch = connection.channel()
     consumer_ch.basic_consume(name, Collector())
     consumer_ch.close()
@@ -355,124 +334,3 @@ def test_passive_declare_with_empty_name_does_not_use_the_shortcut(channel: Any)
         404,
         "NOT_FOUND - no queue '' in vhost '/'",
     )
-
-
-def test_bind_and_unbind(channel: Any, unique: str) -> None:
-    queue = channel.queue_declare(f"{unique}-q", exclusive=True).method.queue
-    channel.queue_bind(queue, "amq.direct", routing_key=f"{unique}-a")
-    channel.queue_bind(queue, "amq.direct", routing_key=f"{unique}-a")  # idempotent
-    channel.queue_bind(queue, "amq.direct", routing_key=f"{unique}-b")
-    channel.basic_publish("amq.direct", f"{unique}-a", b"a")
-    channel.basic_publish("amq.direct", f"{unique}-b", b"b")
-    assert drain_queue(channel, queue) == [b"a", b"b"]
-    channel.queue_unbind(queue, "amq.direct", routing_key=f"{unique}-a")
-    channel.basic_publish("amq.direct", f"{unique}-a", b"a2")
-    channel.basic_publish("amq.direct", f"{unique}-b", b"b2")
-    assert drain_queue(channel, queue) == [b"b2"]
-
-
-def test_unbind_of_missing_binding_queue_or_exchange_is_ok(channel: Any, unique: str) -> None:
-    queue = channel.queue_declare(f"{unique}-q", exclusive=True).method.queue
-    channel.queue_unbind(queue, "amq.direct", routing_key="never-bound")
-    channel.queue_unbind(f"{unique}-no-queue", "amq.direct", routing_key="k")
-    channel.queue_unbind(queue, f"{unique}-no-exchange", routing_key="k")
-    assert channel.is_open
-
-
-def test_bind_to_missing_queue_is_404(channel: Any, unique: str) -> None:
-    name = f"{unique}-missing"
-    assert channel_error(channel, "queue_bind", name, "amq.direct", routing_key="k") == (
-        404,
-        f"NOT_FOUND - no queue '{name}' in vhost '/'",
-    )
-
-
-def test_bind_to_missing_exchange_is_404(connection: pika.BlockingConnection, unique: str) -> None:
-    ch = connection.channel()
-    queue = ch.queue_declare(f"{unique}-q", exclusive=True).method.queue
-    name = f"{unique}-missing"
-    assert channel_error(ch, "queue_bind", queue, name, routing_key="k") == (
-        404,
-        f"NOT_FOUND - no exchange '{name}' in vhost '/'",
-    )
-
-
-def test_purge_returns_the_number_of_ready_messages(channel: Any, unique: str) -> None:
-    channel.confirm_delivery()  # counts are exact only once the queue has the messages
-    queue = channel.queue_declare(f"{unique}-q", exclusive=True).method.queue
-    for i in range(5):
-        channel.basic_publish("", queue, f"m{i}".encode())
-    method, _props, _body = channel.basic_get(queue)  # one unacked: purge leaves it alone
-    assert method is not None
-    assert channel.queue_purge(queue).method.message_count == 4
-    assert channel.queue_purge(queue).method.message_count == 0
-    channel.basic_nack(method.delivery_tag, requeue=True)
-    assert drain_queue(channel, queue) == [b"m0"]
-
-
-def test_purge_of_missing_queue_is_404(channel: Any, unique: str) -> None:
-    name = f"{unique}-missing"
-    assert channel_error(channel, "queue_purge", name) == (404, f"NOT_FOUND - no queue '{name}' in vhost '/'")
-
-
-def test_delete_returns_message_count(connection: pika.BlockingConnection, unique: str) -> None:
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queue = ch.queue_declare(f"{unique}-q", exclusive=True).method.queue
-    for i in range(3):
-        ch.basic_publish("", queue, f"m{i}".encode())
-    assert ch.queue_delete(queue).method.message_count == 3
-    assert not queue_exists(connection, queue)
-
-
-def test_delete_of_missing_queue_is_ok_with_zero_count(channel: Any, unique: str) -> None:
-    ok = channel.queue_delete(f"{unique}-never-declared")
-    assert ok.method.message_count == 0
-    channel.queue_delete(f"{unique}-never-declared", if_unused=True, if_empty=True)
-    assert channel.is_open
-
-
-def test_delete_if_unused_refuses_a_queue_with_consumers(
-    connection: pika.BlockingConnection, unique: str
-) -> None:
-    ch = connection.channel()
-    queue = ch.queue_declare(f"{unique}-q", exclusive=True).method.queue
-    ch.basic_consume(queue, Collector())
-    assert channel_error(connection.channel(), "queue_delete", queue, if_unused=True) == (
-        406,
-        f"PRECONDITION_FAILED - queue '{queue}' in vhost '/' in use",
-    )
-    assert queue_exists(connection, queue)
-
-
-def test_delete_if_empty_refuses_a_queue_with_messages(
-    connection: pika.BlockingConnection, unique: str
-) -> None:
-    ch = connection.channel()
-    ch.confirm_delivery()
-    queue = ch.queue_declare(f"{unique}-q", exclusive=True).method.queue
-    ch.basic_publish("", queue, b"x")
-    assert channel_error(connection.channel(), "queue_delete", queue, if_empty=True) == (
-        406,
-        f"PRECONDITION_FAILED - queue '{queue}' in vhost '/' not empty",
-    )
-    assert queue_exists(connection, queue)
-
-
-def test_delete_if_unused_and_if_empty_deletes_an_idle_empty_queue(
-    connection: pika.BlockingConnection, unique: str
-) -> None:
-    ch = connection.channel()
-    queue = ch.queue_declare(f"{unique}-q", exclusive=True).method.queue
-    assert ch.queue_delete(queue, if_unused=True, if_empty=True).method.message_count == 0
-    assert not queue_exists(connection, queue)
-
-
-def test_deleting_a_queue_removes_its_bindings(connection: pika.BlockingConnection, unique: str) -> None:
-    ch = connection.channel()
-    queue = ch.queue_declare(f"{unique}-q", exclusive=True).method.queue
-    ch.queue_bind(queue, "amq.direct", routing_key=f"{unique}-rk")
-    ch.queue_delete(queue)
-    ch.queue_declare(queue, exclusive=True)
-    ch.basic_publish("amq.direct", f"{unique}-rk", b"x")
-    assert drain_queue(ch, queue) == []

@@ -10,7 +10,7 @@ import pika
 import pytest
 
 from .conftest import Janitor
-from .helpers import drain_queue, pump
+from .helpers import drain_queue, new_queue, pump
 
 
 @pytest.fixture
@@ -19,11 +19,6 @@ def ch(connection: pika.BlockingConnection) -> Any:
     channel = connection.channel()
     channel.confirm_delivery()
     return channel
-
-
-def new_queue(ch: Any) -> str:
-    name: str = ch.queue_declare("", exclusive=True).method.queue
-    return name
 
 
 def test_default_exchange_routes_by_exact_queue_name(ch: Any, unique: str) -> None:
@@ -35,8 +30,7 @@ def test_default_exchange_routes_by_exact_queue_name(ch: Any, unique: str) -> No
 
 
 def test_direct_exchange_routes_by_key(ch: Any, janitor: Janitor, unique: str) -> None:
-    exchange = janitor.exchange(f"{unique}-direct")
-    ch.exchange_declare(exchange, "direct")
+    exchange = janitor.declare_exchange(ch, f"{unique}-direct", "direct")
     q_info, q_err, q_both = new_queue(ch), new_queue(ch), new_queue(ch)
     ch.queue_bind(q_info, exchange, "info")
     ch.queue_bind(q_err, exchange, "error")
@@ -51,10 +45,8 @@ def test_direct_exchange_routes_by_key(ch: Any, janitor: Janitor, unique: str) -
 
 
 def test_queue_bound_twice_gets_one_copy(ch: Any, janitor: Janitor, unique: str) -> None:
-    fanout = janitor.exchange(f"{unique}-fanout")
-    ch.exchange_declare(fanout, "fanout")
-    topic = janitor.exchange(f"{unique}-topic")
-    ch.exchange_declare(topic, "topic")
+    fanout = janitor.declare_exchange(ch, f"{unique}-fanout", "fanout")
+    topic = janitor.declare_exchange(ch, f"{unique}-topic", "topic")
     queue = new_queue(ch)
     ch.queue_bind(queue, fanout, "a")
     ch.queue_bind(queue, fanout, "b")
@@ -67,8 +59,7 @@ def test_queue_bound_twice_gets_one_copy(ch: Any, janitor: Janitor, unique: str)
 
 
 def test_fanout_ignores_routing_keys(ch: Any, janitor: Janitor, unique: str) -> None:
-    exchange = janitor.exchange(f"{unique}-fanout")
-    ch.exchange_declare(exchange, "fanout")
+    exchange = janitor.declare_exchange(ch, f"{unique}-fanout", "fanout")
     queues = [new_queue(ch) for _ in range(3)]
     for i, queue in enumerate(queues):
         ch.queue_bind(queue, exchange, f"key-{i}")
@@ -134,8 +125,7 @@ TOPIC_CASES = [
 
 
 def test_topic_matching(ch: Any, janitor: Janitor, unique: str) -> None:
-    exchange = janitor.exchange(f"{unique}-topic")
-    ch.exchange_declare(exchange, "topic")
+    exchange = janitor.declare_exchange(ch, f"{unique}-topic", "topic")
     observed = []
     for index, (binding_key, routing_key, _expected) in enumerate(TOPIC_CASES):
         queue = new_queue(ch)
@@ -147,8 +137,7 @@ def test_topic_matching(ch: Any, janitor: Janitor, unique: str) -> None:
 
 
 def test_topic_routes_one_message_to_many_patterns(ch: Any, janitor: Janitor, unique: str) -> None:
-    exchange = janitor.exchange(f"{unique}-topic")
-    ch.exchange_declare(exchange, "topic")
+    exchange = janitor.declare_exchange(ch, f"{unique}-topic", "topic")
     patterns = ["*.orange.*", "*.*.rabbit", "lazy.#", "#", "quick.#.fox"]
     queues = {p: new_queue(ch) for p in patterns}
     for pattern, queue in queues.items():
@@ -173,8 +162,7 @@ def test_topic_routes_one_message_to_many_patterns(ch: Any, janitor: Janitor, un
 
 
 def test_topic_unbind_removes_only_that_pattern(ch: Any, janitor: Janitor, unique: str) -> None:
-    exchange = janitor.exchange(f"{unique}-topic")
-    ch.exchange_declare(exchange, "topic")
+    exchange = janitor.declare_exchange(ch, f"{unique}-topic", "topic")
     queue = new_queue(ch)
     ch.queue_bind(queue, exchange, "a.*")
     ch.queue_bind(queue, exchange, "a.#")
@@ -212,8 +200,7 @@ HEADERS_CASES: list[tuple[dict[str, Any], dict[str, Any] | None, bool]] = [
 
 
 def test_headers_matching(ch: Any, janitor: Janitor, unique: str) -> None:
-    exchange = janitor.exchange(f"{unique}-headers")
-    ch.exchange_declare(exchange, "headers")
+    exchange = janitor.declare_exchange(ch, f"{unique}-headers", "headers")
     observed = []
     for index, (arguments, headers, _expected) in enumerate(HEADERS_CASES):
         queue = new_queue(ch)
@@ -227,8 +214,7 @@ def test_headers_matching(ch: Any, janitor: Janitor, unique: str) -> None:
 
 
 def test_headers_binding_is_identified_by_its_arguments(ch: Any, janitor: Janitor, unique: str) -> None:
-    exchange = janitor.exchange(f"{unique}-headers")
-    ch.exchange_declare(exchange, "headers")
+    exchange = janitor.declare_exchange(ch, f"{unique}-headers", "headers")
     queue = new_queue(ch)
     ch.queue_bind(queue, exchange, "", arguments={"x-match": "any", "a": "1"})
     ch.queue_bind(queue, exchange, "", arguments={"x-match": "any", "b": "2"})
@@ -249,12 +235,9 @@ def test_amq_match_and_amq_headers_are_headers_exchanges(ch: Any, unique: str) -
 
 
 def test_exchange_to_exchange_chain_and_fan_in(ch: Any, janitor: Janitor, unique: str) -> None:
-    top = janitor.exchange(f"{unique}-top")
-    middle = janitor.exchange(f"{unique}-middle")
-    bottom = janitor.exchange(f"{unique}-bottom")
-    ch.exchange_declare(top, "topic")
-    ch.exchange_declare(middle, "direct")
-    ch.exchange_declare(bottom, "fanout")
+    top = janitor.declare_exchange(ch, f"{unique}-top", "topic")
+    middle = janitor.declare_exchange(ch, f"{unique}-middle", "direct")
+    bottom = janitor.declare_exchange(ch, f"{unique}-bottom", "fanout")
     ch.exchange_bind(destination=middle, source=top, routing_key="logs.#")
     ch.exchange_bind(destination=bottom, source=middle, routing_key="logs.error")
     q_middle, q_bottom, q_both = new_queue(ch), new_queue(ch), new_queue(ch)
@@ -287,8 +270,7 @@ def test_exchange_to_exchange_cycle_delivers_one_copy(ch: Any, janitor: Janitor,
 
 
 def test_exchange_bound_to_itself(ch: Any, janitor: Janitor, unique: str) -> None:
-    exchange = janitor.exchange(f"{unique}-self")
-    ch.exchange_declare(exchange, "fanout")
+    exchange = janitor.declare_exchange(ch, f"{unique}-self", "fanout")
     ch.exchange_bind(destination=exchange, source=exchange)
     queue = new_queue(ch)
     ch.queue_bind(queue, exchange)
@@ -297,10 +279,8 @@ def test_exchange_bound_to_itself(ch: Any, janitor: Janitor, unique: str) -> Non
 
 
 def test_delivery_reports_the_exchange_published_to(ch: Any, janitor: Janitor, unique: str) -> None:
-    source = janitor.exchange(f"{unique}-src")
-    destination = janitor.exchange(f"{unique}-dst")
-    ch.exchange_declare(source, "fanout")
-    ch.exchange_declare(destination, "fanout")
+    source = janitor.declare_exchange(ch, f"{unique}-src", "fanout")
+    destination = janitor.declare_exchange(ch, f"{unique}-dst", "fanout")
     ch.exchange_bind(destination=destination, source=source)
     queue = new_queue(ch)
     ch.queue_bind(queue, destination)
@@ -311,10 +291,8 @@ def test_delivery_reports_the_exchange_published_to(ch: Any, janitor: Janitor, u
 
 
 def test_alternate_exchange_gets_only_unroutable_messages(ch: Any, janitor: Janitor, unique: str) -> None:
-    ae = janitor.exchange(f"{unique}-ae")
-    main = janitor.exchange(f"{unique}-main")
-    ch.exchange_declare(ae, "fanout")
-    ch.exchange_declare(main, "direct", arguments={"alternate-exchange": ae})
+    ae = janitor.declare_exchange(ch, f"{unique}-ae", "fanout")
+    main = janitor.declare_exchange(ch, f"{unique}-main", "direct", arguments={"alternate-exchange": ae})
     q_main, q_ae = new_queue(ch), new_queue(ch)
     ch.queue_bind(q_main, main, "known")
     ch.queue_bind(q_ae, ae)
@@ -327,12 +305,9 @@ def test_alternate_exchange_gets_only_unroutable_messages(ch: Any, janitor: Jani
 
 
 def test_alternate_exchange_chain(ch: Any, janitor: Janitor, unique: str) -> None:
-    ae2 = janitor.exchange(f"{unique}-ae2")
-    ae1 = janitor.exchange(f"{unique}-ae1")
-    main = janitor.exchange(f"{unique}-main")
-    ch.exchange_declare(ae2, "fanout")
-    ch.exchange_declare(ae1, "direct", arguments={"alternate-exchange": ae2})
-    ch.exchange_declare(main, "direct", arguments={"alternate-exchange": ae1})
+    ae2 = janitor.declare_exchange(ch, f"{unique}-ae2", "fanout")
+    ae1 = janitor.declare_exchange(ch, f"{unique}-ae1", "direct", arguments={"alternate-exchange": ae2})
+    main = janitor.declare_exchange(ch, f"{unique}-main", "direct", arguments={"alternate-exchange": ae1})
     q_ae1, q_ae2 = new_queue(ch), new_queue(ch)
     ch.queue_bind(q_ae1, ae1, "k1")
     ch.queue_bind(q_ae2, ae2)
@@ -346,10 +321,9 @@ def test_alternate_exchange_loop_ends_and_mandatory_is_returned(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    e1 = janitor.exchange(f"{unique}-e1")
-    e2 = janitor.exchange(f"{unique}-e2")
-    ch.exchange_declare(e1, "direct", arguments={"alternate-exchange": e2})
-    ch.exchange_declare(e2, "direct", arguments={"alternate-exchange": e1})
+    e1, e2 = f"{unique}-e1", f"{unique}-e2"
+    janitor.declare_exchange(ch, e1, "direct", arguments={"alternate-exchange": e2})
+    janitor.declare_exchange(ch, e2, "direct", arguments={"alternate-exchange": e1})
     returned: list[Any] = []
     ch.add_on_return_callback(lambda _c, method, _p, body: returned.append((method.reply_code, body)))
     ch.basic_publish(e1, "nowhere", b"looping", mandatory=True)
@@ -363,10 +337,8 @@ def test_mandatory_message_routed_by_alternate_exchange_is_not_returned(
 ) -> None:
     ch = connection.channel()
     ch.confirm_delivery()
-    ae = janitor.exchange(f"{unique}-ae")
-    main = janitor.exchange(f"{unique}-main")
-    ch.exchange_declare(ae, "fanout")
-    ch.exchange_declare(main, "direct", arguments={"alternate-exchange": ae})
+    ae = janitor.declare_exchange(ch, f"{unique}-ae", "fanout")
+    main = janitor.declare_exchange(ch, f"{unique}-main", "direct", arguments={"alternate-exchange": ae})
     queue = new_queue(ch)
     ch.queue_bind(queue, ae)
     ch.basic_publish(main, "unknown", b"x", mandatory=True)  # would raise UnroutableError if returned
@@ -377,8 +349,9 @@ def test_missing_alternate_exchange_means_unroutable(
     connection: pika.BlockingConnection, janitor: Janitor, unique: str
 ) -> None:
     ch = connection.channel()
-    main = janitor.exchange(f"{unique}-main")
-    ch.exchange_declare(main, "direct", arguments={"alternate-exchange": f"{unique}-not-declared"})
+    main = janitor.declare_exchange(
+        ch, f"{unique}-main", "direct", arguments={"alternate-exchange": f"{unique}-not-declared"}
+    )
     returned: list[Any] = []
     ch.add_on_return_callback(lambda _c, method, _p, _b: returned.append(method.reply_code))
     ch.basic_publish(main, "nowhere", b"x", mandatory=True)
@@ -391,12 +364,9 @@ def test_alternate_exchange_of_an_exchange_reached_by_e2e_binding(
 ) -> None:
     # Every exchange visited during routing consults its own alternate exchange when it routes nowhere,
     # also when it was reached through an exchange-to-exchange binding and other queues got the message.
-    ae = janitor.exchange(f"{unique}-ae")
-    inner = janitor.exchange(f"{unique}-inner")
-    outer = janitor.exchange(f"{unique}-outer")
-    ch.exchange_declare(ae, "fanout")
-    ch.exchange_declare(inner, "direct", arguments={"alternate-exchange": ae})
-    ch.exchange_declare(outer, "fanout")
+    ae = janitor.declare_exchange(ch, f"{unique}-ae", "fanout")
+    inner = janitor.declare_exchange(ch, f"{unique}-inner", "direct", arguments={"alternate-exchange": ae})
+    outer = janitor.declare_exchange(ch, f"{unique}-outer", "fanout")
     ch.exchange_bind(destination=inner, source=outer)
     q_ae, q_outer, q_inner = new_queue(ch), new_queue(ch), new_queue(ch)
     ch.queue_bind(q_ae, ae)

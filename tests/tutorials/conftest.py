@@ -13,11 +13,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import pika
 import pika.exceptions
 import pytest
+
+from tests.conftest import url_pika_params
 
 HERE = Path(__file__).parent
 PROGRAMS = HERE / "programs"
@@ -147,16 +148,7 @@ def run_tutorial(amqp_url: str) -> Iterator[RunProgram]:
 @pytest.fixture
 def admin(amqp_url: str) -> Iterator[Any]:
     """A pika connection for the test; deletes the tutorials' fixed-name queues/exchanges before and after."""
-    parsed = urlparse(amqp_url)
-    params = pika.ConnectionParameters(
-        host=parsed.hostname or "127.0.0.1",
-        port=parsed.port or 5672,
-        virtual_host=(parsed.path[1:] or "/") if parsed.path else "/",
-        credentials=pika.PlainCredentials(parsed.username or "guest", parsed.password or "guest"),
-        connection_attempts=1,
-        socket_timeout=5,
-    )
-    connection = pika.BlockingConnection(params)
+    connection = pika.BlockingConnection(url_pika_params(amqp_url))
 
     def clean() -> None:
         for name in ("hello", "task_queue", "rpc_queue"):

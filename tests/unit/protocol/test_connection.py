@@ -21,23 +21,14 @@ from protocol.connection import (
     server_properties,
 )
 from protocol.errors import HardError, ReplyCode
+from tests.rabbitmq_expected import CAPABILITIES
 
 # -- server properties -----------------------------------------------------------------------------------
 
 
 def test_capabilities_are_rabbitmqs_exact_table() -> None:
     capabilities = server_properties()["capabilities"]
-    assert capabilities == {
-        "publisher_confirms": True,
-        "exchange_exchange_bindings": True,
-        "basic.nack": True,
-        "consumer_cancel_notify": True,
-        "connection.blocked": True,
-        "consumer_priorities": True,
-        "authentication_failure_close": True,
-        "per_consumer_qos": True,
-        "direct_reply_to": True,
-    }
+    assert capabilities == CAPABILITIES
 
 
 def test_server_properties_have_rabbitmqs_keys_and_encode_as_a_table() -> None:

@@ -1,5 +1,5 @@
 """Differential scenarios for queue features: x-death, TTL 0, length limits, priorities, single active
-consumer, direct reply-to, CC/BCC. Registered in the same SCENARIOS table as tests/compat/scenarios.py.
+consumer, direct reply-to, CC/BCC.
 
 ``x-last-death-*`` headers are left out of the observations: RabbitMQ writes them since 3.13 (WarrenMQ's
 default profile) and the oracle is 3.10.8.
@@ -7,13 +7,12 @@ default profile) and the oracle is 3.10.8.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pika
 import pika.exceptions
 
-from .scenarios import Ctx, Observation, bodies, outcome, pump, scenario
+from .kit import Ctx, Observation, bodies, outcome, pump, scenario
 
 
 def _message(ch: Any, queue: str) -> Observation:
@@ -33,13 +32,9 @@ def _message(ch: Any, queue: str) -> Observation:
     }
 
 
-def _wait_count(ch: Any, queue: str, count: int, timeout_s: float = 5.0) -> None:
+def _wait_count(ch: Any, queue: str, count: int) -> None:
     """RabbitMQ dead-letters asynchronously: wait (bounded) until ``queue`` holds ``count`` messages."""
-    deadline = time.monotonic() + timeout_s
-    while ch.queue_declare(queue, passive=True).method.message_count < count:
-        if time.monotonic() > deadline:
-            return
-        time.sleep(0.01)
+    pump(ch.connection, lambda: ch.queue_declare(queue, passive=True).method.message_count >= count)
 
 
 @scenario

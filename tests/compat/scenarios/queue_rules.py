@@ -1,11 +1,10 @@
-"""Differential scenarios for the queue and consumer behaviours of issue 18 (part 4): a passive declare renews
+"""Differential scenarios for queue and consumer rules RabbitMQ enforces: a passive declare renews
 x-expires; basic.get drops the expired messages it exposes at the head (declare-ok counts expired messages
 until they reach the head); consumer x-priority and CC/BCC headers of the wrong type are refused.
-Registered in the same SCENARIOS table as tests/compat/scenarios.py.
 
 RabbitMQ runs on the wall clock, so the expiry scenarios wait for real, with margins of several hundred
 milliseconds on either side of every deadline; WarrenMQ's own tests of the same rules use the ManualClock
-(tests/component/test_issue18_queue_rules.py).
+(tests/component/test_queue_consumer_rules.py).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 
 import pika
 
-from .scenarios import Ctx, Observation, outcome, scenario
+from .kit import Ctx, Observation, outcome, scenario
 
 
 def _count(ch: Any, queue: str) -> int:

@@ -1,7 +1,7 @@
-"""Queue and consumer rules matched to RabbitMQ for issue 18 (part 4), on the ManualClock: a passive declare
+"""Queue and consumer rules matched to RabbitMQ, on the ManualClock: a passive declare
 renews x-expires; basic.get drops the expired messages it exposes (declare-ok counts expired messages until
 they reach the head); a consumer x-priority and CC/BCC headers of the wrong type are refused with RabbitMQ's
-code and text. The same cases run against RabbitMQ in tests/compat/scenarios_issue18.py."""
+code and text. The same cases run against RabbitMQ in tests/compat/scenarios/queue_rules.py."""
 
 from __future__ import annotations
 
