@@ -14,7 +14,7 @@ from broker.management.context import ManagementContext
 from broker.management.errors import ApiError, not_authorised
 
 REALM = 'Basic realm="RabbitMQ Management"'
-USER_KEY = "warrenmq.user"
+USER_KEY = web.RequestKey("user", User)
 
 
 class Gate(Enum):
@@ -44,7 +44,7 @@ def login(context: ManagementContext, request: web.Request) -> User:
     credentials; "Not management user" for a user without a management tag)."""
     given = credentials(request)
     if given is None:
-        raise ApiError(401, "not_authorized", "Not_Authorized", {"WWW-Authenticate": REALM})
+        raise ApiError(401, "", "", {"WWW-Authenticate": REALM})
     user = context.broker.access.authenticate(*given)
     if user is None:
         raise ApiError(401, "not_authorized", "Login failed", {"WWW-Authenticate": REALM})
@@ -80,5 +80,4 @@ def check_gate(context: ManagementContext, request: web.Request, user: User, gat
 
 
 def current_user(request: web.Request) -> User:
-    user: User = request[USER_KEY]
-    return user
+    return request[USER_KEY]

@@ -38,6 +38,8 @@ class ApiError(Exception):
         self.headers = headers
 
     def response(self) -> web.Response:
+        if not self.error:
+            return web.Response(status=self.status, headers=self.headers)  # a bare challenge, as cowboy's
         return json_response({"error": self.error, "reason": self.reason}, self.status, self.headers)
 
 

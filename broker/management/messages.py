@@ -106,7 +106,7 @@ def properties_json(header_payload: bytes) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in _PROPERTY_NAMES:
         value = getattr(properties, name, None)
-        if value is not None:
+        if value is not None and not (name == "cluster_id" and value == ""):  # pamqp's default
             out[name] = _plain(value)
     return out
 

@@ -150,12 +150,13 @@ async def get_messages(request: web.Request, context: ManagementContext) -> web.
         envelope = queue.get()
         if envelope is None:
             break
-        taken.append((envelope, envelope.redelivered))
+        # message_count is what remains after each get, as basic.get-ok reports it.
+        taken.append((envelope, envelope.redelivered, len(queue.ready)))
     rows = [
-        message_json(envelope.message, redelivered, len(queue.ready), encoding, truncate)
-        for envelope, redelivered in taken
+        message_json(envelope.message, redelivered, remaining, encoding, truncate)
+        for envelope, redelivered, remaining in taken
     ]
-    envelopes = [envelope for envelope, _ in taken]
+    envelopes = [envelope for envelope, _, _ in taken]
     if ackmode.endswith("requeue_true"):
         queue.requeue(envelopes)
     elif envelopes:
