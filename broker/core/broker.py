@@ -114,8 +114,19 @@ class Broker:
         else:
             user = self.access.put_user(name, password=password or "", tags=tags)
         if self.persistence is not None:
-            self.persistence.user_saved(name, password, password_hash)
+            # Only the hash is stored, as RabbitMQ stores users; a plain password never reaches the disk.
+            self.persistence.user_saved(name, None, (user.password_hash, user.hashing_algorithm))
         return user
+
+    def delete_user(self, name: str) -> bool:
+        """Delete a user with its permissions; False if there was none. The store has no user deletion yet,
+        so it is told the user can no longer log in (an empty password hash, as RabbitMQ's password_hash "").
+        """
+        if not self.access.delete_user(name):
+            return False
+        if self.persistence is not None:
+            self.persistence.user_saved(name, None, ("", DEFAULT_ALGORITHM))
+        return True
 
     def set_header_rewriter(self, rewrite: HeaderRewriter) -> None:
         """Install the content-header rewriter (the session layer's) in the broker and every vhost."""

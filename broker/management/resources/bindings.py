@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote_plus
+from urllib.parse import quote_plus, unquote_plus
 
 from aiohttp import web
 
@@ -92,9 +92,11 @@ async def create_binding(request: web.Request, context: ManagementContext) -> we
 
 
 def _one(request: web.Request, context: ManagementContext) -> dict[str, Any]:
-    wanted = request.match_info["props"]
+    # RabbitMQ unquotes the key once more after the path's own decoding, so "a.%23" and "a.%2523" both name
+    # the binding whose properties_key is "a.%23" (pyrabbit2 sends the former, rabbitmqadmin the latter).
+    wanted = unquote_plus(request.match_info["props"])
     for row in _pair_rows(request, context):
-        if row["properties_key"] == wanted:
+        if unquote_plus(row["properties_key"]) == wanted:
             return row
     raise not_found()
 

@@ -131,19 +131,24 @@ async def purge_queue(request: web.Request, context: ManagementContext) -> web.R
     return no_content()
 
 
+def _integer(value: Any) -> int:
+    """rabbit_mgmt_util:parse_int: a JSON integer or its decimal text (rabbitmqadmin sends text)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    raise bad_request(f"{value!r} is not a non-negative integer")
+
+
 async def get_messages(request: web.Request, context: ManagementContext) -> web.Response:
     queue = _queue(request, context)
     body = await body_json(request, ("count", "ackmode", "encoding"))
-    count, ackmode, encoding = body["count"], body["ackmode"], body["encoding"]
-    truncate = body.get("truncate")
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise bad_request("count must be a non-negative integer")
+    count, ackmode, encoding = _integer(body["count"]), body["ackmode"], body["encoding"]
+    truncate = _integer(body["truncate"]) if body.get("truncate") not in (None, "") else None
     if ackmode not in _ACKMODES:
         raise bad_request(f"Unknown ackmode: {ackmode}")
     if encoding not in ("auto", "base64"):
         raise bad_request(f"Unsupported encoding {encoding}")
-    if truncate is not None and (isinstance(truncate, bool) or not isinstance(truncate, int) or truncate < 0):
-        raise bad_request("truncate must be a non-negative integer")
     check(request, context, "queue", queue.name, "read")
     taken = []
     for _ in range(count):
