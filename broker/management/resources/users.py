@@ -65,7 +65,6 @@ async def bulk_delete(request: web.Request, context: ManagementContext) -> web.R
     names = body["users"]
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         raise bad_request("users must be a list of names")
-    access = context.broker.access
     for name in names:
         # rabbit_mgmt_wm_users_bulk_delete: deleted in order; the first missing one stops it with a 400.
         if not context.broker.delete_user(name):
