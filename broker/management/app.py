@@ -5,7 +5,7 @@ before authentication, as cowboy_rest answers them."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 import structlog
 from aiohttp import web
@@ -69,11 +69,30 @@ async def errors_middleware(
         return error.response()
     except web.HTTPMethodNotAllowed as error:
         # cowboy_rest: 405 with Allow and no body.
-        return web.Response(status=405, headers={"Allow": ", ".join(sorted(error.allowed_methods))})
+        return web.Response(status=405, headers={"Allow": allow_header(error.allowed_methods)})
     except web.HTTPNotFound:
         return not_found().response()
     except web.HTTPRequestEntityTooLarge:
         return ApiError(413, "bad_request", "request body too large").response()
+
+
+# The order in which RabbitMQ's resources list their allowed_methods.
+_METHOD_ORDER = ("HEAD", "GET", "PUT", "POST", "DELETE", "OPTIONS")
+
+
+def allow_header(methods: Iterable[str]) -> str:
+    """Every method of a path plus HEAD (where GET is) and OPTIONS, as cowboy_rest lists them."""
+    allowed = set(methods) | {"OPTIONS"}
+    if "GET" in allowed:
+        allowed.add("HEAD")
+    return ", ".join(method for method in _METHOD_ORDER if method in allowed)
+
+
+def _options(allow: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def options(request: web.Request) -> web.StreamResponse:
+        return web.Response(status=200, headers={"Allow": allow})  # no login, as rabbit_mgmt_util
+
+    return options
 
 
 async def ready(request: web.Request) -> web.Response:
@@ -85,6 +104,13 @@ def build_app(context: ManagementContext) -> web.Application:
     app = web.Application(middlewares=[errors_middleware], client_max_size=_MAX_BODY_BYTES)
     app[CONTEXT_KEY] = context
     app.router.add_get("/ready", ready)
+    methods: dict[str, list[str]] = {}
     for route in ROUTES:
-        app.router.add_route(route.method, route.path, _endpoint(route))
+        endpoint = _endpoint(route)
+        app.router.add_route(route.method, route.path, endpoint)
+        if route.method == "GET":
+            app.router.add_route("HEAD", route.path, endpoint)
+        methods.setdefault(route.path, []).append(route.method)
+    for path, allowed in methods.items():
+        app.router.add_route("OPTIONS", path, _options(allow_header(allowed)))
     return app

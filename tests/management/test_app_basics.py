@@ -15,9 +15,11 @@ async def test_unknown_path_is_404_object_not_found_even_without_credentials(api
 async def test_known_path_with_another_method_is_405_with_allow(api: Api) -> None:
     response = await api.post("/api/overview")
     assert response.status == 405
-    assert response.headers["Allow"] == "GET"
+    assert response.headers["Allow"] == "HEAD, GET, OPTIONS"
     contents = await api.get("/api/queues/%2F/q/contents")
-    assert (contents.status, contents.headers["Allow"]) == (405, "DELETE")
+    assert (contents.status, contents.headers["Allow"]) == (405, "DELETE, OPTIONS")
+    options = await api.request("OPTIONS", "/api/queues/%2F/q", user=None)
+    assert (options.status, options.headers["Allow"]) == (200, "HEAD, GET, PUT, DELETE, OPTIONS")
 
 
 async def test_missing_credentials_get_a_bare_basic_challenge(api: Api) -> None:
@@ -90,7 +92,7 @@ async def test_pagination_answers_rabbitmqs_page_object(api: Api) -> None:
         "page": 1,
         "page_count": 3,
         "page_size": 2,
-        "total_count": 7,  # RabbitMQ's 8th is amq.rabbitmq.log, which WarrenMQ does not have
+        "total_count": 7,
     }
     regex = await (await api.get("/api/exchanges/%2F?page=1&page_size=2&name=^AMQ.T&use_regex=true")).json()
     assert [item["name"] for item in regex["items"]] == ["amq.topic"]
