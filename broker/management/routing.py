@@ -52,12 +52,20 @@ async def body_json(request: web.Request, required: tuple[str, ...] = ()) -> dic
 
 
 def flag(value: Any, default: bool = False) -> bool:
-    """A boolean from a JSON body or a query string ("true"/"false" as RabbitMQ parses them)."""
+    """A boolean as rabbit_mgmt_util:parse_bool takes it: true/false or their text; anything else is 400
+    ``["not_boolean", value]``."""
     if value is None:
         return default
-    if isinstance(value, str):
-        return value.lower() == "true"
-    return bool(value)
+    if value is True or value == "true":
+        return True
+    if value is False or value == "false":
+        return False
+    raise bad_request(["not_boolean", value])
+
+
+def query_flag(request: web.Request, name: str) -> bool:
+    """A query-string switch such as ``if-unused=true`` (anything but "true" is false)."""
+    return request.query.get(name) == "true"
 
 
 def amqp_error(error: AMQPError) -> ApiError:

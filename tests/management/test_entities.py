@@ -54,6 +54,17 @@ async def test_queue_objects_carry_rabbitmqs_keys(api: Api) -> None:
     assert expected <= set(queue)
 
 
+async def test_bad_queue_input_is_refused_before_anything_is_created(api: Api) -> None:
+    long_name = await api.put(f"/api/queues/%2F/{'l' * 300}", json={})
+    assert (long_name.status, await long_name.json()) == (
+        400,
+        {"error": "bad_request", "reason": "queue should be less than 255 bytes, actually was 300\n"},
+    )
+    not_boolean = await api.put("/api/queues/%2F/b", json={"auto_delete": "yes"})
+    assert await not_boolean.json() == {"error": "bad_request", "reason": ["not_boolean", "yes"]}
+    assert api.server.broker.vhosts["/"].queues == {}
+
+
 async def test_exchange_put_delete_and_the_default_exchange(api: Api) -> None:
     assert (await api.put("/api/exchanges/%2F/ex1", json={})).status == 201
     assert (await api.json("/api/exchanges/%2F/ex1"))["type"] == "direct"

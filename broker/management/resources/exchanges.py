@@ -21,7 +21,7 @@ from broker.management.errors import (
 from broker.management.messages import build_message
 from broker.management.paging import reply, reply_list
 from broker.management.resources.queues import check
-from broker.management.routing import Route, amqp_error, body_json, flag
+from broker.management.routing import Route, amqp_error, body_json, flag, query_flag
 from broker.management.serialize import exchange_json, vhost_bindings
 from protocol.errors import AMQPError
 
@@ -100,7 +100,7 @@ async def delete_exchange(request: web.Request, context: ManagementContext) -> w
     check(request, context, "exchange", exchange.name, "configure")
     try:
         context.vhost(request.match_info["vhost"]).delete_exchange(
-            exchange.name, if_unused=flag(request.query.get("if-unused"))
+            exchange.name, if_unused=query_flag(request, "if-unused")
         )
     except AMQPError as error:
         raise amqp_error(error) from None

@@ -13,7 +13,7 @@ from broker.management.context import ManagementContext
 from broker.management.errors import access_refused, bad_request, json_response, no_content, not_found
 from broker.management.messages import message_json
 from broker.management.paging import reply, reply_list
-from broker.management.routing import Route, amqp_error, body_json, flag
+from broker.management.routing import Route, amqp_error, body_json, flag, query_flag
 from broker.management.serialize import queue_json, vhost_bindings
 from protocol.errors import AMQPError
 
@@ -78,6 +78,9 @@ async def put_queue(request: web.Request, context: ManagementContext) -> web.Res
     arguments = body.get("arguments") or {}
     if not isinstance(arguments, dict):
         raise bad_request("arguments must be an object")
+    if len(name.encode()) > 255:
+        # rabbit_mgmt_wm_queue's own check, with its text (trailing newline included).
+        raise bad_request(f"queue should be less than 255 bytes, actually was {len(name.encode())}\n")
     check(request, context, "queue", name, "configure")
     default_type = context.broker.vhost_metadata.get(vhost.name, {}).get("default_queue_type")
     if default_type and "x-queue-type" not in arguments:
@@ -103,8 +106,8 @@ async def delete_queue(request: web.Request, context: ManagementContext) -> web.
         context.vhost(queue.vhost).delete_queue(
             queue.name,
             owner=queue.exclusive_owner,
-            if_unused=flag(request.query.get("if-unused")),
-            if_empty=flag(request.query.get("if-empty")),
+            if_unused=query_flag(request, "if-unused"),
+            if_empty=query_flag(request, "if-empty"),
         )
     except AMQPError as error:
         raise amqp_error(error) from None
