@@ -271,3 +271,28 @@ class AccessControl:
             f"ACCESS_REFUSED - {permission} access to {resource_kind} '{shown}' in vhost '{vhost}' "
             f"refused for user '{user}'"
         )
+
+
+class DecisionCache:
+    """One channel's remembered `authorize()` answers (design §4b): a dict lookup per check on the publish
+    path, dropped as a whole when the access model's ``version`` moves (any user or permission change)."""
+
+    __slots__ = ("_access", "_decisions", "_user", "_version", "_vhost")
+
+    def __init__(self, access: AccessControl, user: str, vhost: str) -> None:
+        self._access = access
+        self._user = user
+        self._vhost = vhost
+        self._decisions: dict[tuple[str, str, str], bool] = {}
+        self._version = access.version
+
+    def allowed(self, resource_kind: ResourceKind, name: str, permission: Permission) -> bool:
+        if self._version != self._access.version:
+            self._decisions.clear()
+            self._version = self._access.version
+        key = (resource_kind, name, permission)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self._access.authorize(self._user, self._vhost, resource_kind, name, permission)
+            self._decisions[key] = decision
+        return decision

@@ -132,3 +132,18 @@ def test_authorize_agrees_with_an_unanchored_search(pattern: str, name: str, per
     access.set_permission("u", "/", pattern, pattern, pattern)
     expected = re.search(pattern, name) is not None
     assert access.authorize("u", "/", "queue", name, permission) is expected  # type: ignore[arg-type]
+
+
+def test_a_decision_cache_answers_as_authorize_and_forgets_on_any_change() -> None:
+    from broker.core.access import DecisionCache
+
+    access = AccessControl()
+    access.set_permission("u", "/", ".*", "^a", ".*")
+    cache = DecisionCache(access, "u", "/")
+    assert cache.allowed("exchange", "ax", "write")
+    assert not cache.allowed("exchange", "bx", "write")
+    access.set_permission("u", "/", ".*", "^b", ".*")
+    assert not cache.allowed("exchange", "ax", "write")
+    assert cache.allowed("exchange", "bx", "write")
+    access.clear_permission("u", "/")
+    assert not cache.allowed("exchange", "bx", "write")
