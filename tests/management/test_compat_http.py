@@ -309,3 +309,35 @@ def test_connections_channels_and_consumers_carry_rabbitmqs_keys(
     finally:
         for connection in clients:
             connection.close()
+
+
+def test_definitions_travel_both_ways_and_users_log_in_with_their_hashes(bases: tuple[str, str]) -> None:
+    rabbit_base, warren_base = bases
+    for base, user in ((rabbit_base, "made-in-rabbit"), (warren_base, "made-in-warren")):
+        put = requests.put(
+            f"{base}/api/users/{user}",
+            json={"password": "s3cret", "tags": "management"},
+            auth=GUEST,
+            timeout=10,
+        )
+        assert put.status_code == 201
+        requests.put(f"{base}/api/vhosts/compat-defs", auth=GUEST, timeout=10)
+        requests.put(
+            f"{base}/api/permissions/compat-defs/{user}",
+            json={"configure": ".*", "write": ".*", "read": "^r"},
+            auth=GUEST,
+            timeout=10,
+        )
+    for source, target, user in (
+        (rabbit_base, warren_base, "made-in-rabbit"),
+        (warren_base, rabbit_base, "made-in-warren"),
+    ):
+        exported = requests.get(f"{source}/api/definitions", auth=GUEST, timeout=10).json()
+        imported = requests.post(f"{target}/api/definitions", json=exported, auth=GUEST, timeout=30)
+        assert imported.status_code in (200, 204), imported.text
+        whoami = requests.get(f"{target}/api/whoami", auth=(user, "s3cret"), timeout=10)
+        assert whoami.json() == {"name": user, "tags": ["management"]}
+        permission = requests.get(
+            f"{target}/api/permissions/compat-defs/{user}", auth=GUEST, timeout=10
+        ).json()
+        assert permission["read"] == "^r"
