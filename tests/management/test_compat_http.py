@@ -145,6 +145,17 @@ SCENARIO = [
     ),
     Step(
         "POST",
+        f"/api/exchanges/{V}/compat-x/publish",
+        {
+            "properties": {"expiration": "soon"},
+            "routing_key": "k",
+            "payload": "x",
+            "payload_encoding": "string",
+        },
+        values=("*",),
+    ),
+    Step(
+        "POST",
         f"/api/exchanges/{V}/nosuch/publish",
         {"properties": {}, "routing_key": "k", "payload": "x", "payload_encoding": "string"},
         values=("*",),

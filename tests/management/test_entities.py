@@ -221,6 +221,12 @@ async def test_publish_errors_and_unroutable(api: Api) -> None:
         400,
         {"error": "bad_request", "reason": "404 NOT_FOUND - no exchange 'nosuch' in vhost '/'"},
     )
+    bad_ttl = {**body, "properties": {"expiration": "soon"}}
+    refused = await api.post("/api/exchanges/%2F/lonely/publish", json=bad_ttl)
+    assert await refused.json() == {
+        "error": "bad_request",
+        "reason": "406 PRECONDITION_FAILED - invalid expiration 'soon': no_integer",
+    }
     no_encoding = await api.post(
         "/api/exchanges/%2F/lonely/publish", json={"properties": {}, "routing_key": "x", "payload": "x"}
     )

@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from broker.core.exchange import Exchange
+from broker.core.expiration import parse_expiration
 from broker.management.auth import Gate, current_user, visible_vhosts
 from broker.management.context import ManagementContext
 from broker.management.errors import (
@@ -134,6 +135,8 @@ async def publish(request: web.Request, context: ManagementContext) -> web.Respo
     message = build_message(name, body)
     check(request, context, "exchange", name, "write")
     try:
+        if message.expiration is not None:
+            parse_expiration(message.expiration)  # basic.publish's check: 406 "invalid expiration ..."
         queues, _ = vhost.publish(name, message)
     except AMQPError as error:
         # rabbit_mgmt_wm_exchange_publish reports the channel error as "<code> <reply text>".
