@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from broker.core.access import ADMINISTRATOR, AccessControl, User
 from broker.core.clock import Clock, ManualClock
 from broker.core.dead_letter import HeaderRewriter
 from broker.core.dispatcher import Dispatcher
 from broker.core.events import EventBus
 from broker.core.names import NameGenerator
-from broker.core.passwords import check_password
+from broker.core.passwords import DEFAULT_ALGORITHM
 from broker.core.persistence import Persistence
 from broker.core.profile import DEFAULT_PROFILE, Profile
 from broker.core.queue import Queue
@@ -41,16 +41,24 @@ class Broker:
         self.dispatcher = Dispatcher(call_soon)
         self.events = EventBus()
         self.names = NameGenerator(name_seed)
-        self.users: dict[str, str] = dict(users if users is not None else {"guest": "guest"})
-        # Users imported from definitions with RabbitMQ password hashes: name -> (hash, algorithm).
-        self.user_hashes: dict[str, tuple[str, str]] = {}
+        # Users, tags and permissions (rabbit_auth_backend_internal). Configured users are administrators with
+        # full permissions on the configured vhosts, as RabbitMQ's default user is on "/".
+        self.access = AccessControl()
+        # Vhost metadata (description, tags, default_queue_type) as RabbitMQ keeps it, by vhost name.
+        self.vhost_metadata: dict[str, dict[str, Any]] = {}
+        configured = dict(users if users is not None else {"guest": "guest"})
         self.vhosts: dict[str, VirtualHost] = {}
         # Direct reply-to keys to the private queue of their reply consumer (owned by the session layer).
         self.direct_reply: dict[str, Queue] = {}
         # Durable state goes here (broker/storage); None: nothing outlives the process.
         self.persistence = persistence
-        for name in vhosts:
+        vhost_names = list(vhosts)
+        for name in vhost_names:
             self.add_vhost(name)
+        for user, password in configured.items():
+            self.access.put_user(user, password=password, tags=(ADMINISTRATOR,))
+            for name in vhost_names:
+                self.access.set_permission(user, name, ".*", ".*", ".*")
 
     def add_vhost(self, name: str) -> VirtualHost:
         vhost = self.vhosts.get(name)
@@ -76,22 +84,49 @@ class Broker:
         for connection in list(vhost.connections):
             connection.force_close(f"vhost '{name}' is deleted")
         vhost.close()
+        self.access.vhost_deleted(name)
+        self.vhost_metadata.pop(name, None)
         if self.persistence is not None:
             self.persistence.vhost_deleted(name)
         return True
 
     def save_user(
-        self, name: str, password: str | None = None, password_hash: tuple[str, str] | None = None
-    ) -> None:
-        """Add or replace a user: a plain password, or a RabbitMQ (hash, algorithm) pair from definitions."""
+        self,
+        name: str,
+        password: str | None = None,
+        password_hash: tuple[str, str] | None = None,
+        tags: tuple[str, ...] | None = None,
+    ) -> User:
+        """Add or replace a user: a plain password, or a RabbitMQ (hash, algorithm) pair from definitions.
+        ``tags`` None keeps an existing user's tags; a new user then gets "administrator", what every user
+        had before tags existed (the store does not keep tags yet, so a recovered user keeps that).
+        """
+        existing = self.access.users.get(name)
+        if tags is None:
+            tags = existing.tags if existing is not None else (ADMINISTRATOR,)
         if password_hash is not None:
-            self.user_hashes[name] = password_hash
-            self.users.setdefault(name, "")  # listed with the others; authenticate() checks the hash
+            user = self.access.put_user(
+                name,
+                password_hash=password_hash[0],
+                hashing_algorithm=password_hash[1] or DEFAULT_ALGORITHM,
+                tags=tags,
+            )
         else:
-            self.users[name] = password or ""
-            self.user_hashes.pop(name, None)
+            user = self.access.put_user(name, password=password or "", tags=tags)
         if self.persistence is not None:
-            self.persistence.user_saved(name, password, password_hash)
+            # Only the hash is stored, as RabbitMQ stores users; a plain password never reaches the disk.
+            self.persistence.user_saved(name, None, (user.password_hash, user.hashing_algorithm))
+        return user
+
+    def delete_user(self, name: str) -> bool:
+        """Delete a user with its permissions; False if there was none. The store has no user deletion yet,
+        so it is told the user can no longer log in (an empty password hash, as RabbitMQ's password_hash "").
+        """
+        if not self.access.delete_user(name):
+            return False
+        if self.persistence is not None:
+            self.persistence.user_saved(name, None, ("", DEFAULT_ALGORITHM))
+        return True
 
     def set_header_rewriter(self, rewrite: HeaderRewriter) -> None:
         """Install the content-header rewriter (the session layer's) in the broker and every vhost."""
@@ -100,9 +135,4 @@ class Broker:
             vhost.rewrite_header = rewrite
 
     def authenticate(self, username: str, password: str) -> bool:
-        hashed = self.user_hashes.get(username)
-        if hashed is not None:
-            return check_password(password, *hashed)
-        expected = self.users.get(username)
-        # compare_digest: no timing signal on how much of a password matched.
-        return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
+        return self.access.authenticate(username, password) is not None

@@ -1,18 +1,19 @@
 """What `warrenmq serve` runs beside the AMQP listener: definitions applied before it binds, and the
-management HTTP listener once it has (its port goes into the readiness line as ``management_port``).
+management HTTP API (broker.management.app) once it has (its port goes into the readiness line as
+``management_port``).
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import structlog
+from aiohttp import web
 
 from broker.config import ServerConfig
-from broker.management.api import ManagementAPI
+from broker.management.app import build_app
+from broker.management.context import ManagementContext
 from broker.management.definitions import DefinitionsError, apply_definitions, load_definitions
-from broker.management.http import serve_http
 from broker.server.listener import Addon, Server, StartupError
 
 log = structlog.get_logger("warrenmq.management")
@@ -44,25 +45,31 @@ class ManagementAddon:
     def __init__(self, host: str, port: int) -> None:
         self.host = host
         self.port = port
-        self._server: asyncio.Server | None = None
+        self._runner: web.AppRunner | None = None
 
     async def before_listen(self, server: Server) -> None:
         return None
 
     async def after_listen(self, server: Server) -> dict[str, Any]:
-        api = ManagementAPI(server)
+        context = ManagementContext(server, http_host=self.host)
+        self._runner = web.AppRunner(build_app(context), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
         try:
-            self._server = await serve_http(self.host, self.port, api.handle)
+            await site.start()
         except OSError as error:
+            await self._runner.cleanup()
+            self._runner = None
             raise StartupError(f"cannot listen on {self.host}:{self.port} (management): {error}") from None
-        api.http_port = int(self._server.sockets[0].getsockname()[1])
-        log.info("management_listening", port=api.http_port)
-        return {"management_port": api.http_port}
+        sockets = self._runner.addresses
+        context.http_port = int(sockets[0][1]) if sockets else self.port
+        log.info("management_listening", port=context.http_port)
+        return {"management_port": context.http_port}
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
 
 
 def addons_for(config: ServerConfig) -> list[Addon]:

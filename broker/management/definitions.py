@@ -1,26 +1,30 @@
 """RabbitMQ definitions files (the JSON of `rabbitmqctl export_definitions` / `GET /api/definitions`):
 load and validate one, apply it to a broker before it accepts connections, and export the broker's own.
 
-Applied in RabbitMQ's import order (rabbit_definitions): users, vhosts, permissions, queues, exchanges,
-bindings. Permissions are validated but not enforced (WarrenMQ has no permission model yet); policies and
-parameters are not supported and are rejected with a clear error rather than silently ignored.
+Applied in RabbitMQ's import order (rabbit_definitions): users (with tags and RabbitMQ password hashes),
+vhosts (with metadata), permissions, topic permissions, queues, exchanges, bindings. Policies and
+parameters are not supported yet and are rejected with a clear error rather than silently ignored; the one
+global parameter every RabbitMQ export carries, ``internal_cluster_id``, is accepted and has no effect.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from broker import __version__
+from broker.core.access import AccessError, parse_tags
 from broker.core.broker import Broker
-from broker.core.passwords import ALGORITHMS, DEFAULT_ALGORITHM, hash_password
+from broker.core.passwords import ALGORITHMS, DEFAULT_ALGORITHM
 from protocol.errors import AMQPError
 
 _SECTIONS = ("users", "vhosts", "permissions", "topic_permissions", "queues", "exchanges", "bindings")
 _UNSUPPORTED = ("policies", "parameters", "global_parameters")
+_CLUSTER_ID = "internal_cluster_id"
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "users": ("name",),
     "vhosts": ("name",),
@@ -58,7 +62,12 @@ def validate_definitions(data: Any, where: str = "definitions") -> None:
     if not isinstance(data, dict):
         raise DefinitionsError(f"{where}: expected a JSON object at the top level, got {type(data).__name__}")
     for section in _UNSUPPORTED:
-        if data.get(section):
+        items = data.get(section)
+        if section == "global_parameters" and isinstance(items, list):
+            items = [
+                item for item in items if not (isinstance(item, dict) and item.get("name") == _CLUSTER_ID)
+            ]
+        if items:
             raise DefinitionsError(f"{where}: '{section}' are not supported by WarrenMQ yet")
     for section in _SECTIONS:
         items = data.get(section, [])
@@ -83,6 +92,13 @@ def _check_item(section: str, index: int, item: Mapping[str, Any], where: str) -
         algorithm = item.get("hashing_algorithm", DEFAULT_ALGORITHM)
         if "password_hash" in item and algorithm not in ALGORITHMS:
             raise DefinitionsError(f"{label}: unknown hashing_algorithm '{algorithm}'")
+    if section in ("permissions", "topic_permissions"):
+        for key in ("configure", "write", "read") if section == "permissions" else ("write", "read"):
+            pattern = item.get(key, "")
+            try:
+                re.compile(pattern if isinstance(pattern, str) else "")
+            except re.error as error:
+                raise DefinitionsError(f"{label}: invalid regex in '{key}': {error}") from None
     if section == "bindings" and item["destination_type"] not in ("queue", "exchange"):
         raise DefinitionsError(f"{label}: destination_type must be 'queue' or 'exchange'")
     if "arguments" in item and not isinstance(item["arguments"], dict):
@@ -93,15 +109,47 @@ def apply_definitions(broker: Broker, data: Mapping[str, Any], where: str = "def
     """Create what ``data`` defines; an entity the broker refuses raises DefinitionsError with its text."""
     validate_definitions(data, where)
     for user in data.get("users", []):
-        if user.get("password_hash"):
+        tags = parse_tags(user.get("tags"))
+        if user.get("password_hash") is not None and "password" not in user:
             hashed = (user["password_hash"], user.get("hashing_algorithm", DEFAULT_ALGORITHM))
-            broker.save_user(user["name"], password_hash=hashed)
+            broker.save_user(user["name"], password_hash=hashed, tags=tags)
         else:
-            broker.save_user(user["name"], password=str(user.get("password", "")))
+            broker.save_user(user["name"], password=str(user.get("password", "")), tags=tags)
     for vhost in data.get("vhosts", []):
         broker.add_vhost(vhost["name"])
+        metadata = vhost.get("metadata") or {}
+        description = vhost.get("description", metadata.get("description", ""))
+        entry: dict[str, Any] = {
+            "description": description,
+            "tags": list(parse_tags(metadata.get("tags", vhost.get("tags")))),
+        }
+        if vhost.get("default_queue_type") not in (None, "undefined"):
+            entry["default_queue_type"] = vhost["default_queue_type"]
+        broker.vhost_metadata[vhost["name"]] = entry
     for index, item in enumerate(data.get("permissions", [])):
         _known_vhost(broker, "permissions", index, item, where)
+        try:
+            broker.access.set_permission(
+                item["user"],
+                item["vhost"],
+                item.get("configure", ""),
+                item.get("write", ""),
+                item.get("read", ""),
+            )
+        except AccessError as error:
+            raise DefinitionsError(f"{where}: permissions[{index}]: {error.reason}") from None
+    for index, item in enumerate(data.get("topic_permissions", [])):
+        _known_vhost(broker, "topic_permissions", index, item, where)
+        try:
+            broker.access.set_topic_permission(
+                item["user"],
+                item["vhost"],
+                item.get("exchange", ""),
+                item.get("write", ""),
+                item.get("read", ""),
+            )
+        except AccessError as error:
+            raise DefinitionsError(f"{where}: topic_permissions[{index}]: {error.reason}") from None
     for kind in ("queues", "exchanges", "bindings"):
         for index, item in enumerate(data.get(kind, [])):
             vhost = _known_vhost(broker, kind, index, item, where)
@@ -149,21 +197,32 @@ def _known_vhost(broker: Broker, kind: str, index: int, item: Mapping[str, Any],
     return vhost
 
 
+def _vhost_entry(broker: Broker, name: str) -> dict[str, Any]:
+    """A vhost as RabbitMQ 3.13 exports it: limits, and metadata with description and tags."""
+    metadata = broker.vhost_metadata.get(name, {})
+    entry: dict[str, Any] = {
+        "name": name,
+        "limits": [],
+        "metadata": {"description": metadata.get("description", ""), "tags": list(metadata.get("tags", []))},
+    }
+    if "default_queue_type" in metadata:
+        entry["metadata"]["default_queue_type"] = metadata["default_queue_type"]
+    return entry
+
+
 def export_definitions(broker: Broker) -> dict[str, Any]:
     """The broker's users, vhosts, durable-or-not non-exclusive queues, user exchanges and bindings."""
-    users = []
-    for name, password in sorted(broker.users.items()):
-        hashed = broker.user_hashes.get(name)
-        password_hash, algorithm = hashed if hashed else (hash_password(password), DEFAULT_ALGORITHM)
-        users.append(
-            {
-                "name": name,
-                "password_hash": password_hash,
-                "hashing_algorithm": algorithm,
-                "tags": ["administrator"],
-                "limits": {},
-            }
-        )
+    access = broker.access
+    users = [
+        {
+            "name": user.name,
+            "password_hash": user.password_hash,
+            "hashing_algorithm": user.hashing_algorithm,
+            "tags": list(user.tags),
+            "limits": dict(user.limits),
+        }
+        for _, user in sorted(access.users.items())
+    ]
     vhosts = sorted(broker.vhosts)
     definitions: dict[str, Any] = {
         "rabbit_version": __version__,
@@ -171,15 +230,15 @@ def export_definitions(broker: Broker) -> dict[str, Any]:
         "product_name": "WarrenMQ",
         "product_version": __version__,
         "users": users,
-        "vhosts": [
-            {"name": name, "limits": [], "metadata": {"description": "", "tags": []}} for name in vhosts
-        ],
+        "vhosts": [_vhost_entry(broker, name) for name in vhosts],
         "permissions": [
-            {"user": user, "vhost": vhost, "configure": ".*", "write": ".*", "read": ".*"}
-            for user in sorted(broker.users)
-            for vhost in vhosts
+            {"user": p.user, "vhost": p.vhost, "configure": p.configure, "write": p.write, "read": p.read}
+            for _, p in sorted(access.permissions.items())
         ],
-        "topic_permissions": [],
+        "topic_permissions": [
+            {"user": t.user, "vhost": t.vhost, "exchange": t.exchange, "write": t.write, "read": t.read}
+            for _, t in sorted(access.topic_permissions.items())
+        ],
         "parameters": [],
         "global_parameters": [],
         "policies": [],

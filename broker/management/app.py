@@ -1,0 +1,116 @@
+"""The management HTTP API as one aiohttp application: a single route table gathered from the resource
+modules, a middleware that logs the caller in and answers errors in RabbitMQ's shapes, and the readiness
+probe. Unknown paths are 404 Object Not Found and known paths with another method 405 with ``Allow``, both
+before authentication, as cowboy_rest answers them."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+
+import structlog
+from aiohttp import web
+
+from broker.management.auth import USER_KEY, Gate, check_gate, login
+from broker.management.context import ManagementContext
+from broker.management.errors import ApiError, json_response, not_found
+from broker.management.resources import (
+    bindings,
+    connections,
+    definitions,
+    exchanges,
+    health,
+    nodes,
+    overview,
+    permissions,
+    queues,
+    users,
+    vhosts,
+)
+from broker.management.routing import Route
+
+log = structlog.get_logger("warrenmq.management")
+CONTEXT_KEY = web.AppKey("context", ManagementContext)
+ROUTES: list[Route] = [
+    *overview.ROUTES,
+    *nodes.ROUTES,
+    *vhosts.ROUTES,
+    *users.ROUTES,
+    *permissions.ROUTES,
+    *queues.ROUTES,
+    *exchanges.ROUTES,
+    *bindings.ROUTES,
+    *connections.ROUTES,
+    *definitions.ROUTES,
+    *health.ROUTES,
+]
+_MAX_BODY_BYTES = 64 * 1024 * 1024  # definitions files can be large
+
+
+def _endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def endpoint(request: web.Request) -> web.StreamResponse:
+        context = request.app[CONTEXT_KEY]
+        if route.gate is not Gate.PUBLIC:
+            user = login(context, request)
+            check_gate(context, request, user, route.gate)
+            request[USER_KEY] = user
+        return await route.handler(request, context)
+
+    endpoint.__name__ = route.handler.__name__
+    return endpoint
+
+
+@web.middleware
+async def errors_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiError as error:
+        return error.response()
+    except web.HTTPMethodNotAllowed as error:
+        # cowboy_rest: 405 with Allow and no body.
+        return web.Response(status=405, headers={"Allow": allow_header(error.allowed_methods)})
+    except web.HTTPNotFound:
+        return not_found().response()
+    except web.HTTPRequestEntityTooLarge:
+        return ApiError(413, "bad_request", "request body too large").response()
+
+
+# The order in which RabbitMQ's resources list their allowed_methods.
+_METHOD_ORDER = ("HEAD", "GET", "PUT", "POST", "DELETE", "OPTIONS")
+
+
+def allow_header(methods: Iterable[str]) -> str:
+    """Every method of a path plus HEAD (where GET is) and OPTIONS, as cowboy_rest lists them."""
+    allowed = set(methods) | {"OPTIONS"}
+    if "GET" in allowed:
+        allowed.add("HEAD")
+    return ", ".join(method for method in _METHOD_ORDER if method in allowed)
+
+
+def _options(allow: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def options(request: web.Request) -> web.StreamResponse:
+        return web.Response(status=200, headers={"Allow": allow})  # no login, as rabbit_mgmt_util
+
+    return options
+
+
+async def ready(request: web.Request) -> web.Response:
+    """Unauthenticated readiness probe (WarrenMQ's own): the AMQP port is bound once this answers."""
+    return json_response({"status": "ok"})
+
+
+def build_app(context: ManagementContext) -> web.Application:
+    app = web.Application(middlewares=[errors_middleware], client_max_size=_MAX_BODY_BYTES)
+    app[CONTEXT_KEY] = context
+    app.router.add_get("/ready", ready)
+    methods: dict[str, list[str]] = {}
+    for route in ROUTES:
+        endpoint = _endpoint(route)
+        app.router.add_route(route.method, route.path, endpoint)
+        if route.method == "GET":
+            app.router.add_route("HEAD", route.path, endpoint)
+        methods.setdefault(route.path, []).append(route.method)
+    for path, allowed in methods.items():
+        app.router.add_route("OPTIONS", path, _options(allow_header(allowed)))
+    return app

@@ -1,0 +1,83 @@
+"""Who is calling and what their tags let them see (rabbit_mgmt_util:is_authorized*): Basic credentials
+checked against the broker's users, then a gate per route."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from enum import Enum
+
+from aiohttp import web
+
+from broker.core.access import User
+from broker.management.context import ManagementContext
+from broker.management.errors import ApiError, not_authorised
+
+REALM = 'Basic realm="RabbitMQ Management"'
+USER_KEY = web.RequestKey("user", User)
+
+
+class Gate(Enum):
+    """The check a route applies after login, with RabbitMQ's refusal reason."""
+
+    PUBLIC = "public"  # no login (GET /api/auth, which the UI reads before logging in)
+    MANAGEMENT = ""  # any user with a management tag
+    ADMIN = "Not administrator user"
+    MONITOR = "Not monitor user"
+    VHOST = "User not authorised to access virtual host"
+    POLICIES = "User not authorised to access object"
+
+
+def credentials(request: web.Request) -> tuple[str, str] | None:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        user, sep, password = base64.b64decode(token.strip(), validate=True).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return (user, password) if sep else None
+
+
+def login(context: ManagementContext, request: web.Request) -> User:
+    """The authenticated management user, or the 401 RabbitMQ answers (realm header on missing or bad
+    credentials; "Not management user" for a user without a management tag)."""
+    given = credentials(request)
+    if given is None:
+        raise ApiError(401, "", "", {"WWW-Authenticate": REALM})
+    user = context.broker.access.authenticate(*given)
+    if user is None:
+        raise ApiError(401, "not_authorized", "Login failed", {"WWW-Authenticate": REALM})
+    if not user.is_management:
+        raise not_authorised("Not management user")
+    return user
+
+
+def visible_vhosts(context: ManagementContext, user: User) -> list[str]:
+    """Monitors and administrators see every vhost; other users the vhosts they have permissions in."""
+    if user.is_monitor:
+        return sorted(context.broker.vhosts)
+    return [name for name in context.broker.access.login_vhosts(user.name) if name in context.broker.vhosts]
+
+
+def check_gate(context: ManagementContext, request: web.Request, user: User, gate: Gate) -> None:
+    vhost = request.match_info.get("vhost")
+    in_vhost = (
+        vhost is None
+        or vhost not in context.broker.vhosts
+        or vhost in context.broker.access.login_vhosts(user.name)
+    )
+    allowed = {
+        Gate.PUBLIC: True,
+        Gate.MANAGEMENT: True,
+        Gate.ADMIN: user.is_administrator,
+        Gate.MONITOR: user.is_monitor,
+        Gate.VHOST: user.is_administrator or in_vhost,
+        Gate.POLICIES: user.is_administrator or (user.is_policymaker and in_vhost),
+    }[gate]
+    if not allowed:
+        raise not_authorised(gate.value)
+
+
+def current_user(request: web.Request) -> User:
+    return request[USER_KEY]

@@ -1,0 +1,55 @@
+"""What every resource reads: the running server and broker, the node name, and the open AMQP connections
+(read through `live`, the one place that knows the session layer's attribute names)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from broker.core.broker import Broker
+from broker.core.vhost import VirtualHost
+from broker.management import live
+from broker.management.errors import not_found
+
+if TYPE_CHECKING:
+    from broker.server.listener import Server
+
+
+def default_node_name() -> str:
+    # RabbitMQ's node names are name@host; cluster_name defaults to the node name with the full host.
+    return f"warrenmq@{socket.gethostname().split('.')[0] or 'localhost'}"
+
+
+@dataclass
+class ManagementContext:
+    server: Server
+    node: str = field(default_factory=default_node_name)
+    http_port: int = 0
+    http_host: str = ""
+    started_monotonic_s: float = field(default_factory=time.monotonic)
+    cluster_name: str = ""
+    os_pid: str = field(default_factory=lambda: str(os.getpid()))
+
+    def __post_init__(self) -> None:
+        if not self.cluster_name:
+            self.cluster_name = self.node
+
+    @property
+    def broker(self) -> Broker:
+        return self.server.broker
+
+    def vhost(self, name: str) -> VirtualHost:
+        """The vhost of a path, or 404 Object Not Found."""
+        vhost = self.broker.vhosts.get(name)
+        if vhost is None:
+            raise not_found()
+        return vhost
+
+    def uptime_ms(self) -> int:
+        return int((time.monotonic() - self.started_monotonic_s) * 1000)
+
+    def open_connections(self) -> list[Any]:
+        return live.open_connections(self.server)

@@ -1,0 +1,64 @@
+"""Read-only views of open AMQP connections, channels and consumers for the API. The session layer's attribute
+names are read here only, so a change there is a change in this one module."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from protocol.connection import ConnectionState
+
+if TYPE_CHECKING:
+    from broker.server.listener import Server
+
+
+def open_connections(server: Server) -> list[Any]:
+    """Protocols whose session completed connection.open, oldest first by name."""
+    opened = [
+        protocol
+        for protocol in server.connections
+        if protocol.session is not None and protocol.session.state is ConnectionState.OPEN
+    ]
+    return sorted(opened, key=lambda protocol: str(protocol.name))
+
+
+def connection_vhost(protocol: Any) -> str:
+    vhost = protocol.session.vhost
+    return str(vhost.name) if vhost is not None else ""
+
+
+def connection_user(protocol: Any) -> str:
+    return str(protocol.session.username)
+
+
+def sockets(protocol: Any) -> tuple[tuple[str, int], tuple[str, int]]:
+    """(peer, local) addresses of the connection's socket."""
+    transport = protocol.transport
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    local = transport.get_extra_info("sockname") if transport is not None else None
+    return _pair(peer), _pair(local)
+
+
+def _pair(address: Any) -> tuple[str, int]:
+    return (str(address[0]), int(address[1])) if isinstance(address, tuple) else ("", 0)
+
+
+def channels(protocol: Any) -> list[tuple[int, Any]]:
+    return sorted(protocol.session.channels.items())
+
+
+def channel_name(protocol: Any, number: int) -> str:
+    # RabbitMQ: "<connection name> (<channel number>)".
+    return f"{protocol.name} ({number})"
+
+
+def channel_consumers(channel: Any) -> list[Any]:
+    return list(channel.consumers.values())
+
+
+def channel_unacked(channel: Any) -> int:
+    unacked = channel.unacked
+    return len(unacked) if hasattr(unacked, "__len__") else 0
+
+
+def force_close(protocol: Any, reason: str) -> None:
+    protocol.session.force_close(reason)

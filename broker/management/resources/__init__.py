@@ -1,0 +1,1 @@
+"""One module per resource of RabbitMQ's HTTP API; each exposes ROUTES for the app's single route table."""

@@ -1,0 +1,133 @@
+"""/api/bindings: lists (all, per vhost, per exchange-queue and exchange-exchange pair), POST to create
+(answering 201 with a Location of the new binding), GET/DELETE one by its properties key."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote_plus, unquote_plus
+
+from aiohttp import web
+
+from broker.management.auth import Gate, current_user, visible_vhosts
+from broker.management.context import ManagementContext
+from broker.management.errors import ApiError, access_refused, bad_request, no_content, not_found
+from broker.management.paging import reply, reply_list
+from broker.management.resources.exchanges import exchange_name
+from broker.management.resources.queues import check
+from broker.management.routing import Route, amqp_error, body_json
+from broker.management.serialize import properties_key, vhost_bindings
+from protocol.errors import AMQPError
+
+_PAIR = "/api/bindings/{vhost}/e/{source:[^/]*}/{dtype:[eq]}/{destination:[^/]*}"
+
+
+def _kind(request: web.Request) -> str:
+    return "queue" if request.match_info["dtype"] == "q" else "exchange"
+
+
+def _destination(request: web.Request) -> str:
+    if _kind(request) == "exchange":
+        return exchange_name(request, "destination")
+    return request.match_info["destination"]
+
+
+def _pair_rows(request: web.Request, context: ManagementContext) -> list[dict[str, Any]]:
+    """The bindings between the path's source and destination; 404 when either is missing."""
+    vhost = context.vhost(request.match_info["vhost"])
+    source, destination, kind = exchange_name(request, "source"), _destination(request), _kind(request)
+    ends = vhost.queues if kind == "queue" else vhost.exchanges
+    if source not in vhost.exchanges or destination not in ends:
+        raise not_found()
+    return [
+        row
+        for row in vhost_bindings(vhost)
+        if row["source"] == source and row["destination"] == destination and row["destination_type"] == kind
+    ]
+
+
+async def list_bindings(request: web.Request, context: ManagementContext) -> web.Response:
+    names = visible_vhosts(context, current_user(request))
+    rows = [row for name in names for row in vhost_bindings(context.broker.vhosts[name])]
+    return reply_list(request, rows, ())
+
+
+async def list_vhost_bindings(request: web.Request, context: ManagementContext) -> web.Response:
+    return reply_list(request, vhost_bindings(context.vhost(request.match_info["vhost"])), ())
+
+
+async def list_pair(request: web.Request, context: ManagementContext) -> web.Response:
+    return reply_list(request, _pair_rows(request, context), ())
+
+
+async def create_binding(request: web.Request, context: ManagementContext) -> web.Response:
+    vhost = context.vhost(request.match_info["vhost"])
+    source, destination, kind = exchange_name(request, "source"), _destination(request), _kind(request)
+    body = await body_json(request)
+    routing_key = body.get("routing_key", "")
+    arguments = body.get("arguments") or {}
+    if not isinstance(routing_key, str) or not isinstance(arguments, dict):
+        raise bad_request("routing_key must be a string and arguments an object")
+    if source == "" or (kind == "exchange" and destination == ""):
+        raise access_refused()  # the default exchange takes no bindings
+    if source not in vhost.exchanges:
+        raise ApiError(404, "not_found", f"no exchange '{source}' in vhost '{vhost.name}'")
+    if kind == "queue" and destination not in vhost.queues:
+        raise ApiError(404, "not_found", f"no queue '{destination}' in vhost '{vhost.name}'")
+    if kind == "exchange" and destination not in vhost.exchanges:
+        raise ApiError(404, "not_found", f"no exchange '{destination}' in vhost '{vhost.name}'")
+    check(request, context, kind, destination, "write")
+    check(request, context, "exchange", source, "read")
+    try:
+        if kind == "queue":
+            owner = vhost.queues[destination].exclusive_owner
+            vhost.bind_queue(destination, source, routing_key, arguments, owner)
+        else:
+            vhost.bind_exchange(destination, source, routing_key, arguments)
+    except AMQPError as error:
+        raise amqp_error(error) from None
+    key = properties_key(routing_key, arguments)
+    # RabbitMQ answers a Location relative to the POSTed URI: destination/properties_key, form-encoded.
+    location = f"{quote_plus(destination, safe='')}/{quote_plus(key, safe='')}"
+    return no_content(201, {"Location": location})
+
+
+def _one(request: web.Request, context: ManagementContext) -> dict[str, Any]:
+    # RabbitMQ unquotes the key once more after the path's own decoding, so "a.%23" and "a.%2523" both name
+    # the binding whose properties_key is "a.%23" (pyrabbit2 sends the former, rabbitmqadmin the latter).
+    wanted = unquote_plus(request.match_info["props"])
+    for row in _pair_rows(request, context):
+        if unquote_plus(row["properties_key"]) == wanted:
+            return row
+    raise not_found()
+
+
+async def get_binding(request: web.Request, context: ManagementContext) -> web.Response:
+    return reply(request, _one(request, context))
+
+
+async def delete_binding(request: web.Request, context: ManagementContext) -> web.Response:
+    row = _one(request, context)
+    vhost = context.vhost(request.match_info["vhost"])
+    if row["source"] == "":
+        raise access_refused()
+    check(request, context, row["destination_type"], row["destination"], "write")
+    check(request, context, "exchange", row["source"], "read")
+    try:
+        if row["destination_type"] == "queue":
+            owner = vhost.queues[row["destination"]].exclusive_owner
+            vhost.unbind_queue(row["destination"], row["source"], row["routing_key"], row["arguments"], owner)
+        else:
+            vhost.unbind_exchange(row["destination"], row["source"], row["routing_key"], row["arguments"])
+    except AMQPError as error:
+        raise amqp_error(error) from None
+    return no_content()
+
+
+ROUTES = [
+    Route("GET", "/api/bindings", list_bindings),
+    Route("GET", "/api/bindings/{vhost}", list_vhost_bindings, Gate.VHOST),
+    Route("GET", _PAIR, list_pair, Gate.VHOST),
+    Route("POST", _PAIR, create_binding, Gate.VHOST),
+    Route("GET", _PAIR + "/{props}", get_binding, Gate.VHOST),
+    Route("DELETE", _PAIR + "/{props}", delete_binding, Gate.VHOST),
+]

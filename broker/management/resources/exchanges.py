@@ -1,0 +1,156 @@
+"""/api/exchanges: lists, GET/PUT/DELETE one (if-unused), its bindings as source and as destination, and
+POST publish. "amq.default" in a path is the default exchange, which cannot be declared or deleted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from broker.core.exchange import Exchange
+from broker.core.expiration import parse_expiration
+from broker.management.auth import Gate, current_user, visible_vhosts
+from broker.management.context import ManagementContext
+from broker.management.errors import (
+    ApiError,
+    access_refused,
+    bad_request,
+    json_response,
+    no_content,
+    not_found,
+)
+from broker.management.messages import build_message
+from broker.management.paging import reply, reply_list
+from broker.management.resources.queues import check
+from broker.management.routing import Route, amqp_error, body_json, flag, query_flag
+from broker.management.serialize import exchange_json, vhost_bindings
+from protocol.errors import AMQPError
+
+DEFAULT_EXCHANGE_ALIAS = "amq.default"
+
+
+def exchange_name(request: web.Request, key: str = "name") -> str:
+    """rabbit_mgmt_util:id: "amq.default" in a path names the default exchange ""."""
+    name = request.match_info[key]
+    return "" if name == DEFAULT_EXCHANGE_ALIAS else name
+
+
+def _exchange(request: web.Request, context: ManagementContext) -> Exchange:
+    exchange = context.vhost(request.match_info["vhost"]).exchanges.get(exchange_name(request))
+    if exchange is None:
+        raise not_found()
+    return exchange
+
+
+async def list_exchanges(request: web.Request, context: ManagementContext) -> web.Response:
+    names = visible_vhosts(context, current_user(request))
+    rows = [
+        exchange_json(exchange, name)
+        for name in names
+        for exchange in context.broker.vhosts[name].exchanges.values()
+    ]
+    return reply_list(request, rows)
+
+
+async def list_vhost_exchanges(request: web.Request, context: ManagementContext) -> web.Response:
+    vhost = context.vhost(request.match_info["vhost"])
+    return reply_list(request, [exchange_json(exchange, vhost.name) for exchange in vhost.exchanges.values()])
+
+
+async def get_exchange(request: web.Request, context: ManagementContext) -> web.Response:
+    exchange = _exchange(request, context)
+    row: dict[str, Any] = exchange_json(exchange, request.match_info["vhost"])
+    row["incoming"] = []
+    row["outgoing"] = []
+    return reply(request, row)
+
+
+async def put_exchange(request: web.Request, context: ManagementContext) -> web.Response:
+    vhost = context.vhost(request.match_info["vhost"])
+    name = exchange_name(request)
+    body = await body_json(request)
+    arguments = body.get("arguments") or {}
+    if not isinstance(arguments, dict):
+        raise bad_request("arguments must be an object")
+    type_name = body.get("type", "direct")
+    if not isinstance(type_name, str):
+        raise bad_request("type must be a string")
+    if name == "":
+        raise access_refused()
+    check(request, context, "exchange", name, "configure")
+    existed = name in vhost.exchanges
+    try:
+        vhost.declare_exchange(
+            name,
+            type_name,
+            durable=flag(body.get("durable")),
+            auto_delete=flag(body.get("auto_delete")),
+            internal=flag(body.get("internal")),
+            arguments=arguments,
+        )
+    except AMQPError as error:
+        raise amqp_error(error) from None
+    return no_content(204 if existed else 201)
+
+
+async def delete_exchange(request: web.Request, context: ManagementContext) -> web.Response:
+    name = exchange_name(request)
+    if name == "":
+        raise access_refused()
+    exchange = _exchange(request, context)
+    check(request, context, "exchange", exchange.name, "configure")
+    try:
+        context.vhost(request.match_info["vhost"]).delete_exchange(
+            exchange.name, if_unused=query_flag(request, "if-unused")
+        )
+    except AMQPError as error:
+        raise amqp_error(error) from None
+    return no_content()
+
+
+async def bindings_source(request: web.Request, context: ManagementContext) -> web.Response:
+    exchange = _exchange(request, context)
+    rows = [
+        row
+        for row in vhost_bindings(context.vhost(request.match_info["vhost"]))
+        if row["source"] == exchange.name
+    ]
+    return reply_list(request, rows, ())
+
+
+async def bindings_destination(request: web.Request, context: ManagementContext) -> web.Response:
+    exchange = _exchange(request, context)
+    rows = [
+        row
+        for row in vhost_bindings(context.vhost(request.match_info["vhost"]))
+        if row["destination_type"] == "exchange" and row["destination"] == exchange.name
+    ]
+    return reply_list(request, rows, ())
+
+
+async def publish(request: web.Request, context: ManagementContext) -> web.Response:
+    vhost = context.vhost(request.match_info["vhost"])
+    name = exchange_name(request)
+    body = await body_json(request, ("routing_key", "properties", "payload", "payload_encoding"))
+    message = build_message(name, body)
+    check(request, context, "exchange", name, "write")
+    try:
+        if message.expiration is not None:
+            parse_expiration(message.expiration)  # basic.publish's check: 406 "invalid expiration ..."
+        queues, _ = vhost.publish(name, message)
+    except AMQPError as error:
+        # rabbit_mgmt_wm_exchange_publish reports the channel error as "<code> <reply text>".
+        raise ApiError(400, "bad_request", f"{int(error.code)} {error.reply_text}") from None
+    return json_response({"routed": bool(queues)})
+
+
+ROUTES = [
+    Route("GET", "/api/exchanges", list_exchanges),
+    Route("GET", "/api/exchanges/{vhost}", list_vhost_exchanges, Gate.VHOST),
+    Route("GET", "/api/exchanges/{vhost}/{name}", get_exchange, Gate.VHOST),
+    Route("PUT", "/api/exchanges/{vhost}/{name}", put_exchange, Gate.VHOST),
+    Route("DELETE", "/api/exchanges/{vhost}/{name}", delete_exchange, Gate.VHOST),
+    Route("GET", "/api/exchanges/{vhost}/{name}/bindings/source", bindings_source, Gate.VHOST),
+    Route("GET", "/api/exchanges/{vhost}/{name}/bindings/destination", bindings_destination, Gate.VHOST),
+    Route("POST", "/api/exchanges/{vhost}/{name}/publish", publish, Gate.VHOST),
+]

@@ -1,0 +1,106 @@
+"""GET /api/aliveness-test/{vhost} and /api/health/checks/*: each check is real, and answers 503 with
+RabbitMQ's failure body when its condition does not hold."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from broker.management.auth import Gate
+from broker.management.context import ManagementContext
+from broker.management.errors import bad_request, json_response
+from broker.management.messages import build_message
+from broker.management.routing import Route
+from protocol.errors import AMQPError
+
+OK = {"status": "ok"}
+ALIVENESS_QUEUE = "aliveness-test"
+# rabbit_mgmt_wm_health_check_protocol_listener accepts these spellings of the AMQP 0-9-1 protocol.
+_PROTOCOL_ALIASES = {
+    "amqp": "amqp",
+    "amqp091": "amqp",
+    "amqp0-9-1": "amqp",
+    "amqp0.9.1": "amqp",
+    "amqp-0-9-1": "amqp",
+    "http": "http",
+    "management": "http",
+}
+
+
+def _failed(**fields: object) -> web.Response:
+    return json_response({"status": "failed", **fields}, 503)
+
+
+async def aliveness_test(request: web.Request, context: ManagementContext) -> web.Response:
+    """Declare the aliveness-test queue, publish a message to it and get it back (as RabbitMQ does; the queue
+    stays, as in RabbitMQ)."""
+    vhost = context.vhost(request.match_info["vhost"])
+    try:
+        queue = vhost.declare_queue(ALIVENESS_QUEUE, owner=None)
+        queue.purge()
+        message = build_message(
+            "", {"routing_key": ALIVENESS_QUEUE, "payload": "test_message", "payload_encoding": "string"}
+        )
+        vhost.publish("", message)
+        envelope = queue.get()
+    except AMQPError as error:
+        return _failed(reason=error.reply_text)
+    if envelope is None or envelope.message.body != b"test_message":
+        return _failed(reason="aliveness test message was not delivered")
+    return json_response(OK)
+
+
+async def no_alarms(request: web.Request, context: ManagementContext) -> web.Response:
+    # WarrenMQ raises no memory or disk alarms yet, so none can be in effect.
+    return json_response(OK)
+
+
+async def certificate_expiration(request: web.Request, context: ManagementContext) -> web.Response:
+    within, unit = request.match_info["within"], request.match_info["unit"]
+    if not within.isdigit() or unit not in ("days", "weeks", "months", "years"):
+        raise bad_request(f"Invalid expiration period: {within} {unit}")
+    return json_response(OK)  # no TLS listener, so no certificate can expire
+
+
+def _ports(context: ManagementContext) -> list[int]:
+    return [port for port in (context.http_port, context.server.port) if port]
+
+
+async def port_listener(request: web.Request, context: ManagementContext) -> web.Response:
+    raw = request.match_info["port"]
+    if not raw.isdigit():
+        raise bad_request(f"Invalid port: {raw}")
+    port = int(raw)
+    ports = _ports(context)
+    if port not in ports:
+        return _failed(reason="No active listener", missing=port, ports=ports)
+    return json_response({"status": "ok", "port": port})
+
+
+async def protocol_listener(request: web.Request, context: ManagementContext) -> web.Response:
+    raw = request.match_info["protocol"]
+    protocol = _PROTOCOL_ALIASES.get(raw.lower())
+    active = ["http", "amqp"]
+    if protocol is None:
+        return _failed(reason="No active listener", missing=raw, protocols=active)
+    return json_response({"status": "ok", "protocol": protocol})
+
+
+async def virtual_hosts(request: web.Request, context: ManagementContext) -> web.Response:
+    return json_response(OK)  # a vhost exists only while it runs
+
+
+async def single_node(request: web.Request, context: ManagementContext) -> web.Response:
+    return json_response({"status": "ok", "reason": "single node cluster"})
+
+
+ROUTES = [
+    Route("GET", "/api/aliveness-test/{vhost}", aliveness_test, Gate.VHOST),
+    Route("GET", "/api/health/checks/alarms", no_alarms),
+    Route("GET", "/api/health/checks/local-alarms", no_alarms),
+    Route("GET", "/api/health/checks/certificate-expiration/{within}/{unit}", certificate_expiration),
+    Route("GET", "/api/health/checks/port-listener/{port}", port_listener),
+    Route("GET", "/api/health/checks/protocol-listener/{protocol}", protocol_listener),
+    Route("GET", "/api/health/checks/virtual-hosts", virtual_hosts),
+    Route("GET", "/api/health/checks/node-is-mirror-sync-critical", single_node),
+    Route("GET", "/api/health/checks/node-is-quorum-critical", single_node),
+]

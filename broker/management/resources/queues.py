@@ -1,0 +1,187 @@
+"""/api/queues: lists, GET/PUT/DELETE one (if-unused, if-empty), its bindings, DELETE contents (purge) and
+POST get (ackmode ack_requeue_true/false, reject_requeue_true/false; encoding auto/base64; truncate)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from broker.core.queue import Queue
+from broker.management.auth import Gate, current_user, visible_vhosts
+from broker.management.context import ManagementContext
+from broker.management.errors import access_refused, bad_request, json_response, no_content, not_found
+from broker.management.messages import message_json
+from broker.management.paging import reply, reply_list
+from broker.management.routing import Route, amqp_error, body_json, flag, query_flag
+from broker.management.serialize import queue_json, vhost_bindings
+from protocol.errors import AMQPError
+
+_ACKMODES = ("ack_requeue_true", "ack_requeue_false", "reject_requeue_true", "reject_requeue_false")
+
+
+def check(request: web.Request, context: ManagementContext, kind: str, name: str, permission: str) -> None:
+    """The acting user's vhost permission, as the AMQP operation the API performs would check it."""
+    user = current_user(request)
+    vhost = request.match_info["vhost"]
+    if not context.broker.access.authorize(user.name, vhost, kind, name, permission):  # type: ignore[arg-type]
+        raise access_refused()
+
+
+def _queue(request: web.Request, context: ManagementContext) -> Queue:
+    queue = context.vhost(request.match_info["vhost"]).queues.get(request.match_info["name"])
+    if queue is None:
+        raise not_found()
+    return queue
+
+
+async def list_queues(request: web.Request, context: ManagementContext) -> web.Response:
+    names = visible_vhosts(context, current_user(request))
+    rows = [
+        queue_json(queue, context.node)
+        for name in names
+        for queue in context.broker.vhosts[name].queues.values()
+    ]
+    return reply_list(request, rows)
+
+
+async def list_vhost_queues(request: web.Request, context: ManagementContext) -> web.Response:
+    vhost = context.vhost(request.match_info["vhost"])
+    return reply_list(request, [queue_json(queue, context.node) for queue in vhost.queues.values()])
+
+
+async def get_queue(request: web.Request, context: ManagementContext) -> web.Response:
+    queue = _queue(request, context)
+    row: dict[str, Any] = queue_json(queue, context.node)
+    row["consumer_details"] = [
+        {
+            "arguments": dict(consumer.arguments),
+            "consumer_tag": consumer.consumer_tag,
+            "exclusive": consumer.exclusive,
+            "ack_required": not consumer.no_ack,
+            "prefetch_count": consumer.prefetch_count,
+            "active": True,
+            "activity_status": "up",
+            "queue": {"name": queue.name, "vhost": queue.vhost},
+        }
+        for consumer in queue.consumers
+    ]
+    row["deliveries"] = []
+    row["incoming"] = []
+    return reply(request, row)
+
+
+async def put_queue(request: web.Request, context: ManagementContext) -> web.Response:
+    vhost = context.vhost(request.match_info["vhost"])
+    name = request.match_info["name"]
+    body = await body_json(request)
+    arguments = body.get("arguments") or {}
+    if not isinstance(arguments, dict):
+        raise bad_request("arguments must be an object")
+    if len(name.encode()) > 255:
+        # rabbit_mgmt_wm_queue's own check, with its text (trailing newline included).
+        raise bad_request(f"queue should be less than 255 bytes, actually was {len(name.encode())}\n")
+    check(request, context, "queue", name, "configure")
+    default_type = context.broker.vhost_metadata.get(vhost.name, {}).get("default_queue_type")
+    if default_type and "x-queue-type" not in arguments:
+        arguments = {**arguments, "x-queue-type": default_type}  # RabbitMQ 3.13 applies the vhost default
+    existed = name in vhost.queues
+    try:
+        vhost.declare_queue(
+            name,
+            owner=None,
+            durable=flag(body.get("durable")),  # RabbitMQ: false unless given
+            auto_delete=flag(body.get("auto_delete")),
+            arguments=arguments,
+        )
+    except AMQPError as error:
+        raise amqp_error(error) from None
+    return no_content(204 if existed else 201)
+
+
+async def delete_queue(request: web.Request, context: ManagementContext) -> web.Response:
+    queue = _queue(request, context)
+    check(request, context, "queue", queue.name, "configure")
+    try:
+        context.vhost(queue.vhost).delete_queue(
+            queue.name,
+            owner=queue.exclusive_owner,
+            if_unused=query_flag(request, "if-unused"),
+            if_empty=query_flag(request, "if-empty"),
+        )
+    except AMQPError as error:
+        raise amqp_error(error) from None
+    return no_content()
+
+
+async def queue_bindings(request: web.Request, context: ManagementContext) -> web.Response:
+    queue = _queue(request, context)
+    rows = [
+        row
+        for row in vhost_bindings(context.vhost(queue.vhost))
+        if row["destination_type"] == "queue" and row["destination"] == queue.name
+    ]
+    return reply_list(request, rows, ())
+
+
+async def purge_queue(request: web.Request, context: ManagementContext) -> web.Response:
+    queue = _queue(request, context)
+    check(request, context, "queue", queue.name, "read")
+    try:
+        context.vhost(queue.vhost).purge_queue(queue.name, queue.exclusive_owner)
+    except AMQPError as error:
+        raise amqp_error(error) from None
+    return no_content()
+
+
+def _integer(value: Any) -> int:
+    """rabbit_mgmt_util:parse_int: a JSON integer or its decimal text (rabbitmqadmin sends text)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    raise bad_request(f"{value!r} is not a non-negative integer")
+
+
+async def get_messages(request: web.Request, context: ManagementContext) -> web.Response:
+    queue = _queue(request, context)
+    body = await body_json(request, ("count", "ackmode", "encoding"))
+    count, ackmode, encoding = _integer(body["count"]), body["ackmode"], body["encoding"]
+    truncate = _integer(body["truncate"]) if body.get("truncate") not in (None, "") else None
+    if ackmode not in _ACKMODES:
+        raise bad_request(f"Unknown ackmode: {ackmode}")
+    if encoding not in ("auto", "base64"):
+        raise bad_request(f"Unsupported encoding {encoding}")
+    check(request, context, "queue", queue.name, "read")
+    taken = []
+    for _ in range(count):
+        envelope = queue.get()
+        if envelope is None:
+            break
+        # message_count is what remains after each get, as basic.get-ok reports it.
+        taken.append((envelope, envelope.redelivered, len(queue.ready)))
+    rows = [
+        message_json(envelope.message, redelivered, remaining, encoding, truncate)
+        for envelope, redelivered, remaining in taken
+    ]
+    envelopes = [envelope for envelope, _, _ in taken]
+    if ackmode.endswith("requeue_true"):
+        queue.requeue(envelopes)
+    elif envelopes:
+        if queue.store is not None:
+            queue.store.messages_removed(queue, [e for e in envelopes if e.message.delivery_mode == 2])
+        if ackmode == "reject_requeue_false":
+            context.vhost(queue.vhost).dead_letter(queue, envelopes, "rejected")
+    return json_response(rows)
+
+
+ROUTES = [
+    Route("GET", "/api/queues", list_queues),
+    Route("GET", "/api/queues/{vhost}", list_vhost_queues, Gate.VHOST),
+    Route("GET", "/api/queues/{vhost}/{name}", get_queue, Gate.VHOST),
+    Route("PUT", "/api/queues/{vhost}/{name}", put_queue, Gate.VHOST),
+    Route("DELETE", "/api/queues/{vhost}/{name}", delete_queue, Gate.VHOST),
+    Route("GET", "/api/queues/{vhost}/{name}/bindings", queue_bindings, Gate.VHOST),
+    Route("DELETE", "/api/queues/{vhost}/{name}/contents", purge_queue, Gate.VHOST),
+    Route("POST", "/api/queues/{vhost}/{name}/get", get_messages, Gate.VHOST),
+]
