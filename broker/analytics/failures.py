@@ -11,7 +11,9 @@ from pathlib import Path
 
 _MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
 _NO_PYTHON = re.compile(r'Cannot run program "([^"]+)"')
-_NO_SCHEME = re.compile(r'No FileSystem for scheme "?([\w+.-]+)"?')
+_NO_SCHEME = re.compile(
+    r'No FileSystem for scheme "?([\w+.-]+)"?|Class org\.apache\.hadoop\.fs\.(\w+)\.\w+FileSystem not found'
+)
 _NOT_FOUND = re.compile(r"(?:FileNotFoundException|PATH_NOT_FOUND)\W+(.*)")
 _PYTHON_ERROR = re.compile(r"^(\w+(?:Error|Exception): .+)$", re.MULTILINE)
 _PACK_HINT = (
@@ -63,8 +65,9 @@ def explain(error: BaseException) -> str:
         return "Spark master unreachable: all masters are unresponsive"
     found = _NO_SCHEME.search(text)
     if found:
+        scheme = found.group(1) or found.group(2)
         return (
-            f"no Hadoop filesystem for scheme {found.group(1)!r}: add its connector to Spark "
+            f"no Hadoop filesystem for scheme {scheme!r}: add its connector to Spark "
             "(s3a: --packages org.apache.hadoop:hadoop-aws:<Spark's Hadoop version>)"
         )
     found = _NOT_FOUND.search(text)

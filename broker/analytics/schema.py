@@ -138,7 +138,9 @@ def _check_remote_root(spark: SparkSession, root: str) -> None:
         exists = path.getFileSystem(hadoop_conf).exists(path)
     except Py4JJavaError as error:
         scheme = urlparse(root).scheme
-        if "UnsupportedFileSystemException" in str(error) or "No FileSystem for scheme" in str(error):
+        text = str(error)
+        # No FileSystem for the scheme at all, or one Hadoop knows by name whose jar is missing (s3a).
+        if "No FileSystem for scheme" in text or "FileSystem not found" in text:
             raise AnalyticsError(
                 f"no Hadoop filesystem for scheme {scheme!r} (journal {root}): add its connector to Spark, "
                 "e.g. --packages org.apache.hadoop:hadoop-aws:<Spark's Hadoop version> for s3a"

@@ -6,8 +6,9 @@ and queues at ``--rate`` messages per simulated second, TTD drawn from an expone
 ``--captures N``: route_capture rows on the topic exchange ``orders`` plus two definitions files
 (``defs-a.json``: ``--bindings`` topic bindings; ``defs-b.json``: the same with 1 binding in 100 moved to
 another queue), so `replay` has work.
-Captured keys are ``r<region>.i<item>``; bindings are mostly exact keys, 1 in 50 ``r<region>.*``, and about
-1 key in 20 matches no binding. ``queues`` (what the live broker did) is left null: A is taken as live.
+Captured keys are ``r<region>.i<item>.m<msg_seq>``, each one distinct (the memo in replay does not help);
+bindings are ``r<region>.i<item>.#``, 1 in 50 ``r<region>.#``, and a few keys match none. ``queues`` (what
+the live broker did) is left null: topology A is taken as the live one.
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def _names(prefix: str, count: int, index: np.ndarray) -> pa.Array:
     return dictionary.take(pa.array(index))
 
 
+def _constant(value: str, rows: int) -> pa.Array:
+    return pa.array([value], pa.string()).take(pa.array(np.zeros(rows, np.int32)))
+
+
 def _write(root: Path, table: str, columns: dict[str, Any], part: int, first_us: int) -> None:
     rows = len(next(iter(columns.values())))
     arrays = []
@@ -59,7 +64,7 @@ def _write(root: Path, table: str, columns: dict[str, Any], part: int, first_us:
         if name == "v":
             value = np.full(rows, SCHEMA_VERSION, np.int16)
         elif name == "node":
-            value = _names("synth", 1, np.zeros(rows, np.int32))
+            value = _constant("synth", rows)
         if value is None:
             arrays.append(pa.nulls(rows, _ARROW[kind]))
         elif isinstance(value, pa.Array):
@@ -83,7 +88,7 @@ def _deliveries(root: Path, args: argparse.Namespace, rng: np.random.Generator) 
         columns = {
             "ts": deliver + 50,
             "outcome": np.where(nacked, "nack", "ack").astype(object),
-            "vhost": _names("/", 1, np.zeros(rows, np.int32)),
+            "vhost": _constant("/", rows),
             "msg_seq": seq,
             "exchange": _names("ex", args.exchanges, seq % args.exchanges),
             "routing_key": _names("k", 1000, seq % 1000),
@@ -102,7 +107,7 @@ def topology(bindings: int, queues: int, moved: bool) -> dict[str, Any]:
     ``moved`` sends 1 binding in 100 to the next queue (the candidate topology)."""
     items = []
     for j in range(bindings):
-        key = f"r{j % REGIONS}.*" if j % 50 == 49 else f"r{j % REGIONS}.i{j // REGIONS}"
+        key = f"r{j % REGIONS}.#" if j % 50 == 49 else f"r{j % REGIONS}.i{j // REGIONS}.#"
         queue = (j + 1) % queues if moved and j % 100 == 7 else j % queues
         binding = {"source": "orders", "vhost": "/", "destination": f"q{queue}"}
         items.append({**binding, "destination_type": "queue", "routing_key": key, "arguments": {}})
@@ -123,13 +128,12 @@ def _captures(root: Path, args: argparse.Namespace, rng: np.random.Generator) ->
         # Items up to 5% past the last bound one: those keys match only an r<region>.* binding, or nothing.
         region = rng.integers(0, REGIONS, len(seq))
         item = rng.integers(0, int(items * 1.05) + 1, len(seq))
-        keys = pa.array(
-            np.char.add(np.char.add(np.char.add("r", region.astype(str)), ".i"), item.astype(str))
-        )
+        prefix = np.char.add(np.char.add(np.char.add("r", region.astype(str)), ".i"), item.astype(str))
+        keys = pa.array(np.char.add(np.char.add(prefix, ".m"), seq.astype(str)))
         columns = {
             "ts": T0_US + (seq * (1_000_000 / args.rate)).astype(np.int64),
-            "vhost": _names("/", 1, np.zeros(len(seq), np.int32)), "msg_seq": seq,
-            "exchange": _names("orders", 1, np.zeros(len(seq), np.int32)), "routing_key": keys,
+            "vhost": _constant("/", len(seq)), "msg_seq": seq,
+            "exchange": _constant("orders", len(seq)), "routing_key": keys,
         }  # fmt: skip
         _write(root, ROUTE_CAPTURE, columns, part, int(columns["ts"][0]))
     for name, moved in (("defs-a.json", False), ("defs-b.json", True)):
