@@ -66,10 +66,12 @@ def _cached_replayer(defs_a: str, defs_b: str) -> Replayer:
 
 
 class Replayer:
-    """Routes captures through both topologies, remembering the answer per distinct routing input (real
-    traffic repeats a few keys millions of times; the memo is dropped when it grows past ``MEMO_LIMIT``)."""
+    """Routes captures through both topologies, remembering the answer per distinct routing input: real
+    traffic repeats a few keys millions of times. The memo stays small (dropped past ``MEMO_LIMIT``): with
+    every key distinct, a 200,000-entry memo cost 11 µs a row against 6.4 µs without one, 7.6 µs at 20,000
+    (1M synthetic captures, 10,000 bindings; the collector walking the memo is the difference)."""
 
-    MEMO_LIMIT = 200_000
+    MEMO_LIMIT = 10_000
 
     def __init__(self, topology_a: Topology, topology_b: Topology) -> None:
         self.topology_a, self.topology_b = topology_a, topology_b
