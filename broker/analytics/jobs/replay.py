@@ -130,11 +130,6 @@ class Replayer:
         return pa.RecordBatch.from_pydict(out, schema=pa.schema(_FIELDS))
 
 
-def diff_batch(batch: pa.RecordBatch, topology_a: Topology, topology_b: Topology) -> pa.RecordBatch:
-    """The differing rows of one batch of captures."""
-    return Replayer(topology_a, topology_b).diff(batch)
-
-
 def _replayer(defs_a: str, defs_b: str) -> Any:
     def replay(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         replayer = _cached_replayer(defs_a, defs_b)
