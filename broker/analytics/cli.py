@@ -153,6 +153,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "warrenmq analytics") ->
     try:
         summary = run(args, log_config=log_config, log=log)
     except AnalyticsError as error:
+        _remove(log, log_config)  # the line says it all
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
     except Exception as error:  # Spark's own failures (JVM, executors): one line unless --verbose
@@ -164,8 +165,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "warrenmq analytics") ->
             sink.write("\n" + "".join(traceback.format_exception(error)))
         print(f"{prog}: error: {explain(error)} (full log: {log})", file=sys.stderr)
         return 1
-    for kept_on_failure_only in (log, log_config):
-        if kept_on_failure_only is not None:
-            kept_on_failure_only.unlink(missing_ok=True)
+    _remove(log, log_config)  # kept only when Spark failed
     print(json.dumps(summary, indent=2, sort_keys=True, default=str))
     return 0
+
+
+def _remove(*paths: Path | None) -> None:
+    for path in paths:
+        if path is not None:
+            path.unlink(missing_ok=True)
