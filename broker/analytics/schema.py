@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -127,10 +129,33 @@ def read_table(spark: SparkSession, root: str, table: str, fmt: str = "auto") ->
     return frame
 
 
+def _check_remote_root(spark: SparkSession, root: str) -> None:
+    """``root`` on the cluster's filesystem (HDFS, S3, …) exists, asked through Hadoop's FileSystem API."""
+    jvm: Any = spark.sparkContext._jvm
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    path = jvm.org.apache.hadoop.fs.Path(root)
+    try:
+        exists = path.getFileSystem(hadoop_conf).exists(path)
+    except Py4JJavaError as error:
+        scheme = urlparse(root).scheme
+        text = str(error)
+        # No FileSystem for the scheme at all, or one Hadoop knows by name whose jar is missing (s3a).
+        if "No FileSystem for scheme" in text or "FileSystem not found" in text:
+            raise AnalyticsError(
+                f"no Hadoop filesystem for scheme {scheme!r} (journal {root}): add its connector to Spark, "
+                "e.g. --packages org.apache.hadoop:hadoop-aws:<Spark's Hadoop version> for s3a"
+            ) from None
+        raise
+    if not exists:
+        raise AnalyticsError(f"journal path not found on the cluster's filesystem: {root}")
+
+
 def load_journal(spark: SparkSession, root: str, fmt: str = "auto") -> Journal:
     """Every table of the journal at ``root``; AnalyticsError when the path is missing or holds nothing."""
     if is_local(root) and not _local(root).exists():
         raise AnalyticsError(f"journal path does not exist: {root}")
+    if not is_local(root):
+        _check_remote_root(spark, root)
     journal = Journal(
         root,
         read_table(spark, root, EVENTS, fmt),

@@ -10,6 +10,7 @@ against B (``change``: changed, now_unroutable, newly_routed) and A against what
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +38,7 @@ _FIELDS = [
     ("queues_b", pa.list_(pa.string())), ("added", pa.list_(pa.string())), ("removed", pa.list_(pa.string())),
     ("change", pa.string()), ("a_matches_live", pa.bool_()),
 ]  # fmt: skip
-_TOPOLOGIES: dict[str, tuple[Topology, Topology]] = {}
+_REPLAYERS: dict[str, Replayer] = {}
 
 
 def read_definitions(path: str) -> str:
@@ -53,50 +54,87 @@ def read_definitions(path: str) -> str:
     return text
 
 
-def _topologies(defs_a: str, defs_b: str) -> tuple[Topology, Topology]:
+def _cached_replayer(defs_a: str, defs_b: str) -> Replayer:
     key = hashlib.sha256(defs_a.encode() + b"\0" + defs_b.encode()).hexdigest()
-    cached = _TOPOLOGIES.get(key)
+    cached = _REPLAYERS.get(key)
     if cached is None:
-        cached = _TOPOLOGIES[key] = (load_definitions(defs_a), load_definitions(defs_b))
+        cached = _REPLAYERS[key] = Replayer(load_definitions(defs_a), load_definitions(defs_b))
+        # The two topologies are large, long-lived object graphs: out of the collector's sight, the
+        # per-row garbage no longer makes it walk them (a third of the per-row cost, measured).
+        gc.freeze()
     return cached
 
 
-def diff_batch(batch: pa.RecordBatch, topology_a: Topology, topology_b: Topology) -> pa.RecordBatch:
-    """The differing rows of one batch of captures (pure Python + pyarrow: testable without Spark)."""
-    rows = batch.to_pydict()
-    out: dict[str, list[Any]] = {name: [] for name, _ in _FIELDS}
-    for i in range(batch.num_rows):
-        vhost, exchange, key = rows["vhost"][i], rows["exchange"][i], rows["routing_key"][i]
-        headers = decode_table(rows["headers_json"][i])
-        routed_a = topology_a.route(vhost, exchange, key, headers) or []
-        routed_b = topology_b.route(vhost, exchange, key, headers) or []
-        live = rows["queues"][i]
-        set_a, set_b = set(routed_a), set(routed_b)
-        matches_live = live is None or set(live) == set_a
-        if set_a == set_b and matches_live:
-            continue
-        if set_a == set_b:
-            change = "unchanged"
-        elif not set_b:
-            change = "now_unroutable"
-        elif not set_a:
-            change = "newly_routed"
-        else:
-            change = "changed"
-        values = (
-            rows["node"][i], rows["msg_seq"][i], vhost, exchange, key, live, sorted(set_a), sorted(set_b),
-            sorted(set_b - set_a), sorted(set_a - set_b), change, matches_live,
-        )  # fmt: skip
-        for (name, _type), value in zip(_FIELDS, values, strict=True):
-            out[name].append(value)
-    return pa.RecordBatch.from_pydict(out, schema=pa.schema(_FIELDS))
+class Replayer:
+    """Routes captures through both topologies, remembering the answer per distinct routing input: real
+    traffic repeats a few keys millions of times. The memo stays small (dropped past ``MEMO_LIMIT``): with
+    every key distinct, a 200,000-entry memo cost 11 µs a row against 6.4 µs without one, 7.6 µs at 20,000
+    (1M synthetic captures, 10,000 bindings; the collector walking the memo is the difference)."""
+
+    MEMO_LIMIT = 10_000
+
+    def __init__(self, topology_a: Topology, topology_b: Topology) -> None:
+        self.topology_a, self.topology_b = topology_a, topology_b
+        self.memo: dict[tuple[str, str, str, str | None], tuple[frozenset[str], frozenset[str]]] = {}
+
+    def routes(
+        self, vhost: str, exchange: str, key: str, headers_json: str | None
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        """The queues topology A and topology B route one capture to."""
+        entry = (vhost, exchange, key, headers_json)
+        found = self.memo.get(entry)
+        if found is None:
+            if len(self.memo) >= self.MEMO_LIMIT:
+                self.memo.clear()
+            headers = decode_table(headers_json)
+            found = self.memo[entry] = (
+                frozenset(self.topology_a.route(vhost, exchange, key, headers) or ()),
+                frozenset(self.topology_b.route(vhost, exchange, key, headers) or ()),
+            )
+        return found
+
+    def diff(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The differing rows of one batch of captures (pure Python + pyarrow: testable without Spark)."""
+        column = batch.column
+        names = batch.schema.names
+        vhosts, exchanges, keys, headers, lives = (
+            column(names.index(name)).to_pylist()
+            for name in ("vhost", "exchange", "routing_key", "headers_json", "queues")
+        )
+        out: dict[str, list[Any]] = {name: [] for name, _ in _FIELDS}
+        nodes = seqs = None
+        routes = self.routes
+        for i, key in enumerate(keys):
+            set_a, set_b = routes(vhosts[i], exchanges[i], key, headers[i])
+            live = lives[i]
+            matches_live = live is None or set(live) == set_a
+            if set_a == set_b and matches_live:
+                continue
+            if nodes is None or seqs is None:
+                nodes = column(names.index("node")).to_pylist()
+                seqs = column(names.index("msg_seq")).to_pylist()
+            if set_a == set_b:
+                change = "unchanged"
+            elif not set_b:
+                change = "now_unroutable"
+            elif not set_a:
+                change = "newly_routed"
+            else:
+                change = "changed"
+            values = (
+                nodes[i], seqs[i], vhosts[i], exchanges[i], key, live, sorted(set_a), sorted(set_b),
+                sorted(set_b - set_a), sorted(set_a - set_b), change, matches_live,
+            )  # fmt: skip
+            for (name, _type), value in zip(_FIELDS, values, strict=True):
+                out[name].append(value)
+        return pa.RecordBatch.from_pydict(out, schema=pa.schema(_FIELDS))
 
 
 def _replayer(defs_a: str, defs_b: str) -> Any:
     def replay(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        topology_a, topology_b = _topologies(defs_a, defs_b)
+        replayer = _cached_replayer(defs_a, defs_b)
         for batch in batches:
-            yield diff_batch(batch, topology_a, topology_b)
+            yield replayer.diff(batch)
 
     return replay
 
@@ -122,6 +160,10 @@ def compute(
     captures = captures.select(
         "node", "msg_seq", "vhost", "exchange", "routing_key", "headers_json", "queues"
     )
+    # Routing is the cost: spread it over every core even when the captures sit in one or two files.
+    parallelism = spark.sparkContext.defaultParallelism
+    if captures.rdd.getNumPartitions() < parallelism:
+        captures = captures.repartition(parallelism * 2)
     # Only differing rows come out, so caching them is cheap and spares re-running the routing per action.
     diff = captures.mapInArrow(_replayer(text_a, text_b), OUTPUT_DDL).cache()
     counts = {
