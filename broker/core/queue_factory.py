@@ -8,6 +8,8 @@ from broker.core.dispatcher import Dispatcher
 from broker.core.event_types import Topology
 from broker.core.events import EventBus
 from broker.core.persistence import Persistence, is_durable_queue
+from broker.core.policies import PolicyTable
+from broker.core.policy_apply import apply_to_queue
 from broker.core.profile import TRANSIENT_NONEXCLUSIVE_DENIED, Profile
 from broker.core.queue import Queue, QueueHost
 from broker.core.queue_features import QueueFeatures
@@ -35,6 +37,9 @@ class QueueRegistry(QueueHost, Protocol):
 
     @property
     def queues(self) -> dict[str, Queue]: ...
+
+    @property
+    def policies(self) -> PolicyTable | None: ...
 
     def auto_delete_queue(self, queue: Queue) -> None:
         """The queue's ``on_unused``: an auto-delete queue's last consumer left."""
@@ -76,6 +81,8 @@ def new_queue(
     queue.host = vhost
     if settings is not PLAIN:
         queue.features = QueueFeatures(queue, settings, vhost)
+    if vhost.policies is not None:
+        apply_to_queue(vhost.policies, queue, vhost, vhost.profile, base=settings)
     vhost.queues[name] = queue
     if vhost.persistence is not None and is_durable_queue(queue):
         queue.store = vhost.persistence

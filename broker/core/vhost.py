@@ -18,6 +18,7 @@ from broker.core.events import EventBus
 from broker.core.exchange import Exchange, is_reserved_name, reserved_name_error
 from broker.core.message import Message
 from broker.core.names import NameGenerator
+from broker.core.policy_apply import reapply
 from broker.core.profile import DEFAULT_PROFILE, Profile
 from broker.core.queue import Envelope, Queue
 from broker.core.queue_args import check_queue_equivalent
@@ -196,6 +197,13 @@ class VirtualHost(VhostTopology):
 
     def route_keys(self, exchange: Exchange, message: Message, keys: list[str]) -> list[Queue]:
         return route_keys(self.router, exchange, message, keys)
+
+    def policies_changed(self) -> None:
+        """A policy or operator policy of this vhost was set, changed or cleared: apply it now."""
+        if self.policies is not None:
+            reapply(
+                self.policies, self.name, self.queues.values(), self.exchanges.values(), self, self.profile
+            )
 
     def plain_features(self, queue: Queue) -> QueueFeatures:
         return QueueFeatures(queue, PLAIN, self)
