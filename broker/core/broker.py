@@ -74,6 +74,7 @@ class Broker:
             vhost.rewrite_header = self.rewrite_header
             vhost.persistence = self.persistence
             vhost.policies = self.policies
+            vhost.parameters = self.parameters
             if self.persistence is not None:
                 self.persistence.vhost_added(name)
         return vhost

@@ -14,7 +14,7 @@ from broker.core.profile import TRANSIENT_NONEXCLUSIVE_DENIED, Profile
 from broker.core.queue import Queue, QueueHost
 from broker.core.queue_features import QueueFeatures
 from broker.core.queue_settings import CLASSIC, PLAIN, compile_settings
-from protocol.errors import HardError, ReplyCode
+from protocol.errors import ChannelError, HardError, ReplyCode
 
 
 class QueueRegistry(QueueHost, Protocol):
@@ -40,6 +40,10 @@ class QueueRegistry(QueueHost, Protocol):
 
     @property
     def policies(self) -> PolicyTable | None: ...
+
+    def queue_limit(self) -> int | None:
+        """The vhost's max-queues limit in force, or None."""
+        ...
 
     def auto_delete_queue(self, queue: Queue) -> None:
         """The queue's ``on_unused``: an auto-delete queue's last consumer left."""
@@ -67,6 +71,13 @@ def new_queue(
         and settings.queue_type == CLASSIC
     ):
         raise HardError(ReplyCode.INTERNAL_ERROR, TRANSIENT_NONEXCLUSIVE_DENIED, 50, 10)
+    limit = vhost.queue_limit()
+    if limit is not None and len(vhost.queues) >= limit:
+        # rabbit_amqqueue:declare (rabbit_vhost_limit:is_over_queue_limit), text checked on RabbitMQ 3.10.8.
+        raise ChannelError(
+            ReplyCode.PRECONDITION_FAILED,
+            f"cannot declare queue '{name}': queue limit in vhost '{vhost.name}' ({limit}) is reached",
+        )
     queue = Queue(
         name,
         vhost.name,
