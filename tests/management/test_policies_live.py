@@ -219,3 +219,77 @@ def test_policies_limits_and_parameters_survive_kill_9(tmp_path: Path) -> None:
         assert queue["effective_policy_definition"] == {"expires": 60000, "max-length": 1}
     finally:
         broker.stop()
+
+
+# The runtime-parameter sections as RabbitMQ 3.10.8 exports them (GET /api/definitions on the oracle node).
+RABBITMQ_EXPORT = {
+    "rabbit_version": "3.10.8",
+    "users": [
+        {
+            "name": "guest",
+            "password_hash": "IFq/pM0ehDkedEycaFH6QomasqxI++TZSbTYPFlAvM5Ha250",
+            "hashing_algorithm": "rabbit_password_hashing_sha256",
+            "tags": ["administrator"],
+            "limits": {"max-channels": 50},
+        }
+    ],
+    "vhosts": [{"name": "/"}],
+    "permissions": [{"user": "guest", "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"}],
+    "parameters": [
+        {
+            "value": {
+                "pattern": "^t",
+                "definition": {"max-length": 6, "message-ttl": 1000},
+                "priority": 0,
+                "apply-to": "queues",
+            },
+            "vhost": "/",
+            "component": "operator_policy",
+            "name": "op1",
+        },
+        {"value": {"max-queues": 2}, "vhost": "/", "component": "vhost-limits", "name": "limits"},
+    ],
+    "global_parameters": [
+        {"name": "cluster_name", "value": "abc"},
+        {"name": "internal_cluster_id", "value": "rabbitmq-cluster-id-A22Rev7gspmCI-0EgRx62A"},
+    ],
+    "policies": [
+        {
+            "vhost": "/",
+            "name": "pa",
+            "pattern": "^t",
+            "apply-to": "all",
+            "definition": {"max-length": 7},
+            "priority": 1,
+        }
+    ],
+    "queues": [{"name": "tq", "vhost": "/", "durable": True, "auto_delete": False, "arguments": {}}],
+    "exchanges": [],
+    "bindings": [],
+}
+
+
+def test_a_rabbitmq_export_with_policies_and_limits_applies_at_boot(tmp_path: Path) -> None:
+    path = tmp_path / "definitions.json"
+    path.write_text(json.dumps(RABBITMQ_EXPORT))
+    broker = start_broker_process("--definitions", str(path), "--data-dir", "none")
+    try:
+        queue = http(broker, "GET", "/api/queues/%2F/tq")[1]
+        assert (queue["policy"], queue["operator_policy"]) == ("pa", "op1")
+        assert queue["effective_policy_definition"] == {"max-length": 6, "message-ttl": 1000}
+        assert http(broker, "GET", "/api/users/guest")[1]["limits"] == {"max-channels": 50}
+        assert http(broker, "GET", "/api/cluster-name")[1] == {"name": "abc"}
+        exported = http(broker, "GET", "/api/definitions")[1]
+        assert exported["policies"] == RABBITMQ_EXPORT["policies"]
+        assert sorted(exported["parameters"], key=lambda p: p["component"]) == sorted(
+            RABBITMQ_EXPORT["parameters"], key=lambda p: p["component"]
+        )
+        connection = connect(broker)
+        channel = connection.channel()
+        channel.queue_declare("second")
+        with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
+            channel.queue_declare("third")
+        assert refused.value.reply_code == 406
+        connection.close()
+    finally:
+        broker.stop()

@@ -119,6 +119,9 @@ def ensure_cluster_id(context: ManagementContext) -> None:
 def _globals(context: ManagementContext) -> dict[str, Any]:
     ensure_cluster_id(context)
     held = dict(context.broker.parameters.global_parameters)
+    imported = held.get("cluster_name")
+    if isinstance(imported, str) and context.cluster_name == context.node:
+        context.cluster_name = imported  # from a definitions file: the name RabbitMQ keeps as this parameter
     if context.cluster_name != context.node:
         held["cluster_name"] = context.cluster_name
     return held
@@ -143,16 +146,16 @@ async def put_global_parameter(request: web.Request, context: ManagementContext)
     existed = name in _globals(context)
     if name == "cluster_name":
         context.cluster_name = str(body["value"])
-    else:
-        context.broker.set_global_parameter(name, body["value"])
+    context.broker.set_global_parameter(name, body["value"])
     return no_content(204 if existed else 201)
 
 
 async def delete_global_parameter(request: web.Request, context: ManagementContext) -> web.Response:
     name = request.match_info["name"]
-    if name == "cluster_name" and context.cluster_name != context.node:
+    held = name in _globals(context)
+    if name == "cluster_name":
         context.cluster_name = context.node
-    elif not context.broker.clear_global_parameter(name):
+    if not context.broker.clear_global_parameter(name) and not held:
         raise not_found()
     return no_content()
 
