@@ -222,7 +222,7 @@ def test_policies_limits_and_parameters_survive_kill_9(tmp_path: Path) -> None:
 
 
 # The runtime-parameter sections as RabbitMQ 3.10.8 exports them (GET /api/definitions on the oracle node).
-RABBITMQ_EXPORT = {
+RABBITMQ_EXPORT: dict[str, Any] = {
     "rabbit_version": "3.10.8",
     "users": [
         {
