@@ -114,37 +114,35 @@ _HA_KEYS = ("ha-mode", "ha-params", "ha-sync-mode", "ha-sync-batch-size", "ha-pr
 
 
 def _validate_ha(terms: Mapping[str, Any]) -> str | None:
-    """rabbit_mirror_queue_misc:validate_policy: classic mirroring keys (deprecated in 3.13, accepted)."""
+    """rabbit_mirror_queue_misc:validate_policy: classic mirroring keys (deprecated in 3.13, accepted);
+    texts checked against RabbitMQ 3.10.8."""
     mode, params = terms.get("ha-mode"), terms.get("ha-params")
-    if "ha-mode" in terms:
-        if mode == "all":
-            if "ha-params" in terms:
-                return 'ha-mode="all" does not take parameters'
-        elif mode == "exactly":
-            if "ha-params" not in terms:
-                return 'ha-mode="exactly" takes an integer, none given'
-            if not (isinstance(params, int) and not isinstance(params, bool) and params > 0):
-                return f'ha-mode="exactly" takes an integer, {erlang_json_term(params)} given'
-        elif mode == "nodes":
-            if "ha-params" not in terms:
-                return 'ha-mode="nodes" takes a list of strings, none given'
-            if not (isinstance(params, list) and params and all(isinstance(p, str) for p in params)):
-                return f'ha-mode="nodes" takes a list of strings, {erlang_json_term(params)} given'
-        else:
-            return f"{erlang_json_term(mode)} is not a valid ha-mode value"
-    elif "ha-params" in terms:
-        return "ha-params must be used with ha-mode"
+    if "ha-mode" not in terms:
+        if any(key in terms for key in ("ha-params", "ha-sync-mode", "ha-promote-on-shutdown")):
+            return "ha-mode must be specified to specify ha-params, ha-sync-mode or ha-promote-on-shutdown"
+    elif mode == "all":
+        if "ha-params" in terms:
+            return 'ha-mode="all" does not take parameters'
+    elif mode == "exactly":
+        if "ha-params" not in terms:
+            return 'ha-mode="exactly" takes an integer, none given'
+        if not (isinstance(params, int) and not isinstance(params, bool) and params > 0):
+            return f'ha-mode="exactly" takes an integer, {erlang_json_term(params)} given'
+    elif mode == "nodes":
+        if "ha-params" not in terms:
+            return 'ha-mode="nodes" takes a list, none given'
+        if not (isinstance(params, list) and params and all(isinstance(p, str) for p in params)):
+            return f'ha-mode="nodes" takes a list of strings, {erlang_json_term(params)} given'
+    else:
+        return f"{erlang_json_term(mode)} is not a valid ha-mode value"
     for key, allowed in (
         ("ha-sync-mode", ("manual", "automatic")),
         ("ha-promote-on-shutdown", ("always", "when-synced")),
         ("ha-promote-on-failure", ("always", "when-synced")),
     ):
-        if key in terms:
-            if "ha-mode" not in terms:
-                return f"{key} must be used with ha-mode"
-            if terms[key] not in allowed:
-                choices = " or ".join(f'"{a}"' for a in allowed)
-                return f"{key} must be {choices}, got {erlang_json_term(terms[key])}"
+        if key in terms and terms[key] not in allowed:
+            choices = " or ".join(f'"{a}"' for a in allowed)
+            return f"{key} must be {choices}, got {erlang_json_term(terms[key])}"
     if "ha-sync-batch-size" in terms:
         size = terms["ha-sync-batch-size"]
         if not (isinstance(size, int) and not isinstance(size, bool) and size > 0):
@@ -179,18 +177,24 @@ def validate_definition(definition: Any, operator: bool) -> str | None:
     return None
 
 
+_REGEX_PREFIX = "pattern should be regular expression but is invalid: "
+
+
 def _regex_error(pattern: str, error: re.error) -> str:
-    """A Python regex error in PCRE's words where they differ (pattern "(": {"missing )",1})."""
+    """A Python regex error in PCRE's words where they differ ("(" gives {"missing )",1}), printed as
+    Erlang's ~p prints the tuple: broken after its first element, aligned under it, when it would reach
+    column 80 (checked against RabbitMQ 3.10.8)."""
     message, position = error.msg, error.pos or 0
     if message.startswith("missing ), unterminated subpattern"):
         message, position = "missing )", len(pattern)
     elif message.startswith("unterminated character set"):
         message, position = "missing terminating ] for character class", len(pattern)
-    elif message == "nothing to repeat":
-        message, position = "nothing to repeat", position + 1
     elif message.startswith("unbalanced parenthesis"):
-        message, position = "unmatched parentheses", position + 1
-    return f'pattern should be regular expression but is invalid: {{"{message}",{position}}}'
+        message = "unmatched parentheses"
+    term = f'{{"{message}",{position}}}'
+    if len(_REGEX_PREFIX) + len(term) >= 80:
+        term = f'{{"{message}",\n{" " * (len(_REGEX_PREFIX) + 1)}{position}}}'
+    return _REGEX_PREFIX + term
 
 
 def compile_pattern(pattern: str) -> re.Pattern[str]:

@@ -27,6 +27,13 @@ pytestmark = [
 V = "compat-pol"
 U = "compat-pol-u"
 POLICY = {"pattern": "^t", "definition": {"max-length": 7}, "priority": 1, "apply-to": "queues"}
+MORE_INVALID: list[dict[str, Any]] = [
+    {"pattern": "a", "definition": {"ha-mode": "nodes"}},
+    {"pattern": "a", "definition": {"ha-mode": "all", "ha-sync-mode": "x"}},
+    {"pattern": "a", "definition": {"ha-mode": "all", "ha-params": 2}},
+    {"pattern": "a", "definition": {"ha-mode": "bogus"}},
+    {"pattern": "a", "definition": {"max-length": -1, "expires": 0}},
+]
 SCENARIO = [
     Step("PUT", f"/api/vhosts/{V}"),
     Step("PUT", f"/api/users/{U}", {"password": "p", "tags": "management"}),
@@ -56,6 +63,11 @@ SCENARIO = [
          values=("*",)),
     Step("PUT", f"/api/policies/{V}/bad", {"pattern": "a", "definition": {"queue-leader-locator": "x"}},
          values=("*",)),
+    Step("PUT", f"/api/policies/{V}/bad", {"pattern": "a[", "definition": {"max-length": 1}}, values=("*",)),
+    Step("PUT", f"/api/policies/{V}/bad", {"pattern": "*a", "definition": {"max-length": 1}}, values=("*",)),
+    Step("PUT", f"/api/policies/{V}/bad", {"pattern": "a)", "definition": {"max-length": 1}}, values=("*",)),
+    Step("PUT", f"/api/policies/{V}/bad", {"pattern": "a", "definition": {"ha-params": 2}}, values=("*",)),
+    *(Step("PUT", f"/api/policies/{V}/bad", body, values=("*",)) for body in MORE_INVALID),
     Step("PUT", "/api/policies/compat-nov/p", POLICY, values=("*",)),
     Step("GET", f"/api/policies/{V}/bad", values=("*",)),
     Step("PUT", f"/api/operator-policies/{V}/op", {"pattern": "^t", "definition": {"max-length": 6}}),

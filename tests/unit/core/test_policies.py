@@ -43,6 +43,18 @@ def _policy(
         ({"pattern": "a", "definition": {"max-length": 1}, "priority": "5"},
          ['priority should be a number, actually was <<"5">>']),
         ({"pattern": 1, "definition": {"max-length": 1}}, ["pattern should be a binary but was 1"]),
+        (
+            {"pattern": "a)", "definition": {"max-length": 1}},
+            [
+                'pattern should be regular expression but is invalid: {"unmatched parentheses",\n'
+                + " " * 54
+                + "1}"
+            ],
+        ),
+        (
+            {"pattern": "a", "definition": {"ha-sync-mode": "manual"}},
+            ["ha-mode must be specified to specify ha-params, ha-sync-mode or ha-promote-on-shutdown"],
+        ),
         # several errors: definition first, as rabbit_parameter_validation:proplist accumulates them
         ({"pattern": "a", "definition": {"max-age": "1Q"}, "apply-to": "x"},
          ['<<"1Q">> is not a valid max age',
