@@ -204,7 +204,7 @@ def _vhost_entry(broker: Broker, name: str) -> dict[str, Any]:
     metadata = broker.vhost_metadata.get(name, {})
     entry: dict[str, Any] = {
         "name": name,
-        "limits": [],
+        "limits": dict(broker.parameters.vhost_limits.get(name) or {}) or [],
         "metadata": {"description": metadata.get("description", ""), "tags": list(metadata.get("tags", []))},
     }
     if "default_queue_type" in metadata:

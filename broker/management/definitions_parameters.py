@@ -11,7 +11,7 @@ from typing import Any
 
 from broker.core.broker import Broker
 from broker.core.policies import PolicyError, parse_policy
-from broker.core.runtime_parameters import USER_LIMITS, ParameterError, check_limits
+from broker.core.runtime_parameters import USER_LIMITS, VHOST_LIMITS, ParameterError, check_limits
 
 SECTIONS = ("parameters", "global_parameters", "policies")
 _COMPONENTS = ("vhost-limits", "operator_policy", "policy")
@@ -57,6 +57,15 @@ def validate(data: Mapping[str, Any], vhosts: set[str] | None) -> None:
     for index, item in enumerate(_items(data, "global_parameters")):
         if not isinstance(item.get("name"), str) or "value" not in item:
             raise ParameterDefinitionsError(f"global_parameters[{index}] needs 'name' and 'value'")
+    for index, vhost in enumerate(_items(data, "vhosts")):
+        limits = vhost.get("limits")
+        if isinstance(limits, dict) and limits:
+            try:
+                check_limits(limits, VHOST_LIMITS, "limits")
+            except ParameterError as error:
+                raise ParameterDefinitionsError(
+                    f"vhosts[{index}] ('{vhost.get('name')}'): {error.reason}"
+                ) from None
     for index, user in enumerate(_items(data, "users")):
         limits = user.get("limits")
         if limits:
@@ -95,6 +104,10 @@ def apply(broker: Broker, data: Mapping[str, Any]) -> None:
         limits = user.get("limits")
         if isinstance(limits, dict) and user.get("name") in broker.access.users:
             broker.set_user_limits(user["name"], check_limits(limits, USER_LIMITS, "user-limits"))
+    for vhost in _items(data, "vhosts"):
+        limits = vhost.get("limits")
+        if isinstance(limits, dict) and limits:  # 3.13 exports a vhost's limits with the vhost too
+            broker.set_vhost_limits(vhost["name"], limits)
     for index, item in enumerate(_items(data, "parameters")):
         component = item["component"]
         if component == "vhost-limits":

@@ -227,6 +227,7 @@ async def test_definitions_carry_policies_parameters_and_limits_both_ways(api: A
         ("operator_policy", "op"),
     }
     assert {"name": "foo", "value": "bar"} in exported["global_parameters"]
+    assert [v["limits"] for v in exported["vhosts"] if v["name"] == "/"] == [{"max-queues": 10}]
     for path in (
         "/api/policies/%2F/p",
         "/api/operator-policies/%2F/op",
