@@ -13,8 +13,10 @@ from broker.core.events import EventBus
 from broker.core.names import NameGenerator
 from broker.core.passwords import DEFAULT_ALGORITHM
 from broker.core.persistence import Persistence
+from broker.core.policies import Policy, PolicyTable
 from broker.core.profile import DEFAULT_PROFILE, Profile
 from broker.core.queue import Queue
+from broker.core.runtime_parameters import RuntimeParameters
 from broker.core.vhost import VirtualHost
 
 
@@ -52,6 +54,9 @@ class Broker:
         self.direct_reply: dict[str, Queue] = {}
         # Durable state goes here (broker/storage); None: nothing outlives the process.
         self.persistence = persistence
+        # Policies, operator policies, vhost limits and global parameters (rabbit_runtime_parameters).
+        self.policies = PolicyTable()
+        self.parameters = RuntimeParameters()
         vhost_names = list(vhosts)
         for name in vhost_names:
             self.add_vhost(name)
@@ -68,6 +73,8 @@ class Broker:
             )
             vhost.rewrite_header = self.rewrite_header
             vhost.persistence = self.persistence
+            vhost.policies = self.policies
+            vhost.parameters = self.parameters
             if self.persistence is not None:
                 self.persistence.vhost_added(name)
         return vhost
@@ -86,6 +93,8 @@ class Broker:
         vhost.close()
         self.access.vhost_deleted(name)
         self.vhost_metadata.pop(name, None)
+        self.policies.vhost_deleted(name)
+        self.parameters.clear_vhost_limits(name)
         if self.persistence is not None:
             self.persistence.vhost_deleted(name)
         return True
@@ -136,3 +145,54 @@ class Broker:
 
     def authenticate(self, username: str, password: str) -> bool:
         return self.access.authenticate(username, password) is not None
+
+    # -- policies, limits and parameters (each change is stored and, for policies, applied at once)
+
+    def put_policy(self, policy: Policy, operator: bool = False) -> None:
+        self.policies.put(policy, operator)
+        self._store_parameter(policy.vhost, _component(operator), policy.name, policy.as_json())
+        vhost = self.vhosts.get(policy.vhost)
+        if vhost is not None:
+            vhost.policies_changed()
+
+    def delete_policy(self, vhost_name: str, name: str, operator: bool = False) -> bool:
+        if self.policies.delete(vhost_name, name, operator) is None:
+            return False
+        self._store_parameter(vhost_name, _component(operator), name, None)
+        vhost = self.vhosts.get(vhost_name)
+        if vhost is not None:
+            vhost.policies_changed()
+        return True
+
+    def set_vhost_limits(self, vhost: str, limits: Mapping[str, Any] | None) -> None:
+        """Replace (None: remove) the vhost-limits parameter of ``vhost``."""
+        if limits is None:
+            self.parameters.clear_vhost_limits(vhost)
+        else:
+            self.parameters.set_vhost_limits(vhost, limits)
+        self._store_parameter(vhost, "vhost-limits", "limits", self.parameters.vhost_limits.get(vhost))
+
+    def set_user_limits(self, user: str, limits: Mapping[str, int]) -> None:
+        """Replace a user's limits (checked by the caller); KeyError when there is no such user."""
+        held = self.access.users[user].limits
+        held.clear()
+        held.update(limits)
+        self._store_parameter("", "user-limits", user, dict(limits) if limits else None)
+
+    def set_global_parameter(self, name: str, value: Any) -> None:
+        self.parameters.set_global(name, value)
+        self._store_parameter("", "global", name, value)
+
+    def clear_global_parameter(self, name: str) -> bool:
+        if not self.parameters.clear_global(name):
+            return False
+        self._store_parameter("", "global", name, None)
+        return True
+
+    def _store_parameter(self, vhost: str, component: str, name: str, value: Any) -> None:
+        if self.persistence is not None:
+            self.persistence.parameter_saved(vhost, component, name, value)
+
+
+def _component(operator: bool) -> str:
+    return "operator_policy" if operator else "policy"

@@ -37,6 +37,8 @@ class Exchange:
         "internal",
         "kind",
         "name",
+        "operator_policy",
+        "policy",
         "type_name",
     )
 
@@ -59,6 +61,9 @@ class Exchange:
         self.arguments: dict[str, Any] = dict(arguments) if arguments else {}
         self.e2e_bindings = 0
         self._policy_alternate_exchange: str | None = None
+        # The policy and operator policy applying (broker.core.policies.Policy), set by policy_apply.
+        self.policy: Any = None
+        self.operator_policy: Any = None
         self._alternate_exchange = self._resolve_alternate_exchange()
 
     @property

@@ -8,7 +8,7 @@ for the commit of the batch that holds them (``batch_id``, ``committed_id``, ``o
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from broker.core.bindings import Binding
 from broker.core.exchange import Exchange
@@ -49,6 +49,11 @@ class Persistence(QueueStore, Protocol):
     def vhost_deleted(self, name: str) -> None: ...
 
     def user_saved(self, name: str, password: str | None, password_hash: tuple[str, str] | None) -> None: ...
+
+    def parameter_saved(self, vhost: str, component: str, name: str, value: Any) -> None:
+        """A runtime parameter (policy, operator_policy, vhost-limits; user-limits and global with vhost "")
+        was set to ``value`` (JSON-able), or removed when ``value`` is None."""
+        ...
 
     def exchange_declared(self, vhost: str, exchange: Exchange) -> None: ...
 

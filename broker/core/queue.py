@@ -184,6 +184,8 @@ class Queue:
         "host",
         "name",
         "on_unused",
+        "operator_policy",
+        "policy",
         "ready",
         "store",
         "store_id",
@@ -223,6 +225,9 @@ class Queue:
         # The durable store, for a durable non-exclusive queue of a broker that has one; else None.
         self.store: QueueStore | None = None
         self.store_id = 0  # this queue's key in the store, given by Persistence.queue_declared
+        # The policy and operator policy applying (broker.core.policies.Policy), set by policy_apply.
+        self.policy: Any = None
+        self.operator_policy: Any = None
 
     def __repr__(self) -> str:
         return f"Queue({self.name!r}, ready={len(self.ready)}, consumers={len(self.consumers)})"

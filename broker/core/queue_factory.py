@@ -8,11 +8,13 @@ from broker.core.dispatcher import Dispatcher
 from broker.core.event_types import Topology
 from broker.core.events import EventBus
 from broker.core.persistence import Persistence, is_durable_queue
+from broker.core.policies import PolicyTable
+from broker.core.policy_apply import apply_to_queue
 from broker.core.profile import TRANSIENT_NONEXCLUSIVE_DENIED, Profile
 from broker.core.queue import Queue, QueueHost
 from broker.core.queue_features import QueueFeatures
 from broker.core.queue_settings import CLASSIC, PLAIN, compile_settings
-from protocol.errors import HardError, ReplyCode
+from protocol.errors import ChannelError, HardError, ReplyCode
 
 
 class QueueRegistry(QueueHost, Protocol):
@@ -35,6 +37,13 @@ class QueueRegistry(QueueHost, Protocol):
 
     @property
     def queues(self) -> dict[str, Queue]: ...
+
+    @property
+    def policies(self) -> PolicyTable | None: ...
+
+    def queue_limit(self) -> int | None:
+        """The vhost's max-queues limit in force, or None."""
+        ...
 
     def auto_delete_queue(self, queue: Queue) -> None:
         """The queue's ``on_unused``: an auto-delete queue's last consumer left."""
@@ -62,6 +71,13 @@ def new_queue(
         and settings.queue_type == CLASSIC
     ):
         raise HardError(ReplyCode.INTERNAL_ERROR, TRANSIENT_NONEXCLUSIVE_DENIED, 50, 10)
+    limit = vhost.queue_limit()
+    if limit is not None and len(vhost.queues) >= limit:
+        # rabbit_amqqueue:declare (rabbit_vhost_limit:is_over_queue_limit), text checked on RabbitMQ 3.10.8.
+        raise ChannelError(
+            ReplyCode.PRECONDITION_FAILED,
+            f"cannot declare queue '{name}': queue limit in vhost '{vhost.name}' ({limit}) is reached",
+        )
     queue = Queue(
         name,
         vhost.name,
@@ -76,6 +92,8 @@ def new_queue(
     queue.host = vhost
     if settings is not PLAIN:
         queue.features = QueueFeatures(queue, settings, vhost)
+    if vhost.policies is not None:
+        apply_to_queue(vhost.policies, queue, vhost, vhost.profile, base=settings)
     vhost.queues[name] = queue
     if vhost.persistence is not None and is_durable_queue(queue):
         queue.store = vhost.persistence

@@ -85,6 +85,20 @@ class QueueFeatures:
         if settings.expires is not None:
             self.touch()
 
+    def apply_settings(self, settings: QueueSettings) -> None:
+        """A policy changed what applies (rabbit_amqqueue_process:process_args_policy): a lower limit
+        drops the head at once, a new x-expires period starts now; queued messages keep their expiry, as a
+        message TTL is fixed at publish (both checked against RabbitMQ 3.10.8)."""
+        old, self.settings = self.settings, settings
+        if settings.expires != old.expires:
+            if self._unused_timer is not None:
+                self._unused_timer.cancel()
+                self._unused_timer = None
+            self.touch()
+        if settings.limited:
+            self._drop_head_over_limit()
+        self.queue.wake()
+
     # -- publishing
 
     def enqueue(self, message: Message) -> bool:
@@ -109,6 +123,11 @@ class QueueFeatures:
             if consumer is not None:
                 consumer.channel.deliver(consumer, queue, envelope)
                 return True
+        if ttl == 0 and settings.message_ttl == 0 and settings.dead_letter_exchange is None:
+            # rabbit_amqqueue_process:deliver_or_enqueue discards an undelivered message of a queue with TTL 0
+            # and no DLX even behind a head that does not expire (a policy set after it; 3.10.8-checked).
+            self.host.dead_letter(queue, [envelope], EXPIRED)
+            return True
         ready.append(envelope)
         self.bytes += size
         if settings.max_length is not None or settings.max_length_bytes is not None:

@@ -18,12 +18,14 @@ from broker.core.events import EventBus
 from broker.core.exchange import Exchange, is_reserved_name, reserved_name_error
 from broker.core.message import Message
 from broker.core.names import NameGenerator
+from broker.core.policy_apply import reapply
 from broker.core.profile import DEFAULT_PROFILE, Profile
 from broker.core.queue import Envelope, Queue
 from broker.core.queue_args import check_queue_equivalent
 from broker.core.queue_factory import new_queue
 from broker.core.queue_features import QueueFeatures
 from broker.core.queue_settings import PLAIN
+from broker.core.runtime_parameters import RuntimeParameters
 from broker.core.sender_selected import rewritten, route_keys, sender_selected
 from broker.core.vhost_topology import VhostTopology
 from protocol.errors import ChannelError, ReplyCode, no_exchange
@@ -31,6 +33,8 @@ from protocol.errors import ChannelError, ReplyCode, no_exchange
 
 class VhostConnection(Protocol):
     """What the vhost needs from a connection opened on it (the session implements it)."""
+
+    username: str
 
     def force_close(self, text: str) -> None:
         """Close with 320 CONNECTION_FORCED and ``text`` (vhost deletion, management, shutdown)."""
@@ -60,6 +64,8 @@ class VirtualHost(VhostTopology):
         self.names = names
         # Open connections on this vhost (insertion-ordered set), so deleting the vhost can close them.
         self.connections: dict[VhostConnection, None] = {}
+        # The broker's limits and parameters (set by the broker); None: no limits.
+        self.parameters: RuntimeParameters | None = None
 
     # -- queues
 
@@ -196,6 +202,21 @@ class VirtualHost(VhostTopology):
 
     def route_keys(self, exchange: Exchange, message: Message, keys: list[str]) -> list[Queue]:
         return route_keys(self.router, exchange, message, keys)
+
+    def queue_limit(self) -> int | None:
+        return self.parameters.vhost_limit(self.name, "max-queues") if self.parameters is not None else None
+
+    def connection_limit(self) -> int | None:
+        return (
+            self.parameters.vhost_limit(self.name, "max-connections") if self.parameters is not None else None
+        )
+
+    def policies_changed(self) -> None:
+        """A policy or operator policy of this vhost was set, changed or cleared: apply it now."""
+        if self.policies is not None:
+            reapply(
+                self.policies, self.name, self.queues.values(), self.exchanges.values(), self, self.profile
+            )
 
     def plain_features(self, queue: Queue) -> QueueFeatures:
         return QueueFeatures(queue, PLAIN, self)

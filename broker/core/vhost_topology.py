@@ -24,6 +24,8 @@ from broker.core.exchange import (
     system_exchange_deletion_error,
 )
 from broker.core.persistence import Persistence, is_durable_binding, is_durable_exchange
+from broker.core.policies import PolicyTable
+from broker.core.policy_apply import apply_to_exchange
 from broker.core.queue import Queue
 from broker.core.router import Router
 from protocol.errors import ChannelError, ReplyCode, no_exchange, no_queue
@@ -52,6 +54,8 @@ class VhostTopology:
         self.events = events if events is not None else EventBus()
         # The durable store (set by the broker when it has one): durable entities are written through it.
         self.persistence: Persistence | None = None
+        # Every vhost's policies (the broker's table, set by the broker); None: no policies apply.
+        self.policies: PolicyTable | None = None
         self.queues: dict[str, Queue] = {}
         self.exchanges: dict[str, Exchange] = {}
         self.bindings = BindingTable()
@@ -117,6 +121,8 @@ class VhostTopology:
             raise reserved_name_error("exchange", name)
         exchange = create_exchange(name, type_name, durable, auto_delete, internal, args, vhost=self.name)
         self.exchanges[name] = exchange
+        if self.policies is not None:
+            apply_to_exchange(self.policies, self.name, exchange)
         attach = getattr(exchange.kind, "attach", None)
         if attach is not None:
             attach(self, name)  # the VirtualHost this is part of: a DelayHost (clock, publish_held)

@@ -19,9 +19,12 @@ from broker.management.resources import (
     definitions,
     exchanges,
     health,
+    limits,
     nodes,
     overview,
+    parameters,
     permissions,
+    policies,
     queues,
     users,
     vhosts,
@@ -42,6 +45,9 @@ ROUTES: list[Route] = [
     *connections.ROUTES,
     *definitions.ROUTES,
     *health.ROUTES,
+    *policies.ROUTES,
+    *parameters.ROUTES,
+    *limits.ROUTES,
 ]
 _MAX_BODY_BYTES = 64 * 1024 * 1024  # definitions files can be large
 

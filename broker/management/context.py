@@ -35,7 +35,9 @@ class ManagementContext:
 
     def __post_init__(self) -> None:
         if not self.cluster_name:
-            self.cluster_name = self.node
+            # A cluster_name global parameter (definitions, the store) names the cluster, as in RabbitMQ.
+            stored = self.server.broker.parameters.global_parameters.get("cluster_name")
+            self.cluster_name = stored if isinstance(stored, str) else self.node
 
     @property
     def broker(self) -> Broker:

@@ -2,9 +2,9 @@
 load and validate one, apply it to a broker before it accepts connections, and export the broker's own.
 
 Applied in RabbitMQ's import order (rabbit_definitions): users (with tags and RabbitMQ password hashes),
-vhosts (with metadata), permissions, topic permissions, queues, exchanges, bindings. Policies and
-parameters are not supported yet and are rejected with a clear error rather than silently ignored; the one
-global parameter every RabbitMQ export carries, ``internal_cluster_id``, is accepted and has no effect.
+vhosts (with metadata), permissions, topic permissions, parameters, global parameters, policies (with user
+limits; `definitions_parameters`), queues, exchanges, bindings. A parameter of a plugin's component
+(federation, shovel) is rejected with a clear error rather than silently ignored.
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ from broker import __version__
 from broker.core.access import AccessError, parse_tags
 from broker.core.broker import Broker
 from broker.core.passwords import ALGORITHMS, DEFAULT_ALGORITHM
+from broker.management import definitions_parameters
 from protocol.errors import AMQPError
 
 _SECTIONS = ("users", "vhosts", "permissions", "topic_permissions", "queues", "exchanges", "bindings")
-_UNSUPPORTED = ("policies", "parameters", "global_parameters")
-_CLUSTER_ID = "internal_cluster_id"
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "users": ("name",),
     "vhosts": ("name",),
@@ -61,14 +60,7 @@ def load_definitions(path: str | os.PathLike[str]) -> dict[str, Any]:
 def validate_definitions(data: Any, where: str = "definitions") -> None:
     if not isinstance(data, dict):
         raise DefinitionsError(f"{where}: expected a JSON object at the top level, got {type(data).__name__}")
-    for section in _UNSUPPORTED:
-        items = data.get(section)
-        if section == "global_parameters" and isinstance(items, list):
-            items = [
-                item for item in items if not (isinstance(item, dict) and item.get("name") == _CLUSTER_ID)
-            ]
-        if items:
-            raise DefinitionsError(f"{where}: '{section}' are not supported by WarrenMQ yet")
+    _check_parameters(data, None, where)
     for section in _SECTIONS:
         items = data.get(section, [])
         if not isinstance(items, list):
@@ -82,6 +74,13 @@ def validate_definitions(data: Any, where: str = "definitions") -> None:
                     f"{where}: {section}[{index}] lacks required string field(s) {', '.join(missing)}"
                 )
             _check_item(section, index, item, where)
+
+
+def _check_parameters(data: Mapping[str, Any], vhosts: set[str] | None, where: str) -> None:
+    try:
+        definitions_parameters.validate(data, vhosts)
+    except definitions_parameters.ParameterDefinitionsError as error:
+        raise DefinitionsError(f"{where}: {error}") from None
 
 
 def _check_item(section: str, index: int, item: Mapping[str, Any], where: str) -> None:
@@ -108,6 +107,8 @@ def _check_item(section: str, index: int, item: Mapping[str, Any], where: str) -
 def apply_definitions(broker: Broker, data: Mapping[str, Any], where: str = "definitions") -> None:
     """Create what ``data`` defines; an entity the broker refuses raises DefinitionsError with its text."""
     validate_definitions(data, where)
+    named = {v["name"] for v in data.get("vhosts", [])}
+    _check_parameters(data, set(broker.vhosts) | named, where)
     for user in data.get("users", []):
         tags = parse_tags(user.get("tags"))
         if user.get("password_hash") is not None and "password" not in user:
@@ -150,6 +151,7 @@ def apply_definitions(broker: Broker, data: Mapping[str, Any], where: str = "def
             )
         except AccessError as error:
             raise DefinitionsError(f"{where}: topic_permissions[{index}]: {error.reason}") from None
+    definitions_parameters.apply(broker, data)
     for kind in ("queues", "exchanges", "bindings"):
         for index, item in enumerate(data.get(kind, [])):
             vhost = _known_vhost(broker, kind, index, item, where)
@@ -202,7 +204,7 @@ def _vhost_entry(broker: Broker, name: str) -> dict[str, Any]:
     metadata = broker.vhost_metadata.get(name, {})
     entry: dict[str, Any] = {
         "name": name,
-        "limits": [],
+        "limits": dict(broker.parameters.vhost_limits.get(name) or {}) or [],
         "metadata": {"description": metadata.get("description", ""), "tags": list(metadata.get("tags", []))},
     }
     if "default_queue_type" in metadata:
@@ -239,9 +241,7 @@ def export_definitions(broker: Broker) -> dict[str, Any]:
             {"user": t.user, "vhost": t.vhost, "exchange": t.exchange, "write": t.write, "read": t.read}
             for _, t in sorted(access.topic_permissions.items())
         ],
-        "parameters": [],
-        "global_parameters": [],
-        "policies": [],
+        **definitions_parameters.export(broker),
         "queues": [],
         "exchanges": [],
         "bindings": [],

@@ -11,6 +11,7 @@ from urllib.parse import quote_plus
 
 from broker.core.access import TopicPermission, User, VhostPermission
 from broker.core.exchange import Exchange
+from broker.core.policies import effective_definition
 from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
 
@@ -47,7 +48,7 @@ def queue_json(queue: Queue, node: str) -> dict[str, Any]:
         "consumer_utilisation": 1.0 if consumers else 0,
         "consumers": consumers,
         "durable": queue.durable,
-        "effective_policy_definition": {},
+        "effective_policy_definition": effective_definition(queue.policy, queue.operator_policy) or {},
         "exclusive": queue.exclusive,
         "exclusive_consumer_tag": exclusive_tag,
         "garbage_collection": dict(_GC),
@@ -73,8 +74,8 @@ def queue_json(queue: Queue, node: str) -> dict[str, Any]:
         "messages_unacknowledged_ram": unacked,
         "name": queue.name,
         "node": node,
-        "operator_policy": None,
-        "policy": None,
+        "operator_policy": queue.operator_policy.name if queue.operator_policy is not None else None,
+        "policy": queue.policy.name if queue.policy is not None else None,
         "recoverable_slaves": None,
         "reductions": 0,
         "reductions_details": dict(RATE),
@@ -89,13 +90,15 @@ def queue_json(queue: Queue, node: str) -> dict[str, Any]:
 
 
 def exchange_json(exchange: Exchange, vhost: str) -> dict[str, Any]:
+    # "policy" is there only while one applies (RabbitMQ 3.10.8 leaves the key out otherwise).
+    policy = {"policy": exchange.policy.name} if exchange.policy is not None else {}
     return {
         "arguments": dict(exchange.arguments),
         "auto_delete": exchange.auto_delete,
         "durable": exchange.durable,
         "internal": exchange.internal,
         "name": exchange.name,
-        "policy": None,
+        **policy,
         "type": exchange.type_name,
         # RabbitMQ names the declaring user; WarrenMQ does not record it, so only built-ins are attributed.
         "user_who_performed_action": "rmq-internal" if _builtin(exchange.name) else "",

@@ -19,6 +19,7 @@ from broker.session.config import SessionConfig
 from broker.session.faults import SessionFaults
 from broker.session.handlers import connection as connection_handlers
 from broker.session.heartbeat import HeartbeatMonitor
+from broker.session.limits import check_channel_limit
 from broker.session.ports import ChannelPort
 from broker.session.transport import Transport
 from protocol.codec import decode_method, encode_method
@@ -155,6 +156,7 @@ class ConnectionSession:
                     20,
                     10,
                 )
+            check_channel_limit(self.broker, self.username)
             self.channels[channel_id] = channel = ChannelSession(self, channel_id)
             self.send(channel_id, commands.Channel.OpenOk())
             return

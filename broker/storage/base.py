@@ -20,6 +20,8 @@ KEY_SEQ_BITS = 40  # 10^12 messages per queue before a key would spill into the 
 # ("exchange+", (vhost, name, type, auto_delete, internal, arguments)) ("exchange-", (vhost, name))
 # ("queue+", (id, vhost, name, auto_delete, arguments)) ("queue-", (id,)) ("queue~", (id,)): had a consumer
 # ("binding+" / "binding-", (vhost, source, destination_type, destination, routing_key, arguments))
+# ("parameter+", (vhost, component, name, value JSON)) ("parameter-", (vhost, component, name)): policies,
+# operator policies, vhost limits; user limits and global parameters with vhost "" (rabbit_runtime_parameters)
 # ``arguments`` are typed JSON (broker.core.typed_json), so AMQP field types survive a restart.
 TopologyOp = tuple[str, tuple[Any, ...]]
 # (key, exchange, routing_key, content-header payload, body, expires_at epoch ms or None, delivered 0/1)
@@ -95,6 +97,14 @@ class UserRow:
     algorithm: str | None
 
 
+@dataclass(frozen=True)
+class ParameterRow:
+    vhost: str
+    component: str
+    name: str
+    value: str  # JSON
+
+
 @dataclass
 class Definitions:
     """The durable topology a store holds, in the order recovery applies it."""
@@ -104,6 +114,7 @@ class Definitions:
     exchanges: list[ExchangeRow] = field(default_factory=list)
     queues: list[QueueRow] = field(default_factory=list)
     bindings: list[BindingRow] = field(default_factory=list)
+    parameters: list[ParameterRow] = field(default_factory=list)
 
 
 class StorageError(Exception):

@@ -14,6 +14,7 @@ from broker.storage.base import (
     Definitions,
     ExchangeRow,
     MessageRow,
+    ParameterRow,
     QueueRow,
     UserRow,
     queue_key_range,
@@ -30,6 +31,7 @@ class MemoryStore:
         self.queues: dict[int, QueueRow] = {}
         self.bindings: dict[BindingRow, None] = {}
         self.rows: dict[int, MessageRow] = {}
+        self.parameters: dict[tuple[str, str, str], ParameterRow] = {}
         self.commits = 0
 
     def load(self) -> Definitions:
@@ -39,6 +41,7 @@ class MemoryStore:
             list(self.exchanges.values()),
             sorted(self.queues.values(), key=lambda row: row.id),
             list(self.bindings),
+            [self.parameters[key] for key in sorted(self.parameters)],
         )
 
     def messages(self, queue_id: int) -> Iterator[MessageRow]:
@@ -92,6 +95,10 @@ class MemoryStore:
                         and (binding.vhost, binding.destination) == (gone.vhost, gone.name)
                     )
                 }
+        elif op == "parameter+":
+            self.parameters[(str(row[0]), str(row[1]), str(row[2]))] = ParameterRow(*row)
+        elif op == "parameter-":
+            self.parameters.pop((str(row[0]), str(row[1]), str(row[2])), None)
         elif op == "binding+":
             self.bindings[BindingRow(*row)] = None
         elif op == "binding-":
@@ -103,6 +110,7 @@ class MemoryStore:
         self.vhosts.pop(name, None)
         self.exchanges = {key: row for key, row in self.exchanges.items() if row.vhost != name}
         self.bindings = {row: None for row in self.bindings if row.vhost != name}
+        self.parameters = {key: row for key, row in self.parameters.items() if row.vhost != name}
         for queue in [queue for queue in self.queues.values() if queue.vhost == name]:
             del self.queues[queue.id]
             self._drop_messages(queue.id)

@@ -8,16 +8,19 @@ the store untouched, never deleted: the next start with a fitting configuration 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import structlog
 
 from broker.core.broker import Broker
 from broker.core.message import Message
+from broker.core.policies import PolicyError, parse_policy
 from broker.core.queue import Envelope, Queue
 from broker.core.queue_features import TimedEnvelope
+from broker.core.runtime_parameters import ParameterError
 from broker.core.typed_json import decode_table
-from broker.storage.base import KEY_SEQ_BITS, BindingRow, MessageRow, QueueRow, Store
+from broker.storage.base import KEY_SEQ_BITS, BindingRow, MessageRow, ParameterRow, QueueRow, Store
 from broker.storage.writer import StoreWriter
 from protocol.errors import AMQPError
 from protocol.fastpath import parse_content_header
@@ -57,6 +60,8 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
                 broker.save_user(user.name, password_hash=(user.password_hash, user.algorithm or ""))
             else:
                 broker.save_user(user.name, password=user.password)
+        for parameter in definitions.parameters:
+            _restore_parameter(broker, parameter)
         for exchange in definitions.exchanges:
             vhost = broker.vhosts.get(exchange.vhost)
             try:
@@ -130,6 +135,31 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
             queue.use_features()
         queue.recover(envelopes)
     return report
+
+
+def _restore_parameter(broker: Broker, row: ParameterRow) -> None:
+    """A stored policy, limit or global parameter, back before the queues and exchanges it applies to."""
+    try:
+        value = json.loads(row.value)
+        if row.component in ("policy", "operator_policy"):
+            policy = parse_policy(row.vhost, row.name, value, row.component == "operator_policy")
+            broker.policies.put(policy, row.component == "operator_policy")
+        elif row.component == "vhost-limits":
+            broker.parameters.set_vhost_limits(row.vhost, value)
+        elif row.component == "user-limits":
+            user = broker.access.users.get(row.name)
+            if user is not None:
+                user.limits.update(value)
+        elif row.component == "global":
+            broker.parameters.set_global(row.name, value)
+    except (ValueError, PolicyError, ParameterError) as error:
+        log.warning(
+            "recovery.parameter_skipped",
+            component=row.component,
+            vhost=row.vhost,
+            name=row.name,
+            error=str(error),
+        )
 
 
 def _envelope(row: MessageRow) -> Envelope:

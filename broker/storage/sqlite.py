@@ -22,6 +22,7 @@ from broker.storage.base import (
     Definitions,
     ExchangeRow,
     MessageRow,
+    ParameterRow,
     QueueRow,
     StorageError,
     UserRow,
@@ -62,6 +63,14 @@ MIGRATIONS: list[str] = [
         header BLOB NOT NULL, body BLOB NOT NULL, expires_at INTEGER, delivered INTEGER NOT NULL
     );
     """,
+    # Runtime parameters (policies, operator policies, limits, global parameters), keyed as RabbitMQ keys
+    # them. IF NOT EXISTS: this step may be renumbered when merged with other steps.
+    """
+    CREATE TABLE IF NOT EXISTS runtime_parameters (
+        vhost TEXT NOT NULL, component TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,
+        PRIMARY KEY (vhost, component, name)
+    ) WITHOUT ROWID;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -72,6 +81,8 @@ _TOPOLOGY_SQL = {
     "exchange-": "DELETE FROM exchanges WHERE vhost = ? AND name = ?",
     "queue+": "INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?, 0)",
     "queue~": "UPDATE queues SET had_consumer = 1 WHERE id = ?",
+    "parameter+": "INSERT OR REPLACE INTO runtime_parameters VALUES (?, ?, ?, ?)",
+    "parameter-": "DELETE FROM runtime_parameters WHERE vhost = ? AND component = ? AND name = ?",
     "binding+": "INSERT OR IGNORE INTO bindings VALUES (?, ?, ?, ?, ?, ?)",
     "binding-": (
         "DELETE FROM bindings WHERE vhost = ? AND source = ? AND destination_type = ? AND destination = ?"
@@ -93,6 +104,7 @@ _DELETE_VHOST = (
     "DELETE FROM bindings WHERE vhost = ?1",
     "DELETE FROM exchanges WHERE vhost = ?1",
     "DELETE FROM vhosts WHERE name = ?1",
+    "DELETE FROM runtime_parameters WHERE vhost = ?1",
 )
 
 
@@ -171,6 +183,10 @@ class SqliteStore:
                 [ExchangeRow(*row) for row in db.execute("SELECT * FROM exchanges ORDER BY vhost, name")],
                 [QueueRow(*row) for row in db.execute("SELECT * FROM queues ORDER BY id")],
                 [BindingRow(*row) for row in db.execute("SELECT * FROM bindings")],
+                [
+                    ParameterRow(*row)
+                    for row in db.execute("SELECT * FROM runtime_parameters ORDER BY vhost, component, name")
+                ],
             )
         except sqlite3.DatabaseError as error:
             raise StorageError(f"cannot read {self.path}: {error}") from error

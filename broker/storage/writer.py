@@ -9,6 +9,7 @@ is fatal: nothing in it is confirmed, and ``on_failure`` stops the broker.
 
 from __future__ import annotations
 
+import json
 import queue as thread_queue
 import threading
 from collections.abc import Callable, Iterable
@@ -173,6 +174,12 @@ class StoreWriter:
     def user_saved(self, name: str, password: str | None, password_hash: tuple[str, str] | None) -> None:
         hashed, algorithm = password_hash if password_hash is not None else (None, None)
         self._topology("user+", (name, password if password_hash is None else None, hashed, algorithm))
+
+    def parameter_saved(self, vhost: str, component: str, name: str, value: Any) -> None:
+        if value is None:
+            self._topology("parameter-", (vhost, component, name))
+        else:
+            self._topology("parameter+", (vhost, component, name, json.dumps(value)))
 
     def exchange_declared(self, vhost: str, exchange: Exchange) -> None:
         row = (

@@ -90,7 +90,15 @@ def test_password_hashes_use_rabbitmqs_salted_sha256() -> None:
             '{"bindings": [{"source": "a", "vhost": "/", "destination": "b", "destination_type": "topic"}]}',
             "bindings[0] ('a'): destination_type must be 'queue' or 'exchange'",
         ),
-        ('{"policies": [{"name": "p"}]}', "'policies' are not supported by WarrenMQ yet"),
+        ('{"policies": [{"name": "p"}]}', "policies[0] lacks required string field(s) vhost"),
+        (
+            '{"policies": [{"name": "p", "vhost": "/", "pattern": "(", "definition": {"max-length": 1}}]}',
+            """policies[0] ('p'): pattern should be regular expression but is invalid: {"missing )",1}""",
+        ),
+        (
+            '{"parameters": [{"component": "federation-upstream", "vhost": "/", "name": "up", "value": {}}]}',
+            "parameters[0] ('up'): component federation-upstream is not supported by WarrenMQ",
+        ),
     ],
 )
 def test_malformed_files_are_refused_naming_the_file_and_the_problem(

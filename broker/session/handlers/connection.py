@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pamqp import commands
 from pamqp.base import Frame
 
+from broker.session.limits import check_connection_limits
 from protocol.codec import encode_heartbeat
 from protocol.connection import (
     LOCALES,
@@ -109,5 +110,6 @@ def _open(session: HandshakePort, method: commands.Connection.Open) -> None:
     vhost = session.broker.vhosts.get(method.virtual_host)
     if vhost is None:
         raise HardError(ReplyCode.NOT_ALLOWED, f"vhost {method.virtual_host} not found", 10, 40)
+    check_connection_limits(session.broker, vhost, session.username)
     session.opened(vhost)
     session.send(0, commands.Connection.OpenOk())
