@@ -8,6 +8,7 @@ import asyncio
 from typing import TYPE_CHECKING, Protocol, cast
 
 from broker.core.clock import TimerHandle
+from broker.server.flow_control import ConnectionThrottle, FlowControl
 from broker.session.connection_session import ConnectionSession
 from protocol.connection import ConnectionState
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 # Outgoing bytes buffered by the transport before we stop delivering to (and reading from) this peer.
 WRITE_HIGH_WATER = 4 * 1024 * 1024
 WRITE_LOW_WATER = 1 * 1024 * 1024
+# Why reading from the socket is paused; it resumes when no reason is left.
+PAUSE_WRITE = "write"
 
 
 class ConnectionHost(Protocol):
@@ -38,6 +41,11 @@ class ConnectionHost(Protocol):
 
     @property
     def config(self) -> ServerConfig: ...
+
+    @property
+    def flow(self) -> FlowControl:
+        """The resource alarms in effect (``broker.server.flow_control``)."""
+        ...
 
     @property
     def connections(self) -> set[AMQPProtocol]:
@@ -59,6 +67,9 @@ class AMQPProtocol(asyncio.Protocol):
         # One handle per purpose: "handshake", "heartbeat", "close".
         self._timers: dict[str, TimerHandle] = {}
         self._heartbeat_started = False
+        self.throttle = ConnectionThrottle(self)
+        self._read_pauses: set[str] = set()
+        self._open_seen = False
 
     # -- asyncio callbacks
 
@@ -80,6 +91,14 @@ class AMQPProtocol(asyncio.Protocol):
         session = self.session
         assert session is not None
         session.data_received(data)
+        reasons = self.server.flow.reasons
+        if reasons and not self.throttle.blocked and session.state is ConnectionState.OPEN:
+            if session.published:
+                self.throttle.update(reasons)
+            elif not self._open_seen:
+                self.throttle.notify(reasons)  # connection.open-ok during an alarm
+        if not self._open_seen and session.state is ConnectionState.OPEN:
+            self._open_seen = True
         if (
             not self._heartbeat_started
             and session.heartbeat.interval_s
@@ -102,16 +121,32 @@ class AMQPProtocol(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         # The peer is not reading: stop deliveries to it and stop reading its input until its buffer drains.
-        if self.transport is not None:
-            self.transport.pause_reading()
+        self.pause_reading(PAUSE_WRITE)
         if self.session is not None:
             self.session.set_writable(False)
 
     def resume_writing(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.resume_reading()
+        self.resume_reading(PAUSE_WRITE)
         if self.session is not None:
             self.session.set_writable(True)
+
+    # -- read pauses (write backpressure, resource alarms): each reason holds reading off until resumed
+
+    def pause_reading(self, reason: str) -> None:
+        if not self._read_pauses and self.transport is not None and not self.transport.is_closing():
+            self.transport.pause_reading()
+        self._read_pauses.add(reason)
+
+    def resume_reading(self, reason: str) -> None:
+        if reason not in self._read_pauses:
+            return
+        self._read_pauses.discard(reason)
+        if not self._read_pauses and self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    @property
+    def reading_paused(self) -> bool:
+        return bool(self._read_pauses)
 
     # -- Transport (used by the session)
 
@@ -178,5 +213,9 @@ class AMQPProtocol(asyncio.Protocol):
     def _heartbeat_tick(self) -> None:
         if self.session is None or self._closing:
             return
+        if self._read_pauses:
+            # Unread input is not silence: RabbitMQ pauses its heartbeat monitor while a connection is
+            # blocked.
+            self.session.heartbeat.received = True
         self.session.heartbeat_tick()
         self._schedule_heartbeat()

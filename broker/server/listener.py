@@ -17,8 +17,10 @@ from broker.config.plugins import started_plugins, startup_complete_lines
 from broker.core.broker import Broker
 from broker.core.clock import Clock
 from broker.journal.service import JournalService, preload
+from broker.server.alarms import AlarmSources, ResourceAlarms
 from broker.server.amqp_protocol import AMQPProtocol
 from broker.server.clock import LoopClock
+from broker.server.flow_control import FlowControl
 from broker.server.runtime import tune_for_serving
 from broker.session.faults import SessionFaults
 from broker.storage.base import StorageError, Store
@@ -43,6 +45,7 @@ class Server:
         loop: asyncio.AbstractEventLoop,
         clock: Clock | None = None,
         store: Store | None = None,
+        alarm_sources: AlarmSources | None = None,
     ) -> None:
         self.config = config
         self.loop = loop
@@ -75,6 +78,16 @@ class Server:
         )
         self.connections: set[AMQPProtocol] = set()
         self._server: asyncio.Server | None = None
+        # Resource alarms block publishers (broker.server.flow_control); sampling starts with start().
+        self.flow = FlowControl()
+        self.alarms = ResourceAlarms(
+            self.clock,
+            config.vm_memory_high_watermark,
+            config.disk_free_limit,
+            config.data_dir,
+            self._alarms_changed,
+            alarm_sources,
+        )
         self.journal: JournalService | None = None
         if config.journal is not None:
             self.journal = JournalService(config.journal, self.broker.events, loop)
@@ -98,6 +111,7 @@ class Server:
         self.recover()
         if self.journal is not None:
             self.journal.start()
+        self.alarms.start()
         self._server = await self.loop.create_server(
             lambda: AMQPProtocol(self),
             host=self.config.host,
@@ -111,6 +125,7 @@ class Server:
 
     async def stop(self, grace_s: float = 2.0) -> None:
         """Close every client with connection.close 320 (as `rabbitmqctl stop`), wait briefly, then unbind."""
+        self.alarms.stop()
         if self._server is not None:
             self._server.close()
         for protocol in list(self.connections):
@@ -126,6 +141,9 @@ class Server:
         if self.journal is not None:
             self.journal.stop()
         self.close_store()
+
+    def _alarms_changed(self, reasons: tuple[str, ...]) -> None:
+        self.flow.alarms_changed(reasons, [protocol.throttle for protocol in self.connections])
 
     def close_store(self) -> None:
         """Commit what is pending and close the store (idempotent)."""

@@ -125,6 +125,7 @@ class ChannelSession:
 
     def _published(self, context: Any, info: HeaderInfo, header_payload: bytes, body: bytes) -> None:
         exchange, routing_key, mandatory = context
+        self.conn.published = True
         if info.user_id is not None and info.user_id != self.conn.username:
             raise ChannelError(
                 ReplyCode.PRECONDITION_FAILED,

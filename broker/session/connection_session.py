@@ -67,6 +67,7 @@ class ConnectionSession:
         self.channel_max = config.channel_max
         self.heartbeat = HeartbeatMonitor()
         self.writable = True
+        self.published = False
         self.ack_timeout: AckTimeoutWatch | None = None
         self.exclusive_queues: list[Queue] = []
         self.consumer_cancel_notify = False

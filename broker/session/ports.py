@@ -41,6 +41,8 @@ class ConnectionPort(Protocol):
     consumer_cancel_notify: bool
     # False while the peer's socket buffer is full: no deliveries (read once per delivery).
     writable: bool
+    # True once the connection has sent basic.publish: a resource alarm then blocks it (rabbit_reader).
+    published: bool
     frame_max: int
     faults: SessionFaults | None
 

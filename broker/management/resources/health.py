@@ -3,6 +3,8 @@ RabbitMQ's failure body when its condition does not hold."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from aiohttp import web
 
 from broker.management.auth import Gate
@@ -49,9 +51,16 @@ async def aliveness_test(request: web.Request, context: ManagementContext) -> we
     return json_response(OK)
 
 
-async def no_alarms(request: web.Request, context: ManagementContext) -> web.Response:
-    # WarrenMQ raises no memory or disk alarms yet, so none can be in effect.
-    return json_response(OK)
+def _alarms_check(reason: str) -> Callable[[web.Request, ManagementContext], Awaitable[web.Response]]:
+    async def check(request: web.Request, context: ManagementContext) -> web.Response:
+        # rabbit_mgmt_wm_health_check_alarms / _local_alarms: 503 with the alarms as rabbit_alarm's maps.
+        resources = context.server.alarms.resources
+        if not resources:
+            return json_response(OK)
+        alarms = [{"node": context.node, "resource": resource} for resource in resources]
+        return _failed(reason=reason, alarms=alarms)
+
+    return check
 
 
 async def certificate_expiration(request: web.Request, context: ManagementContext) -> web.Response:
@@ -95,8 +104,8 @@ async def single_node(request: web.Request, context: ManagementContext) -> web.R
 
 ROUTES = [
     Route("GET", "/api/aliveness-test/{vhost}", aliveness_test, Gate.VHOST),
-    Route("GET", "/api/health/checks/alarms", no_alarms),
-    Route("GET", "/api/health/checks/local-alarms", no_alarms),
+    Route("GET", "/api/health/checks/alarms", _alarms_check("There are alarms in effect in the cluster")),
+    Route("GET", "/api/health/checks/local-alarms", _alarms_check("There are alarms in effect on the node")),
     Route("GET", "/api/health/checks/certificate-expiration/{within}/{unit}", certificate_expiration),
     Route("GET", "/api/health/checks/port-listener/{port}", port_listener),
     Route("GET", "/api/health/checks/protocol-listener/{protocol}", protocol_listener),
