@@ -259,6 +259,8 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
             max_message_size=value("max_message_size") or profile.max_message_size,
             pre_auth_frame_max=profile.pre_auth_frame_max,
             consumer_timeout_ms=value("consumer_timeout"),
+            connection_max=value("connection_max"),
+            consumer_max_per_channel=value("consumer_max_per_channel"),
             product="RabbitMQ" if rabbitmq else "WarrenMQ",
             product_version=profile.rabbitmq_version if rabbitmq else __version__,
             cluster_name=value("cluster_name"),

@@ -81,6 +81,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("heartbeat", DEFAULT_HEARTBEAT_S, ("WARRENMQ_HEARTBEAT",), int),
     Setting("max_message_size", None, ("WARRENMQ_MAX_MESSAGE_SIZE",), int),
     Setting("consumer_timeout", DEFAULT_CONSUMER_TIMEOUT_MS, ("WARRENMQ_CONSUMER_TIMEOUT",), int),
+    # None: infinity, RabbitMQ's default for both.
+    Setting("connection_max", None),
+    Setting("consumer_max_per_channel", None),
     Setting("profile", DEFAULT_PROFILE.name, ("WARRENMQ_PROFILE",)),
     Setting("report_as", "rabbitmq", ("WARRENMQ_REPORT_AS",)),
     Setting("data_dir", DEFAULT_DATA_DIR, ("WARRENMQ_DATA_DIR",)),

@@ -73,6 +73,16 @@ def _int(entry: Entry) -> int:
         ) from None
 
 
+def _limit(entry: Entry) -> int | None:
+    """connection_max / consumer_max_per_channel: a non-negative integer or ``infinity`` (None)."""
+    if entry.value.strip().lower() == "infinity":
+        return None
+    value = _int(entry)
+    if value < 0:
+        raise ConfigFileError(entry.path, entry.line, f"{entry.key}: expected an integer >= 0 or infinity")
+    return value
+
+
 def _fraction(entry: Entry) -> float:
     try:
         value = float(entry.value)
@@ -170,6 +180,8 @@ def apply_entry(entry: Entry, settings: FileSettings) -> None:
             _log_level(entry, settings)
     elif key == "log.console.formatter":
         settings.set("log_format", "json" if entry.value == "json" else "console", entry)
+    elif key in ("connection_max", "consumer_max_per_channel"):
+        settings.set(key, _limit(entry), entry)
     elif key in ("vm_memory_high_watermark.relative", "vm_memory_high_watermark.absolute"):
         settings.set("vm_memory_high_watermark", _watermark(entry), entry)
     elif key in ("disk_free_limit.relative", "disk_free_limit.absolute"):

@@ -109,5 +109,11 @@ def _open(session: HandshakePort, method: commands.Connection.Open) -> None:
     vhost = session.broker.vhosts.get(method.virtual_host)
     if vhost is None:
         raise HardError(ReplyCode.NOT_ALLOWED, f"vhost {method.virtual_host} not found", 10, 40)
+    limit = session.config.connection_max
+    if limit is not None and sum(len(v.connections) for v in session.broker.vhosts.values()) >= limit:
+        # rabbit_reader (3.11+): connection_max is checked at connection.open.
+        raise HardError(
+            ReplyCode.NOT_ALLOWED, f"connection refused: node connection limit ({limit}) is reached", 10, 40
+        )
     session.opened(vhost)
     session.send(0, commands.Connection.OpenOk())
