@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from broker.core.clock import TimerHandle
 from broker.server.flow_control import ConnectionThrottle, FlowControl
+from broker.server.tls import login_name
 from broker.session.connection_session import ConnectionSession
 from protocol.connection import ConnectionState
 
@@ -82,6 +83,10 @@ class AMQPProtocol(asyncio.Protocol):
         peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.session = ConnectionSession(self.server.broker, self.server.config.session, self, peer_text)
         self.session.faults = self.server.faults
+        if transport.get_extra_info("ssl_object") is not None:
+            self.session.peer_cert_login = login_name(
+                transport.get_extra_info("peercert"), self.server.config.ssl_cert_login_from
+            )
         self.server.connections.add(self)
         self._timers["handshake"] = self.server.clock.call_later(
             self.server.config.session.handshake_timeout_s, self._handshake_check

@@ -22,6 +22,7 @@ from broker.server.amqp_protocol import AMQPProtocol
 from broker.server.clock import LoopClock
 from broker.server.flow_control import FlowControl
 from broker.server.runtime import tune_for_serving
+from broker.server.tls import TLSConfigError, server_context
 from broker.session.faults import SessionFaults
 from broker.storage.base import StorageError, Store
 from broker.storage.recovery import recover
@@ -92,6 +93,8 @@ class Server:
         if config.journal is not None:
             self.journal = JournalService(config.journal, self.broker.events, loop)
         self.port = 0  # the bound AMQP port once started
+        self.ssl_port: int | None = None  # the bound AMQPS port once started (listeners.ssl.default)
+        self._tls_server: asyncio.Server | None = None
         # Test fault injection (broker.testing.faults); None = off, and sessions skip every fault hook.
         self.faults: SessionFaults | None = None
 
@@ -121,13 +124,36 @@ class Server:
         )
         host, port = self._server.sockets[0].getsockname()[:2]
         self.port = int(port)
+        if self.config.ssl_port is not None:
+            await self._start_tls()
         return str(host), int(port)
+
+    async def _start_tls(self) -> None:
+        """The AMQPS listener (``broker.server.tls``), with ssl_handshake_timeout."""
+        assert self.config.ssl_port is not None
+        try:
+            context = server_context(self.config.ssl_options)
+        except TLSConfigError as error:
+            raise StartupError(str(error)) from error
+        self._tls_server = await self.loop.create_server(
+            lambda: AMQPProtocol(self),
+            host=self.config.host,
+            port=self.config.ssl_port,
+            ssl=context,
+            ssl_handshake_timeout=self.config.ssl_handshake_timeout_s,
+            reuse_address=True,
+            backlog=1024,
+        )
+        self.ssl_port = int(self._tls_server.sockets[0].getsockname()[1])
+        log.info("amqps_listening", port=self.ssl_port, verify=self.config.ssl_options.verify)
 
     async def stop(self, grace_s: float = 2.0) -> None:
         """Close every client with connection.close 320 (as `rabbitmqctl stop`), wait briefly, then unbind."""
         self.alarms.stop()
         if self._server is not None:
             self._server.close()
+        if self._tls_server is not None:
+            self._tls_server.close()
         for protocol in list(self.connections):
             if protocol.session is not None:
                 protocol.session.force_close()
@@ -138,6 +164,8 @@ class Server:
             protocol.close()
         if self._server is not None:
             await self._server.wait_closed()
+        if self._tls_server is not None:
+            await self._tls_server.wait_closed()
         if self.journal is not None:
             self.journal.stop()
         self.close_store()
@@ -194,6 +222,7 @@ async def serve(
     ready: dict[str, Any] = {
         "amqp_host": host,
         "amqp_port": port,
+        "amqps_port": server.ssl_port,
         "management_port": None,
         "recovered": server.recovered,
     }

@@ -34,3 +34,5 @@ class SessionConfig:
     # connection_max / consumer_max_per_channel (rabbitmq.conf); None = infinity, RabbitMQ's default.
     connection_max: int | None = None
     consumer_max_per_channel: int | None = None
+    # auth_mechanisms.*: what connection.start offers (EXTERNAL only to a TLS peer with a certificate).
+    auth_mechanisms: tuple[str, ...] = ("PLAIN", "AMQPLAIN")

@@ -62,6 +62,8 @@ class ConnectionSession:
         self.vhost: VirtualHost | None = None
         self.username = ""
         self.mechanism = ""
+        # The user name in a verified TLS client certificate (the EXTERNAL mechanism's), set by the edge.
+        self.peer_cert_login: str | None = None
         self.client_properties: dict[str, Any] = {}
         self.frame_max = config.pre_auth_frame_max
         self.channel_max = config.channel_max

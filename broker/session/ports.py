@@ -93,6 +93,7 @@ class HandshakePort(ConnectionPort, Protocol):
 
     state: ConnectionState
     mechanism: str
+    peer_cert_login: str | None
     client_properties: dict[str, Any]
     channel_max: int
 

@@ -71,7 +71,8 @@ async def certificate_expiration(request: web.Request, context: ManagementContex
 
 
 def _ports(context: ManagementContext) -> list[int]:
-    return [port for port in (context.http_port, context.server.port) if port]
+    ports = (context.http_port, context.https_port, context.server.port, context.server.ssl_port)
+    return [port for port in ports if port]
 
 
 async def port_listener(request: web.Request, context: ManagementContext) -> web.Response:
