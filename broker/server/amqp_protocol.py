@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 from broker.core.clock import TimerHandle
 from broker.server.flow_control import ConnectionThrottle, FlowControl
 from broker.server.tls import login_name
+from broker.session.config import FLOW_MORE_CREDIT
 from broker.session.connection_session import ConnectionSession
 from protocol.connection import ConnectionState
 
@@ -24,6 +25,9 @@ WRITE_HIGH_WATER = 4 * 1024 * 1024
 WRITE_LOW_WATER = 1 * 1024 * 1024
 # Why reading from the socket is paused; it resumes when no reason is left.
 PAUSE_WRITE = "write"
+PAUSE_FLOW = "flow"
+# How long a connection out of publishing credit is not read (state "flow") before it gets more.
+FLOW_PAUSE_S = 0.05
 
 
 class ConnectionHost(Protocol):
@@ -96,6 +100,9 @@ class AMQPProtocol(asyncio.Protocol):
         session = self.session
         assert session is not None
         session.data_received(data)
+        if session.flow_credit <= 0 and PAUSE_FLOW not in self._read_pauses:
+            self.pause_reading(PAUSE_FLOW)
+            self._timers["flow"] = self.server.clock.call_later(FLOW_PAUSE_S, self._flow_granted)
         reasons = self.server.flow.reasons
         if reasons and not self.throttle.blocked and session.state is ConnectionState.OPEN:
             if session.published:
@@ -152,6 +159,17 @@ class AMQPProtocol(asyncio.Protocol):
     @property
     def reading_paused(self) -> bool:
         return bool(self._read_pauses)
+
+    @property
+    def in_flow(self) -> bool:
+        """Out of publishing credit (rabbit_reader's "flow" state in the management API)."""
+        return PAUSE_FLOW in self._read_pauses
+
+    def _flow_granted(self) -> None:
+        self._timers.pop("flow", None)
+        if self.session is not None:
+            self.session.flow_credit = FLOW_MORE_CREDIT
+        self.resume_reading(PAUSE_FLOW)
 
     # -- Transport (used by the session)
 

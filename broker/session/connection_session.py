@@ -15,7 +15,7 @@ from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
 from broker.session.ack_timeout import AckTimeoutWatch
 from broker.session.channel_session import ChannelSession
-from broker.session.config import SessionConfig
+from broker.session.config import FLOW_INITIAL_CREDIT, SessionConfig
 from broker.session.faults import SessionFaults
 from broker.session.handlers import connection as connection_handlers
 from broker.session.heartbeat import HeartbeatMonitor
@@ -70,6 +70,7 @@ class ConnectionSession:
         self.heartbeat = HeartbeatMonitor()
         self.writable = True
         self.published = False
+        self.flow_credit = FLOW_INITIAL_CREDIT  # spent on slow queues; the edge grants more
         self.ack_timeout: AckTimeoutWatch | None = None
         self.exclusive_queues: list[Queue] = []
         self.consumer_cancel_notify = False

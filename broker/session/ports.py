@@ -43,6 +43,7 @@ class ConnectionPort(Protocol):
     writable: bool
     # True once the connection has sent basic.publish: a resource alarm then blocks it (rabbit_reader).
     published: bool
+    flow_credit: int
     frame_max: int
     faults: SessionFaults | None
 
