@@ -67,7 +67,7 @@ async def certificate_expiration(request: web.Request, context: ManagementContex
     within, unit = request.match_info["within"], request.match_info["unit"]
     if not within.isdigit() or unit not in ("days", "weeks", "months", "years"):
         raise bad_request(f"Invalid expiration period: {within} {unit}")
-    return json_response(OK)  # no TLS listener, so no certificate can expire
+    return json_response(OK)  # not checked yet: the TLS listeners' certificates are not read here
 
 
 def _ports(context: ManagementContext) -> list[int]:
