@@ -74,7 +74,6 @@ class AMQPProtocol(asyncio.Protocol):
         self._heartbeat_started = False
         self.throttle = ConnectionThrottle(self)
         self._read_pauses: set[str] = set()
-        self._open_seen = False
 
     # -- asyncio callbacks
 
@@ -87,6 +86,7 @@ class AMQPProtocol(asyncio.Protocol):
         peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.session = ConnectionSession(self.server.broker, self.server.config.session, self, peer_text)
         self.session.faults = self.server.faults
+        self.session.on_first_publish = self._first_publish
         if transport.get_extra_info("ssl_object") is not None:
             self.session.peer_cert_login = login_name(
                 transport.get_extra_info("peercert"), self.server.config.ssl_cert_login_from
@@ -103,14 +103,6 @@ class AMQPProtocol(asyncio.Protocol):
         if session.flow_credit <= 0 and PAUSE_FLOW not in self._read_pauses:
             self.pause_reading(PAUSE_FLOW)
             self._timers["flow"] = self.server.clock.call_later(FLOW_PAUSE_S, self._flow_granted)
-        reasons = self.server.flow.reasons
-        if reasons and not self.throttle.blocked and session.state is ConnectionState.OPEN:
-            if session.published:
-                self.throttle.update(reasons)
-            elif not self._open_seen:
-                self.throttle.notify(reasons)  # connection.open-ok during an alarm
-        if not self._open_seen and session.state is ConnectionState.OPEN:
-            self._open_seen = True
         if (
             not self._heartbeat_started
             and session.heartbeat.interval_s
@@ -159,6 +151,13 @@ class AMQPProtocol(asyncio.Protocol):
     @property
     def reading_paused(self) -> bool:
         return bool(self._read_pauses)
+
+    def _first_publish(self) -> None:
+        # rabbit_reader blocks a connection at its first publish while an alarm is in effect: the
+        # connection.blocked goes out before the replies to anything the client sent after the publish.
+        reasons = self.server.flow.reasons
+        if reasons:
+            self.throttle.update(reasons)
 
     @property
     def in_flow(self) -> bool:

@@ -68,8 +68,7 @@ class ConnectionThrottle:
             self.notify(reasons)
 
     def notify(self, reasons: tuple[str, ...]) -> None:
-        """connection.blocked, once per alarm episode, to a client that announced the capability; also sent
-        right after connection.open-ok while an alarm is in effect (what `check_local_alarms` reads)."""
+        """connection.blocked, once per alarm episode, to a client that announced the capability."""
         session = self.edge.session
         if session is not None and not self.notified and announces_blocked(session):
             self.notified = True

@@ -126,7 +126,10 @@ class ChannelSession:
 
     def _published(self, context: Any, info: HeaderInfo, header_payload: bytes, body: bytes) -> None:
         exchange, routing_key, mandatory = context
-        self.conn.published = True
+        if not self.conn.published:
+            self.conn.published = True
+            if self.conn.on_first_publish is not None:
+                self.conn.on_first_publish()
         if info.user_id is not None and info.user_id != self.conn.username:
             raise ChannelError(
                 ReplyCode.PRECONDITION_FAILED,

@@ -4,6 +4,7 @@ boundary).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -70,6 +71,9 @@ class ConnectionSession:
         self.heartbeat = HeartbeatMonitor()
         self.writable = True
         self.published = False
+        # Called (by the channel) when the connection publishes for the first time: the edge blocks it then
+        # if a resource alarm is in effect.
+        self.on_first_publish: Callable[[], None] | None = None
         self.flow_credit = FLOW_INITIAL_CREDIT  # spent on slow queues; the edge grants more
         self.ack_timeout: AckTimeoutWatch | None = None
         self.exclusive_queues: list[Queue] = []

@@ -9,7 +9,7 @@ Read-only members are properties, so an implementation may hold a more precise t
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.core.persistence import CommitWaiter
@@ -43,6 +43,7 @@ class ConnectionPort(Protocol):
     writable: bool
     # True once the connection has sent basic.publish: a resource alarm then blocks it (rabbit_reader).
     published: bool
+    on_first_publish: Callable[[], None] | None
     flow_credit: int
     frame_max: int
     faults: SessionFaults | None

@@ -29,7 +29,7 @@ class FloodPublisher:
 
     def __init__(self, port: int, queue: str, first: int = 0) -> None:
         self.queue = queue
-        self.first = first  # messages published even when connection.blocked came first (at open-ok)
+        self.first = first  # messages published whatever the stage
         self.published = 0
         self.acked = 0
         self.nacked = 0
@@ -184,8 +184,8 @@ def test_disk_alarm_blocks_publishers_but_consumers_keep_draining(disk_broker: S
     consumer_conn = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", broker.port))
     consumer = consumer_conn.channel()
     consumer.queue_declare("drain")
-    # connection.blocked comes right after connection.open-ok while an alarm is in effect; the first
-    # publish is still read, then the broker stops reading this connection.
+    # Nothing is sent at connection.open (as RabbitMQ); the first publish is read and routed, then the
+    # connection gets connection.blocked and is no longer read.
     publisher = FloodPublisher(broker.port, "drain", first=1)
     publisher.run_until(lambda: publisher.acked == 1 and publisher.stage == "blocked", timeout_s=10)
     assert publisher.blocked_reasons == ["low on disk"]
