@@ -66,8 +66,13 @@ def disk_limit_bytes(limit: Watermark, total_memory: int) -> int:
     return int(limit.value)
 
 
+_SELF: list[psutil.Process] = []
+
+
 def process_rss_bytes() -> int:
-    return int(psutil.Process().memory_info().rss)
+    if not _SELF:
+        _SELF.append(psutil.Process())
+    return int(_SELF[0].memory_info().rss)
 
 
 def disk_free_bytes(path: str) -> int:

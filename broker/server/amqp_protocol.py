@@ -148,6 +148,12 @@ class AMQPProtocol(asyncio.Protocol):
         if not self._read_pauses and self.transport is not None and not self.transport.is_closing():
             self.transport.resume_reading()
 
+    def release_reading(self) -> None:
+        """Read again whatever paused it (shutdown: the client's close-ok must be read)."""
+        self._read_pauses.clear()
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+
     @property
     def reading_paused(self) -> bool:
         return bool(self._read_pauses)

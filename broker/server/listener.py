@@ -157,6 +157,8 @@ class Server:
         for protocol in list(self.connections):
             if protocol.session is not None:
                 protocol.session.force_close()
+            if protocol.reading_paused:
+                protocol.release_reading()  # a blocked publisher's close-ok must be read
         deadline = self.loop.time() + grace_s
         while self.connections and self.loop.time() < deadline:
             await asyncio.sleep(0.01)
