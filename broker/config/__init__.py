@@ -11,7 +11,7 @@ from broker.config.args import (
     journal_config_from_args,
     parse_user,
 )
-from broker.config.model import DEFAULT_DATA_DIR, JournalConfig, ServerConfig, Watermark
+from broker.config.model import DEFAULT_DATA_DIR, JournalConfig, ServerConfig, TLSOptions, Watermark
 
 __all__ = [
     "DEFAULT_DATA_DIR",
@@ -19,6 +19,7 @@ __all__ = [
     "MAX_CHANNEL_MAX",
     "JournalConfig",
     "ServerConfig",
+    "TLSOptions",
     "Watermark",
     "add_journal_arguments",
     "add_serve_arguments",

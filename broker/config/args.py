@@ -10,8 +10,8 @@ from typing import Any
 
 from broker import __version__
 from broker.config import layers
-from broker.config.model import JournalConfig, ServerConfig
-from broker.config.plugins import MANAGEMENT, PROMETHEUS, unimplemented
+from broker.config.model import JournalConfig, ServerConfig, TLSOptions
+from broker.config.plugins import AUTH_MECHANISM_SSL, MANAGEMENT, PROMETHEUS, unimplemented
 from broker.config.sysctl import ConfigFileError
 from broker.core.profile import PROFILES
 from broker.session.config import SessionConfig
@@ -259,6 +259,14 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
             max_message_size=value("max_message_size") or profile.max_message_size,
             pre_auth_frame_max=profile.pre_auth_frame_max,
             consumer_timeout_ms=value("consumer_timeout"),
+            connection_max=value("connection_max"),
+            consumer_max_per_channel=value("consumer_max_per_channel"),
+            # EXTERNAL is registered by rabbitmq_auth_mechanism_ssl: offered only with the plugin on.
+            auth_mechanisms=tuple(
+                name
+                for name in value("auth_mechanisms")
+                if name != "EXTERNAL" or loaded.plugin_on(AUTH_MECHANISM_SSL)
+            ),
             product="RabbitMQ" if rabbitmq else "WarrenMQ",
             product_version=profile.rabbitmq_version if rabbitmq else __version__,
             cluster_name=value("cluster_name"),
@@ -274,4 +282,10 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         disk_free_limit=value("disk_free_limit"),
         enabled_plugins=loaded.enabled_plugins,
         node_name=value("node_name"),
+        ssl_port=value("ssl_port"),
+        ssl_options=TLSOptions(**(value("ssl_options") or {})),
+        ssl_handshake_timeout_s=value("ssl_handshake_timeout") / 1000,
+        ssl_cert_login_from=value("ssl_cert_login_from"),
+        management_ssl_port=value("management_ssl_port") if management_port is not None else None,
+        management_ssl=TLSOptions(**(value("management_ssl") or {})),
     )

@@ -81,6 +81,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("heartbeat", DEFAULT_HEARTBEAT_S, ("WARRENMQ_HEARTBEAT",), int),
     Setting("max_message_size", None, ("WARRENMQ_MAX_MESSAGE_SIZE",), int),
     Setting("consumer_timeout", DEFAULT_CONSUMER_TIMEOUT_MS, ("WARRENMQ_CONSUMER_TIMEOUT",), int),
+    # None: infinity, RabbitMQ's default for both.
+    Setting("connection_max", None),
+    Setting("consumer_max_per_channel", None),
+    # TLS: listeners.ssl.default, ssl_options.*, management.ssl.*, and the EXTERNAL mechanism's settings.
+    Setting("ssl_port", None),
+    Setting("ssl_options", None),
+    Setting("ssl_handshake_timeout", 5000),
+    Setting("ssl_cert_login_from", "distinguished_name"),
+    Setting("management_ssl_port", None),
+    Setting("management_ssl", None),
+    Setting("auth_mechanisms", ("PLAIN", "AMQPLAIN")),
     Setting("profile", DEFAULT_PROFILE.name, ("WARRENMQ_PROFILE",)),
     Setting("report_as", "rabbitmq", ("WARRENMQ_REPORT_AS",)),
     Setting("data_dir", DEFAULT_DATA_DIR, ("WARRENMQ_DATA_DIR",)),

@@ -35,6 +35,21 @@ class Watermark:
 
 
 @dataclass(frozen=True)
+class TLSOptions:
+    """ssl_options.* (AMQPS) or management.ssl.* (HTTPS), with RabbitMQ's names: PEM files, peer
+    verification, protocol versions and cipher suites (empty: the ssl module's defaults)."""
+
+    certfile: str | None = None
+    keyfile: str | None = None
+    cacertfile: str | None = None
+    password: str | None = None
+    verify: str = "verify_none"  # verify_peer: ask for and check a client certificate
+    fail_if_no_peer_cert: bool = False
+    versions: tuple[str, ...] = ()  # "tlsv1.2", "tlsv1.3"
+    ciphers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ServerConfig:
     host: str = "0.0.0.0"
     port: int = 5672
@@ -62,3 +77,11 @@ class ServerConfig:
     # Plugins switched on by enabled_plugins (None: no file, every plugin WarrenMQ implements is on).
     enabled_plugins: tuple[str, ...] | None = None
     node_name: str = "rabbit@localhost"
+    # TLS (listeners.ssl.default, ssl_options.*, management.ssl.*): no TLS listener unless a port is set.
+    ssl_port: int | None = None
+    ssl_options: TLSOptions = field(default_factory=TLSOptions)
+    ssl_handshake_timeout_s: float = 5.0  # ssl_handshake_timeout, 5000 ms in RabbitMQ
+    # rabbitmq_auth_mechanism_ssl: where the EXTERNAL mechanism takes the user name from.
+    ssl_cert_login_from: str = "distinguished_name"
+    management_ssl_port: int | None = None
+    management_ssl: TLSOptions = field(default_factory=TLSOptions)

@@ -16,6 +16,7 @@ from broker.config.sysctl import ConfigFileError
 
 MANAGEMENT = "rabbitmq_management"
 PROMETHEUS = "rabbitmq_prometheus"
+AUTH_MECHANISM_SSL = "rabbitmq_auth_mechanism_ssl"  # the EXTERNAL mechanism
 # What WarrenMQ implements, each with the plugins RabbitMQ starts with it (its "N plugins started" counts
 # dependencies: rabbitmq_management brings rabbitmq_management_agent and rabbitmq_web_dispatch).
 IMPLEMENTED: dict[str, tuple[str, ...]] = {
@@ -25,6 +26,7 @@ IMPLEMENTED: dict[str, tuple[str, ...]] = {
     "rabbitmq_consistent_hash_exchange": (),
     "rabbitmq_delayed_message_exchange": (),
     "rabbitmq_random_exchange": (),
+    AUTH_MECHANISM_SSL: (),
 }
 # Known and carried, not served yet: enabling it switches prometheus.tcp.port on for the endpoint to come.
 PENDING = frozenset({PROMETHEUS})

@@ -73,6 +73,16 @@ def _int(entry: Entry) -> int:
         ) from None
 
 
+def _limit(entry: Entry) -> int | None:
+    """connection_max / consumer_max_per_channel: a non-negative integer or ``infinity`` (None)."""
+    if entry.value.strip().lower() == "infinity":
+        return None
+    value = _int(entry)
+    if value < 0:
+        raise ConfigFileError(entry.path, entry.line, f"{entry.key}: expected an integer >= 0 or infinity")
+    return value
+
+
 def _fraction(entry: Entry) -> float:
     try:
         value = float(entry.value)
@@ -135,6 +145,70 @@ def _watermark(entry: Entry) -> Watermark:
     return Watermark(kind, _fraction(entry) if kind == "relative" else _size(entry))
 
 
+_TLS_FILES = ("certfile", "keyfile", "cacertfile", "password")
+_TLS_LISTS = ("versions", "ciphers")
+_LOGIN_FROM = ("distinguished_name", "common_name", "subject_alternative_name")
+
+
+def _tls_option(entry: Entry, settings: FileSettings, family: str, sub: str) -> None:
+    """ssl_options.SUB / management.ssl.SUB: collected into one dict per family (TLSOptions' fields)."""
+    options = settings.families.setdefault(family, {})
+    head, _, index = sub.partition(".")
+    if sub in _TLS_FILES:
+        options[sub] = entry.value
+    elif sub == "verify":
+        if entry.value not in ("verify_peer", "verify_none"):
+            raise ConfigFileError(
+                entry.path,
+                entry.line,
+                f"{entry.key}: expected verify_peer or verify_none, got {entry.value!r}",
+            )
+        options[sub] = entry.value
+    elif sub == "fail_if_no_peer_cert":
+        options[sub] = _boolean(entry)
+    elif head in _TLS_LISTS and index:
+        items = options.setdefault(f"_{head}", {})
+        items[index] = entry.value
+        options[head] = tuple(items[key] for key in sorted(items, key=lambda k: (len(k), k)))
+    else:
+        settings.warnings.append(f"{entry.where()}: {entry.key}: TLS option not implemented; ignored")
+        return
+    settings.set(family, {k: v for k, v in options.items() if not k.startswith("_")}, entry)
+
+
+def _tls_entry(entry: Entry, settings: FileSettings) -> bool:
+    """The TLS keys of the core and of rabbitmq_auth_mechanism_ssl / the management plugin; False: not one."""
+    key = entry.key
+    if key.startswith("listeners.ssl."):
+        match = _LISTENER.fullmatch(entry.value)
+        if match is None or not 0 <= int(match.group(2)) <= 65535:
+            raise ConfigFileError(
+                entry.path, entry.line, f"{entry.key}: expected PORT or IP:PORT, got {entry.value!r}"
+            )
+        settings.set("ssl_port", int(match.group(2)), entry)
+    elif key.startswith("ssl_options."):
+        _tls_option(entry, settings, "ssl_options", key.removeprefix("ssl_options."))
+    elif key == "management.ssl.port":
+        settings.set("management_ssl_port", _int(entry), entry)
+    elif key.startswith("management.ssl."):
+        _tls_option(entry, settings, "management_ssl", key.removeprefix("management.ssl."))
+    elif key == "ssl_handshake_timeout":
+        settings.set("ssl_handshake_timeout", _int(entry), entry)
+    elif key == "ssl_cert_login_from":
+        if entry.value not in _LOGIN_FROM:
+            raise ConfigFileError(
+                entry.path, entry.line, f"{entry.key}: expected one of {', '.join(_LOGIN_FROM)}"
+            )
+        settings.set(key, entry.value, entry)
+    elif key.startswith("auth_mechanisms."):
+        mechanisms = settings.families.setdefault("auth_mechanisms", {})
+        mechanisms[key.removeprefix("auth_mechanisms.")] = entry.value
+        settings.set("auth_mechanisms", tuple(mechanisms.values()), entry)
+    else:
+        return False
+    return True
+
+
 _FAMILIES = ("default_user_tags", "loopback_users", "default_permissions")
 _PERMISSIONS = ("configure", "read", "write")
 
@@ -170,6 +244,8 @@ def apply_entry(entry: Entry, settings: FileSettings) -> None:
             _log_level(entry, settings)
     elif key == "log.console.formatter":
         settings.set("log_format", "json" if entry.value == "json" else "console", entry)
+    elif key in ("connection_max", "consumer_max_per_channel"):
+        settings.set(key, _limit(entry), entry)
     elif key in ("vm_memory_high_watermark.relative", "vm_memory_high_watermark.absolute"):
         settings.set("vm_memory_high_watermark", _watermark(entry), entry)
     elif key in ("disk_free_limit.relative", "disk_free_limit.absolute"):
@@ -181,7 +257,7 @@ def apply_entry(entry: Entry, settings: FileSettings) -> None:
         _listener(entry, settings)
     elif key.split(".", 1)[0] in _FAMILIES and "." in key:
         _family(entry, settings)
-    elif key.startswith(("listeners.ssl.", "ssl_options.")):
-        settings.warnings.append(f"{entry.where()}: {key}: TLS listeners are not implemented; ignored")
+    elif _tls_entry(entry, settings):
+        pass
     elif not _ACCEPTED.fullmatch(key):
         settings.warnings.append(f"{entry.where()}: unknown setting {key!r} ignored")

@@ -2,9 +2,10 @@
 WarrenMQ answers the same questions on its AMQP port).
 
 - ``server_properties``: the protocol header and the broker's connection.start, no login: the broker is up.
-- ``local_alarms``: a full login and channel.open; RabbitMQ sends connection.blocked right after
-  connection.open-ok while a resource alarm is in effect (rabbit_reader), so whatever arrives before
-  channel.open-ok is the alarm state, with no timing window.
+- ``local_alarms``: a full login, channel.open, one unroutable publish, then channel.close. While a resource
+  alarm is in effect RabbitMQ blocks a connection at its first publish (rabbit_reader: connection.blocked,
+  and nothing after the publish is read), so connection.blocked arrives instead of channel.close-ok: no
+  timing window. (It sends nothing at connection.open: checked against RabbitMQ 3.10.)
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class _Connection:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buffer = b""
 
-    def send(self, value: Frame | header.ProtocolHeader, channel: int = 0) -> None:
+    def send(self, value: Frame | header.ProtocolHeader | header.ContentHeader, channel: int = 0) -> None:
         data = value.marshal() if isinstance(value, header.ProtocolHeader) else frame.marshal(value, channel)
         self.sock.sendall(data)
 
@@ -82,8 +83,12 @@ def server_properties(host: str, port: int, timeout_s: float) -> dict[str, Any]:
         conn.close()
 
 
+# No queue can have this name (amq.* is reserved), so the probe's message is dropped unrouted.
+PROBE_ROUTING_KEY = "amq.warrenmq.diagnostics.check_local_alarms"
+
+
 def local_alarms(host: str, port: int, user: str, password: str, vhost: str, timeout_s: float) -> list[str]:
-    """The reasons of the connection.blocked the broker sends at connection.open (none: no alarm)."""
+    """The reasons of the connection.blocked the broker answers a publish with (none: no alarm)."""
     conn = _Connection(host, port, time.monotonic() + timeout_s)
     try:
         conn.send(header.ProtocolHeader())
@@ -110,13 +115,24 @@ def local_alarms(host: str, port: int, user: str, password: str, vhost: str, tim
         conn.expect(commands.Connection.OpenOk, seen)
         conn.send(commands.Channel.Open(), channel=1)
         conn.expect(commands.Channel.OpenOk, seen)
+        conn.send(commands.Basic.Publish(exchange="", routing_key=PROBE_ROUTING_KEY), channel=1)
+        conn.send(header.ContentHeader(0, 0, commands.Basic.Properties()), channel=1)
+        conn.send(
+            commands.Channel.Close(reply_code=200, reply_text="diagnostics", class_id=0, method_id=0), 1
+        )
+        while True:
+            value = conn.receive()
+            if isinstance(value, commands.Connection.Blocked):
+                return [str(value.reason)]
+            if isinstance(value, commands.Channel.CloseOk):
+                break
         conn.send(
             commands.Connection.Close(reply_code=200, reply_text="diagnostics", class_id=0, method_id=0)
         )
         conn.expect(commands.Connection.CloseOk)
     finally:
         conn.close()
-    return [str(f.reason) for f in seen if isinstance(f, commands.Connection.Blocked)]
+    return []
 
 
 def port_open(host: str, port: int, timeout_s: float) -> bool:

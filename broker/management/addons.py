@@ -10,11 +10,12 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from broker.config import ServerConfig
+from broker.config import ServerConfig, TLSOptions
 from broker.management.app import build_app
 from broker.management.context import ManagementContext
 from broker.management.definitions import DefinitionsError, apply_definitions, load_definitions
 from broker.server.listener import Addon, Server, StartupError
+from broker.server.tls import TLSConfigError, server_context
 
 log = structlog.get_logger("warrenmq.management")
 
@@ -42,9 +43,14 @@ class DefinitionsAddon:
 class ManagementAddon:
     """The management HTTP API on ``port`` (0 = ephemeral)."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(
+        self, host: str, port: int, ssl_port: int | None = None, ssl_options: TLSOptions | None = None
+    ) -> None:
         self.host = host
         self.port = port
+        # management.ssl.port / management.ssl.*: HTTPS beside HTTP, on the same application.
+        self.ssl_port = ssl_port
+        self.ssl_options = ssl_options or TLSOptions()
         self._runner: web.AppRunner | None = None
 
     async def before_listen(self, server: Server) -> None:
@@ -64,7 +70,31 @@ class ManagementAddon:
         sockets = self._runner.addresses
         context.http_port = int(sockets[0][1]) if sockets else self.port
         log.info("management_listening", port=context.http_port)
-        return {"management_port": context.http_port}
+        ready: dict[str, Any] = {"management_port": context.http_port}
+        if self.ssl_port is not None:
+            context.https_port = await self._start_https()
+            ready["management_ssl_port"] = context.https_port
+        return ready
+
+    async def _start_https(self) -> int:
+        assert self._runner is not None
+        assert self.ssl_port is not None
+        try:
+            ssl_context = server_context(self.ssl_options)
+        except TLSConfigError as error:
+            raise StartupError(f"management: {error}") from None
+        site = web.TCPSite(
+            self._runner, self.host, self.ssl_port, ssl_context=ssl_context, reuse_address=True
+        )
+        try:
+            await site.start()
+        except OSError as error:
+            raise StartupError(
+                f"cannot listen on {self.host}:{self.ssl_port} (management TLS): {error}"
+            ) from None
+        port = int(self._runner.addresses[-1][1])
+        log.info("management_tls_listening", port=port)
+        return port
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -77,5 +107,9 @@ def addons_for(config: ServerConfig) -> list[Addon]:
     if config.definitions:
         addons.append(DefinitionsAddon(config.definitions))
     if config.management_port is not None:
-        addons.append(ManagementAddon(config.host, config.management_port))
+        addons.append(
+            ManagementAddon(
+                config.host, config.management_port, config.management_ssl_port, config.management_ssl
+            )
+        )
     return addons

@@ -28,6 +28,7 @@ class ManagementContext:
     server: Server
     node: str = field(default_factory=default_node_name)
     http_port: int = 0
+    https_port: int = 0  # management.ssl.port once bound; 0: no HTTPS listener
     http_host: str = ""
     started_monotonic_s: float = field(default_factory=time.monotonic)
     cluster_name: str = ""

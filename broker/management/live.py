@@ -21,6 +21,17 @@ def open_connections(server: Server) -> list[Any]:
     return sorted(opened, key=lambda protocol: str(protocol.name))
 
 
+def connection_state(protocol: Any) -> str:
+    """rabbit_reader's state as the API shows it: "blocked" while a resource alarm holds the connection,
+    "flow" while its publishing credit is exhausted, else "running"."""
+    throttle = getattr(protocol, "throttle", None)
+    if throttle is not None and throttle.blocked:
+        return "blocked"
+    if getattr(protocol, "in_flow", False):
+        return "flow"
+    return "running"
+
+
 def connection_vhost(protocol: Any) -> str:
     vhost = protocol.session.vhost
     return str(vhost.name) if vhost is not None else ""

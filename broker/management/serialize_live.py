@@ -46,7 +46,7 @@ def connection_json(protocol: Any, node: str) -> dict[str, Any]:
         "ssl_hash": None,
         "ssl_key_exchange": None,
         "ssl_protocol": None,
-        "state": "running",
+        "state": live.connection_state(protocol),
         "timeout": session.heartbeat.interval_s,
         "type": "network",
         "user": session.username,

@@ -8,6 +8,9 @@ import asyncio
 from typing import TYPE_CHECKING, Protocol, cast
 
 from broker.core.clock import TimerHandle
+from broker.server.flow_control import ConnectionThrottle, FlowControl
+from broker.server.tls import login_name
+from broker.session.config import FLOW_MORE_CREDIT
 from broker.session.connection_session import ConnectionSession
 from protocol.connection import ConnectionState
 
@@ -20,6 +23,11 @@ if TYPE_CHECKING:
 # Outgoing bytes buffered by the transport before we stop delivering to (and reading from) this peer.
 WRITE_HIGH_WATER = 4 * 1024 * 1024
 WRITE_LOW_WATER = 1 * 1024 * 1024
+# Why reading from the socket is paused; it resumes when no reason is left.
+PAUSE_WRITE = "write"
+PAUSE_FLOW = "flow"
+# How long a connection out of publishing credit is not read (state "flow") before it gets more.
+FLOW_PAUSE_S = 0.05
 
 
 class ConnectionHost(Protocol):
@@ -38,6 +46,11 @@ class ConnectionHost(Protocol):
 
     @property
     def config(self) -> ServerConfig: ...
+
+    @property
+    def flow(self) -> FlowControl:
+        """The resource alarms in effect (``broker.server.flow_control``)."""
+        ...
 
     @property
     def connections(self) -> set[AMQPProtocol]:
@@ -59,6 +72,8 @@ class AMQPProtocol(asyncio.Protocol):
         # One handle per purpose: "handshake", "heartbeat", "close".
         self._timers: dict[str, TimerHandle] = {}
         self._heartbeat_started = False
+        self.throttle = ConnectionThrottle(self)
+        self._read_pauses: set[str] = set()
 
     # -- asyncio callbacks
 
@@ -71,6 +86,11 @@ class AMQPProtocol(asyncio.Protocol):
         peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.session = ConnectionSession(self.server.broker, self.server.config.session, self, peer_text)
         self.session.faults = self.server.faults
+        self.session.on_first_publish = self._first_publish
+        if transport.get_extra_info("ssl_object") is not None:
+            self.session.peer_cert_login = login_name(
+                transport.get_extra_info("peercert"), self.server.config.ssl_cert_login_from
+            )
         self.server.connections.add(self)
         self._timers["handshake"] = self.server.clock.call_later(
             self.server.config.session.handshake_timeout_s, self._handshake_check
@@ -80,6 +100,9 @@ class AMQPProtocol(asyncio.Protocol):
         session = self.session
         assert session is not None
         session.data_received(data)
+        if session.flow_credit <= 0 and PAUSE_FLOW not in self._read_pauses:
+            self.pause_reading(PAUSE_FLOW)
+            self._timers["flow"] = self.server.clock.call_later(FLOW_PAUSE_S, self._flow_granted)
         if (
             not self._heartbeat_started
             and session.heartbeat.interval_s
@@ -102,16 +125,56 @@ class AMQPProtocol(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         # The peer is not reading: stop deliveries to it and stop reading its input until its buffer drains.
-        if self.transport is not None:
-            self.transport.pause_reading()
+        self.pause_reading(PAUSE_WRITE)
         if self.session is not None:
             self.session.set_writable(False)
 
     def resume_writing(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.resume_reading()
+        self.resume_reading(PAUSE_WRITE)
         if self.session is not None:
             self.session.set_writable(True)
+
+    # -- read pauses (write backpressure, resource alarms): each reason holds reading off until resumed
+
+    def pause_reading(self, reason: str) -> None:
+        if not self._read_pauses and self.transport is not None and not self.transport.is_closing():
+            self.transport.pause_reading()
+        self._read_pauses.add(reason)
+
+    def resume_reading(self, reason: str) -> None:
+        if reason not in self._read_pauses:
+            return
+        self._read_pauses.discard(reason)
+        if not self._read_pauses and self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def release_reading(self) -> None:
+        """Read again whatever paused it (shutdown: the client's close-ok must be read)."""
+        self._read_pauses.clear()
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    @property
+    def reading_paused(self) -> bool:
+        return bool(self._read_pauses)
+
+    def _first_publish(self) -> None:
+        # rabbit_reader blocks a connection at its first publish while an alarm is in effect: the
+        # connection.blocked goes out before the replies to anything the client sent after the publish.
+        reasons = self.server.flow.reasons
+        if reasons:
+            self.throttle.update(reasons)
+
+    @property
+    def in_flow(self) -> bool:
+        """Out of publishing credit (rabbit_reader's "flow" state in the management API)."""
+        return PAUSE_FLOW in self._read_pauses
+
+    def _flow_granted(self) -> None:
+        self._timers.pop("flow", None)
+        if self.session is not None:
+            self.session.flow_credit = FLOW_MORE_CREDIT
+        self.resume_reading(PAUSE_FLOW)
 
     # -- Transport (used by the session)
 
@@ -178,5 +241,9 @@ class AMQPProtocol(asyncio.Protocol):
     def _heartbeat_tick(self) -> None:
         if self.session is None or self._closing:
             return
+        if self._read_pauses:
+            # Unread input is not silence: RabbitMQ pauses its heartbeat monitor while a connection is
+            # blocked.
+            self.session.heartbeat.received = True
         self.session.heartbeat_tick()
         self._schedule_heartbeat()

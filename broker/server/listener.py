@@ -17,9 +17,12 @@ from broker.config.plugins import started_plugins, startup_complete_lines
 from broker.core.broker import Broker
 from broker.core.clock import Clock
 from broker.journal.service import JournalService, preload
+from broker.server.alarms import AlarmSources, ResourceAlarms
 from broker.server.amqp_protocol import AMQPProtocol
 from broker.server.clock import LoopClock
+from broker.server.flow_control import FlowControl
 from broker.server.runtime import tune_for_serving
+from broker.server.tls import TLSConfigError, server_context
 from broker.session.faults import SessionFaults
 from broker.storage.base import StorageError, Store
 from broker.storage.recovery import recover
@@ -43,6 +46,7 @@ class Server:
         loop: asyncio.AbstractEventLoop,
         clock: Clock | None = None,
         store: Store | None = None,
+        alarm_sources: AlarmSources | None = None,
     ) -> None:
         self.config = config
         self.loop = loop
@@ -75,10 +79,22 @@ class Server:
         )
         self.connections: set[AMQPProtocol] = set()
         self._server: asyncio.Server | None = None
+        # Resource alarms block publishers (broker.server.flow_control); sampling starts with start().
+        self.flow = FlowControl()
+        self.alarms = ResourceAlarms(
+            self.clock,
+            config.vm_memory_high_watermark,
+            config.disk_free_limit,
+            config.data_dir,
+            self._alarms_changed,
+            alarm_sources,
+        )
         self.journal: JournalService | None = None
         if config.journal is not None:
             self.journal = JournalService(config.journal, self.broker.events, loop)
         self.port = 0  # the bound AMQP port once started
+        self.ssl_port: int | None = None  # the bound AMQPS port once started (listeners.ssl.default)
+        self._tls_server: asyncio.Server | None = None
         # Test fault injection (broker.testing.faults); None = off, and sessions skip every fault hook.
         self.faults: SessionFaults | None = None
 
@@ -98,6 +114,7 @@ class Server:
         self.recover()
         if self.journal is not None:
             self.journal.start()
+        self.alarms.start()
         self._server = await self.loop.create_server(
             lambda: AMQPProtocol(self),
             host=self.config.host,
@@ -107,15 +124,41 @@ class Server:
         )
         host, port = self._server.sockets[0].getsockname()[:2]
         self.port = int(port)
+        if self.config.ssl_port is not None:
+            await self._start_tls()
         return str(host), int(port)
+
+    async def _start_tls(self) -> None:
+        """The AMQPS listener (``broker.server.tls``), with ssl_handshake_timeout."""
+        assert self.config.ssl_port is not None
+        try:
+            context = server_context(self.config.ssl_options)
+        except TLSConfigError as error:
+            raise StartupError(str(error)) from error
+        self._tls_server = await self.loop.create_server(
+            lambda: AMQPProtocol(self),
+            host=self.config.host,
+            port=self.config.ssl_port,
+            ssl=context,
+            ssl_handshake_timeout=self.config.ssl_handshake_timeout_s,
+            reuse_address=True,
+            backlog=1024,
+        )
+        self.ssl_port = int(self._tls_server.sockets[0].getsockname()[1])
+        log.info("amqps_listening", port=self.ssl_port, verify=self.config.ssl_options.verify)
 
     async def stop(self, grace_s: float = 2.0) -> None:
         """Close every client with connection.close 320 (as `rabbitmqctl stop`), wait briefly, then unbind."""
+        self.alarms.stop()
         if self._server is not None:
             self._server.close()
+        if self._tls_server is not None:
+            self._tls_server.close()
         for protocol in list(self.connections):
             if protocol.session is not None:
                 protocol.session.force_close()
+            if protocol.reading_paused:
+                protocol.release_reading()  # a blocked publisher's close-ok must be read
         deadline = self.loop.time() + grace_s
         while self.connections and self.loop.time() < deadline:
             await asyncio.sleep(0.01)
@@ -123,9 +166,14 @@ class Server:
             protocol.close()
         if self._server is not None:
             await self._server.wait_closed()
+        if self._tls_server is not None:
+            await self._tls_server.wait_closed()
         if self.journal is not None:
             self.journal.stop()
         self.close_store()
+
+    def _alarms_changed(self, reasons: tuple[str, ...]) -> None:
+        self.flow.alarms_changed(reasons, [protocol.throttle for protocol in self.connections])
 
     def close_store(self) -> None:
         """Commit what is pending and close the store (idempotent)."""
@@ -176,6 +224,7 @@ async def serve(
     ready: dict[str, Any] = {
         "amqp_host": host,
         "amqp_port": port,
+        "amqps_port": server.ssl_port,
         "management_port": None,
         "recovered": server.recovered,
     }

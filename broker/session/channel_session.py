@@ -20,6 +20,7 @@ from broker.core.message import Message
 from broker.core.queue import Consumer, Envelope, Queue
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.session import confirms, direct_reply
+from broker.session.config import FLOW_QUEUE_BACKLOG
 from broker.session.fates import forget_settled, settled_events, settled_steps, stored_delivery
 from broker.session.handlers.table import HANDLERS
 from broker.session.ports import ConnectionPort
@@ -125,6 +126,10 @@ class ChannelSession:
 
     def _published(self, context: Any, info: HeaderInfo, header_payload: bytes, body: bytes) -> None:
         exchange, routing_key, mandatory = context
+        if not self.conn.published:
+            self.conn.published = True
+            if self.conn.on_first_publish is not None:
+                self.conn.on_first_publish()
         if info.user_id is not None and info.user_id != self.conn.username:
             raise ChannelError(
                 ReplyCode.PRECONDITION_FAILED,
@@ -166,6 +171,9 @@ class ChannelSession:
             rejected = False
         else:
             queues, rejected = vhost.publish(message.exchange, message)
+            for queue in queues:
+                if queue.consumers and len(queue.ready) > FLOW_QUEUE_BACKLOG:
+                    self.conn.flow_credit -= 1
         events = vhost.events
         if events.stepping:
             journal = events.journal

@@ -12,6 +12,13 @@ DEFAULT_MAX_MESSAGE_SIZE = 128 * 1024 * 1024
 PRE_AUTH_FRAME_MAX = 4096
 HANDSHAKE_TIMEOUT_S = 10.0
 DEFAULT_CONSUMER_TIMEOUT_MS = 30 * 60 * 1000
+# Publisher flow control, after RabbitMQ's credit_flow (credit_flow_default_credit = {400, 200}): each message
+# a connection routes into a queue whose consumers lag (more than FLOW_QUEUE_BACKLOG ready messages while it
+# has consumers) costs one credit; with none left the edge stops reading it for a moment (state "flow"), then
+# grants FLOW_MORE_CREDIT. A queue without consumers costs nothing: its backlog is the memory alarm's concern.
+FLOW_INITIAL_CREDIT = 400
+FLOW_MORE_CREDIT = 200
+FLOW_QUEUE_BACKLOG = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,3 +38,8 @@ class SessionConfig:
     product: str = "RabbitMQ"
     product_version: str = "3.13.7"
     cluster_name: str = "rabbit@localhost"
+    # connection_max / consumer_max_per_channel (rabbitmq.conf); None = infinity, RabbitMQ's default.
+    connection_max: int | None = None
+    consumer_max_per_channel: int | None = None
+    # auth_mechanisms.*: what connection.start offers (EXTERNAL only to a TLS peer with a certificate).
+    auth_mechanisms: tuple[str, ...] = ("PLAIN", "AMQPLAIN")

@@ -4,6 +4,7 @@ boundary).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -15,7 +16,7 @@ from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
 from broker.session.ack_timeout import AckTimeoutWatch
 from broker.session.channel_session import ChannelSession
-from broker.session.config import SessionConfig
+from broker.session.config import FLOW_INITIAL_CREDIT, SessionConfig
 from broker.session.faults import SessionFaults
 from broker.session.handlers import connection as connection_handlers
 from broker.session.heartbeat import HeartbeatMonitor
@@ -63,11 +64,18 @@ class ConnectionSession:
         self.vhost: VirtualHost | None = None
         self.username = ""
         self.mechanism = ""
+        # The user name in a verified TLS client certificate (the EXTERNAL mechanism's), set by the edge.
+        self.peer_cert_login: str | None = None
         self.client_properties: dict[str, Any] = {}
         self.frame_max = config.pre_auth_frame_max
         self.channel_max = config.channel_max
         self.heartbeat = HeartbeatMonitor()
         self.writable = True
+        self.published = False
+        # Called (by the channel) when the connection publishes for the first time: the edge blocks it then
+        # if a resource alarm is in effect.
+        self.on_first_publish: Callable[[], None] | None = None
+        self.flow_credit = FLOW_INITIAL_CREDIT  # spent on slow queues; the edge grants more
         self.ack_timeout: AckTimeoutWatch | None = None
         self.exclusive_queues: list[Queue] = []
         self.consumer_cancel_notify = False

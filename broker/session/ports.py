@@ -9,7 +9,7 @@ Read-only members are properties, so an implementation may hold a more precise t
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.core.persistence import CommitWaiter
@@ -41,6 +41,10 @@ class ConnectionPort(Protocol):
     consumer_cancel_notify: bool
     # False while the peer's socket buffer is full: no deliveries (read once per delivery).
     writable: bool
+    # True once the connection has sent basic.publish: a resource alarm then blocks it (rabbit_reader).
+    published: bool
+    on_first_publish: Callable[[], None] | None
+    flow_credit: int
     frame_max: int
     faults: SessionFaults | None
 
@@ -91,6 +95,7 @@ class HandshakePort(ConnectionPort, Protocol):
 
     state: ConnectionState
     mechanism: str
+    peer_cert_login: str | None
     client_properties: dict[str, Any]
     channel_max: int
 

@@ -3,6 +3,8 @@ RabbitMQ's failure body when its condition does not hold."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from aiohttp import web
 
 from broker.management.auth import Gate
@@ -49,20 +51,28 @@ async def aliveness_test(request: web.Request, context: ManagementContext) -> we
     return json_response(OK)
 
 
-async def no_alarms(request: web.Request, context: ManagementContext) -> web.Response:
-    # WarrenMQ raises no memory or disk alarms yet, so none can be in effect.
-    return json_response(OK)
+def _alarms_check(reason: str) -> Callable[[web.Request, ManagementContext], Awaitable[web.Response]]:
+    async def check(request: web.Request, context: ManagementContext) -> web.Response:
+        # rabbit_mgmt_wm_health_check_alarms / _local_alarms: 503 with the alarms as rabbit_alarm's maps.
+        resources = context.server.alarms.resources
+        if not resources:
+            return json_response(OK)
+        alarms = [{"node": context.node, "resource": resource} for resource in resources]
+        return _failed(reason=reason, alarms=alarms)
+
+    return check
 
 
 async def certificate_expiration(request: web.Request, context: ManagementContext) -> web.Response:
     within, unit = request.match_info["within"], request.match_info["unit"]
     if not within.isdigit() or unit not in ("days", "weeks", "months", "years"):
         raise bad_request(f"Invalid expiration period: {within} {unit}")
-    return json_response(OK)  # no TLS listener, so no certificate can expire
+    return json_response(OK)  # not checked yet: the TLS listeners' certificates are not read here
 
 
 def _ports(context: ManagementContext) -> list[int]:
-    return [port for port in (context.http_port, context.server.port) if port]
+    ports = (context.http_port, context.https_port, context.server.port, context.server.ssl_port)
+    return [port for port in ports if port]
 
 
 async def port_listener(request: web.Request, context: ManagementContext) -> web.Response:
@@ -95,8 +105,8 @@ async def single_node(request: web.Request, context: ManagementContext) -> web.R
 
 ROUTES = [
     Route("GET", "/api/aliveness-test/{vhost}", aliveness_test, Gate.VHOST),
-    Route("GET", "/api/health/checks/alarms", no_alarms),
-    Route("GET", "/api/health/checks/local-alarms", no_alarms),
+    Route("GET", "/api/health/checks/alarms", _alarms_check("There are alarms in effect in the cluster")),
+    Route("GET", "/api/health/checks/local-alarms", _alarms_check("There are alarms in effect on the node")),
     Route("GET", "/api/health/checks/certificate-expiration/{within}/{unit}", certificate_expiration),
     Route("GET", "/api/health/checks/port-listener/{port}", port_listener),
     Route("GET", "/api/health/checks/protocol-listener/{protocol}", protocol_listener),

@@ -58,13 +58,6 @@ def _rss_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _memory_total() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (OSError, ValueError):
-        return 0
-
-
 def _fd_used() -> int:
     try:
         return len(os.listdir("/proc/self/fd"))
@@ -78,6 +71,7 @@ def node_json(context: ManagementContext) -> dict[str, Any]:
         disk_free = shutil.disk_usage(data_dir if os.path.isdir(data_dir) else os.getcwd()).free
     except OSError:
         disk_free = 0
+    alarms = context.server.alarms  # broker.server.alarms: the limits in force and the alarms in effect
     body: dict[str, Any] = {}
     for name in _COUNTERS:
         body[name] = 0
@@ -97,18 +91,18 @@ def node_json(context: ManagementContext) -> dict[str, Any]:
             "contexts": [{"description": "RabbitMQ Management", "path": "/", "port": str(context.http_port)}],
             "db_dir": data_dir,
             "disk_free": disk_free,
-            "disk_free_alarm": False,
+            "disk_free_alarm": alarms.disk_alarm,
             "disk_free_details": dict(RATE),
-            "disk_free_limit": 50_000_000,
+            "disk_free_limit": alarms.disk_free_limit,
             "enabled_plugins": ["rabbitmq_management"],
             "exchange_types": EXCHANGE_TYPES,
             "fd_total": fd_total if fd_total > 0 else 0,
             "fd_used": _fd_used(),
             "fd_used_details": dict(RATE),
             "log_files": [],
-            "mem_alarm": False,
+            "mem_alarm": alarms.mem_alarm,
             "mem_calculation_strategy": "rss",
-            "mem_limit": int(_memory_total() * 0.4),  # RabbitMQ's default vm_memory_high_watermark
+            "mem_limit": alarms.mem_limit,
             "mem_used": _rss_bytes(),
             "mem_used_details": dict(RATE),
             "metrics_gc_queue_length": {},

@@ -47,6 +47,10 @@ def qos(channel: ChannelPort, method: commands.Basic.Qos) -> None:
 
 def consume(channel: ChannelPort, method: commands.Basic.Consume) -> None:
     conn = channel.conn
+    limit = conn.config.consumer_max_per_channel
+    if limit is not None and len(channel.consumers) >= limit and method.consumer_tag not in channel.consumers:
+        # rabbit_channel checks the channel's consumer count first, a reused tag only under the limit.
+        raise HardError(ReplyCode.NOT_ALLOWED, f"reached maximum ({limit}) of consumers per channel")
     if method.queue == direct_reply.REPLY_QUEUE:
         direct_reply.consume(channel, method)
         return

@@ -39,10 +39,18 @@ def send_start(session: HandshakePort) -> None:
             server_properties=server_properties(
                 session.config.product, session.config.product_version, session.config.cluster_name
             ),
-            mechanisms=MECHANISMS.decode(),
+            mechanisms=offered_mechanisms(session),
             locales=LOCALES.decode(),
         ),
     )
+
+
+def offered_mechanisms(session: HandshakePort) -> str:
+    """RabbitMQ's default offer, plus EXTERNAL when auth_mechanisms lists it and the peer showed a verified
+    TLS certificate (rabbit_auth_mechanism_ssl:should_offer)."""
+    if session.peer_cert_login is not None and "EXTERNAL" in session.config.auth_mechanisms:
+        return "EXTERNAL " + MECHANISMS.decode()
+    return MECHANISMS.decode()
 
 
 def handle(session: HandshakePort, method: Frame) -> None:
@@ -69,9 +77,16 @@ def _start_ok(session: HandshakePort, method: commands.Connection.StartOk) -> No
     session.consumer_cancel_notify = bool(capabilities.get("consumer_cancel_notify", False))
     mechanism = method.mechanism or ""
     response = method.response if isinstance(method.response, bytes) else str(method.response or "").encode()
-    username, password = parse_sasl_response(mechanism, response)
+    if mechanism == "EXTERNAL" and "EXTERNAL" in offered_mechanisms(session):
+        # The certificate is the credential: the user must exist, no password is checked (as with
+        # rabbit_auth_backend_internal for EXTERNAL).
+        username = session.peer_cert_login or ""
+        known = username in session.broker.access.users
+    else:
+        username, password = parse_sasl_response(mechanism, response)
+        known = session.broker.authenticate(username, password)
     session.mechanism = mechanism
-    if not session.broker.authenticate(username, password):
+    if not known:
         # Clients advertising authentication_failure_close get connection.close 403; others, as with
         # RabbitMQ, just see the socket close (rabbit_reader auth_fail).
         if not capabilities.get("authentication_failure_close", False):
@@ -110,6 +125,12 @@ def _open(session: HandshakePort, method: commands.Connection.Open) -> None:
     vhost = session.broker.vhosts.get(method.virtual_host)
     if vhost is None:
         raise HardError(ReplyCode.NOT_ALLOWED, f"vhost {method.virtual_host} not found", 10, 40)
+    limit = session.config.connection_max
+    if limit is not None and sum(len(v.connections) for v in session.broker.vhosts.values()) >= limit:
+        # rabbit_reader (3.11+): connection_max is checked at connection.open.
+        raise HardError(
+            ReplyCode.NOT_ALLOWED, f"connection refused: node connection limit ({limit}) is reached", 10, 40
+        )
     check_connection_limits(session.broker, vhost, session.username)
     session.opened(vhost)
     session.send(0, commands.Connection.OpenOk())

@@ -1,0 +1,201 @@
+"""Resource alarms: the memory high watermark and the disk free limit, sampled on a timer off the hot path.
+
+As RabbitMQ's vm_memory_monitor and rabbit_disk_monitor: the memory alarm is in effect while the process uses
+more than ``vm_memory_high_watermark`` (a fraction of the machine's RAM or of the cgroup's limit, or bytes),
+the disk alarm while the data directory's file system has less than ``disk_free_limit`` free. Whoever is
+told of a change (``on_change``) blocks and unblocks publishers (``broker.server.flow_control``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import psutil
+import structlog
+
+from broker.config.model import Watermark
+from broker.core.clock import Clock, TimerHandle
+
+log = structlog.get_logger("warrenmq.alarms")
+
+MEMORY = "memory"
+DISK = "disk"
+# connection.blocked reasons, as rabbit_reader words them.
+BLOCK_REASONS = {MEMORY: "low on memory", DISK: "low on disk"}
+# Memory is sampled often: a publisher at full speed grows the heap ~200 MB/s, so the alarm must be raised
+# within a small fraction of a second to hold RSS near the watermark. One psutil read costs ~10 us.
+MEMORY_INTERVAL_S = 0.05
+DISK_INTERVAL_S = 1.0
+# While the memory alarm is in effect, freed heap pages are handed back to the OS (glibc malloc_trim) at most
+# this often before RSS is read: message bodies below mmap's threshold live in malloc arenas, which keep
+# freed memory, and the alarm could not clear after a purge without it.
+TRIM_INTERVAL_S = 0.5
+_CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def total_memory_bytes() -> int:
+    """The RAM the broker may use: the machine's, or its cgroup's limit when lower (as RabbitMQ 3.x reads
+    the cgroup limit in containers)."""
+    total = int(psutil.virtual_memory().total)
+    for path in _CGROUP_LIMITS:
+        try:
+            with open(path) as limit_file:
+                text = limit_file.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < total:
+            total = int(text)
+    return total
+
+
+def memory_limit_bytes(watermark: Watermark, total_bytes: int) -> int:
+    if watermark.kind == "absolute":
+        return int(watermark.value)
+    return int(total_bytes * watermark.value)
+
+
+def disk_limit_bytes(limit: Watermark, total_memory: int) -> int:
+    # disk_free_limit.relative is a multiple of the machine's RAM (rabbit_disk_monitor), e.g. 1.0 or 2.0.
+    if limit.kind == "relative":
+        return int(total_memory * limit.value)
+    return int(limit.value)
+
+
+_SELF: list[psutil.Process] = []
+
+
+def process_rss_bytes() -> int:
+    if not _SELF:
+        _SELF.append(psutil.Process())
+    return int(_SELF[0].memory_info().rss)
+
+
+def disk_free_bytes(path: str) -> int:
+    return shutil.disk_usage(path).free
+
+
+def _malloc_trim() -> Callable[[], None]:
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):  # not glibc
+        trim = None
+
+    def run() -> None:
+        if trim is not None:
+            trim(0)
+
+    return run
+
+
+@dataclass
+class AlarmSources:
+    """Where the monitor reads its figures; tests give their own to drive the alarm states."""
+
+    rss_bytes: Callable[[], int] = process_rss_bytes
+    disk_free_bytes: Callable[[str], int] = disk_free_bytes
+
+
+class ResourceAlarms:
+    """Samples memory and disk on ``clock`` and calls ``on_change(reasons)`` when the set of alarms in effect
+    changes (reasons: the `connection.blocked` texts, memory first)."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        memory: Watermark,
+        disk: Watermark,
+        data_dir: str | None,
+        on_change: Callable[[tuple[str, ...]], None],
+        sources: AlarmSources | None = None,
+    ) -> None:
+        self.clock = clock
+        self.sources = sources or AlarmSources()
+        total = total_memory_bytes()
+        self.total_memory_bytes = total
+        self.mem_limit = memory_limit_bytes(memory, total)
+        self.disk_free_limit = disk_limit_bytes(disk, total)
+        # Disk is watched where the store writes; an in-memory broker writes nothing, so it has no disk alarm.
+        self.data_dir = data_dir if data_dir is not None and os.path.isdir(data_dir) else None
+        self.on_change = on_change
+        self.mem_used = 0
+        self.disk_free = 0
+        self.mem_alarm = False
+        self.disk_alarm = False
+        self._timers: dict[str, TimerHandle] = {}
+        self._trim = _malloc_trim()
+        self._trimmed_at_s = 0.0
+        self._running = False
+
+    @property
+    def resources(self) -> tuple[str, ...]:
+        """The alarms in effect, as RabbitMQ names the resources ("memory", "disk")."""
+        return tuple(name for name, on in ((MEMORY, self.mem_alarm), (DISK, self.disk_alarm)) if on)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(BLOCK_REASONS[name] for name in self.resources)
+
+    def start(self) -> None:
+        self._running = True
+        log.info(
+            "resource_limits",
+            vm_memory_high_watermark_bytes=self.mem_limit,
+            total_memory_bytes=self.total_memory_bytes,
+            disk_free_limit_bytes=self.disk_free_limit,
+            data_dir=self.data_dir,
+        )
+        self.sample_memory()
+        self.sample_disk()
+
+    def stop(self) -> None:
+        self._running = False
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+
+    def sample_memory(self) -> None:
+        if self.mem_alarm and self.clock.monotonic_s() - self._trimmed_at_s >= TRIM_INTERVAL_S:
+            self._trimmed_at_s = self.clock.monotonic_s()
+            self._trim()
+        self.mem_used = self.sources.rss_bytes()
+        alarm = self.mem_used > self.mem_limit
+        if alarm != self.mem_alarm:
+            self.mem_alarm = alarm
+            # rabbit_alarm's log lines: "memory resource limit alarm set on node ...".
+            log.warning(
+                "memory resource limit alarm " + ("set" if alarm else "cleared"),
+                mem_used=self.mem_used,
+                mem_limit=self.mem_limit,
+            )
+            self.on_change(self.reasons)
+        self._schedule("memory", MEMORY_INTERVAL_S, self.sample_memory)
+
+    def sample_disk(self) -> None:
+        if self.data_dir is None:
+            return
+        try:
+            self.disk_free = self.sources.disk_free_bytes(self.data_dir)
+        except OSError as error:
+            log.error("disk_free_unknown", data_dir=self.data_dir, error=str(error))
+        else:
+            alarm = self.disk_free < self.disk_free_limit
+            if alarm != self.disk_alarm:
+                self.disk_alarm = alarm
+                log.warning(
+                    "disk resource limit alarm " + ("set" if alarm else "cleared"),
+                    disk_free=self.disk_free,
+                    disk_free_limit=self.disk_free_limit,
+                    data_dir=self.data_dir,
+                )
+                self.on_change(self.reasons)
+        self._schedule("disk", DISK_INTERVAL_S, self.sample_disk)
+
+    def _schedule(self, name: str, delay_s: float, callback: Callable[[], None]) -> None:
+        if self._running:
+            self._timers[name] = self.clock.call_later(delay_s, callback)
