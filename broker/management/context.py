@@ -32,6 +32,8 @@ class ManagementContext:
     started_monotonic_s: float = field(default_factory=time.monotonic)
     cluster_name: str = ""
     os_pid: str = field(default_factory=lambda: str(os.getpid()))
+    # The node-local CLI credential (broker/config/cookie.py); None: the CLIs cannot log in.
+    cookie: str | None = None
 
     def __post_init__(self) -> None:
         if not self.cluster_name:
