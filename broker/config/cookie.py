@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 import string
+from collections.abc import Mapping
 from pathlib import Path
 
 HEADER = "X-WarrenMQ-Cookie"
@@ -16,12 +17,12 @@ ACTING_USER = "rmq-internal"
 ENV = "RABBITMQ_ERLANG_COOKIE"
 
 
-def cookie_path(environ: dict[str, str] | None = None) -> Path:
+def cookie_path(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     return Path(env.get("HOME") or Path.home()) / ".erlang.cookie"
 
 
-def read_cookie(environ: dict[str, str] | None = None) -> str | None:
+def read_cookie(environ: Mapping[str, str] | None = None) -> str | None:
     """The cookie the CLIs send (None: no cookie file readable by this user)."""
     env = os.environ if environ is None else environ
     if env.get(ENV):
@@ -32,7 +33,7 @@ def read_cookie(environ: dict[str, str] | None = None) -> str | None:
         return None
 
 
-def ensure_cookie(environ: dict[str, str] | None = None) -> str:
+def ensure_cookie(environ: Mapping[str, str] | None = None) -> str:
     """The broker's cookie: the existing one, else a new random one written with mode 0600 (like Erlang's
     20 upper-case letters)."""
     existing = read_cookie(environ)
