@@ -25,6 +25,16 @@ IMPLEMENTED: dict[str, tuple[str, ...]] = {
     "rabbitmq_consistent_hash_exchange": (),
     "rabbitmq_delayed_message_exchange": (),
     "rabbitmq_random_exchange": (),
+    "rabbitmq_recent_history_exchange": (),
+    "rabbitmq_sharding": (),  # its x-modulus-hash exchange type only
+}
+# The exchange types the plugins bring: not declarable unless their plugin is enabled.
+EXCHANGE_TYPE_PLUGINS = {
+    "x-consistent-hash": "rabbitmq_consistent_hash_exchange",
+    "x-delayed-message": "rabbitmq_delayed_message_exchange",
+    "x-random": "rabbitmq_random_exchange",
+    "x-recent-history": "rabbitmq_recent_history_exchange",
+    "x-modulus-hash": "rabbitmq_sharding",
 }
 # Known and carried, not served yet: enabling it switches prometheus.tcp.port on for the endpoint to come.
 PENDING = frozenset({PROMETHEUS})
@@ -79,6 +89,13 @@ def started_plugins(enabled: tuple[str, ...] | None) -> list[str]:
             if plugin not in started:
                 started.append(plugin)
     return started
+
+
+def disabled_exchange_types(enabled: tuple[str, ...] | None) -> frozenset[str]:
+    """The plugin exchange types to refuse (none without an enabled_plugins file)."""
+    if enabled is None:
+        return frozenset()
+    return frozenset(kind for kind, plugin in EXCHANGE_TYPE_PLUGINS.items() if plugin not in enabled)
 
 
 def unimplemented(enabled: tuple[str, ...] | None) -> list[str]:
