@@ -12,6 +12,7 @@ from aiohttp import web
 
 from broker.config import ServerConfig
 from broker.config.cookie import cookie_path, ensure_cookie
+from broker.config.plugins import started_plugins
 from broker.management.app import build_app
 from broker.management.context import ManagementContext
 from broker.management.definitions import DefinitionsError, apply_definitions, load_definitions
@@ -67,6 +68,7 @@ class ManagementAddon:
             http_host=self.host,
             cluster_name=server.config.session.cluster_name or "",
             cookie=ensure_cookie_logged(),
+            running_plugins=started_plugins(server.config.enabled_plugins),
         )
         self._runner = web.AppRunner(build_app(context), access_log=None, handle_signals=False)
         await self._runner.setup()

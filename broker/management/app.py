@@ -22,6 +22,7 @@ from broker.management.resources import (
     nodes,
     overview,
     permissions,
+    plugins,
     queues,
     users,
     vhosts,
@@ -41,6 +42,7 @@ ROUTES: list[Route] = [
     *bindings.ROUTES,
     *connections.ROUTES,
     *definitions.ROUTES,
+    *plugins.ROUTES,
     *health.ROUTES,
 ]
 _MAX_BODY_BYTES = 64 * 1024 * 1024  # definitions files can be large
