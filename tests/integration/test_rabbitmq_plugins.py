@@ -28,7 +28,13 @@ def _free_port() -> int:
 
 def plugins_cli(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", PLUGINS, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", PLUGINS, *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
