@@ -107,7 +107,8 @@ def change(target: Target, options: Options, out: Output, enable: bool) -> int:
             )
         )
         return EX_UNAVAILABLE
-    Path(target.loaded.plugins_file).write_text(format_enabled_plugins(after))
+    # RabbitMQ writes the explicit set sorted (lists:usort), whatever the order of the file before.
+    Path(target.loaded.plugins_file).write_text(format_enabled_plugins(sorted(after)))
     lines = ["The following plugins have been configured:", *(f"  {n}" for n in configured)]
     lines.append(f"Applying plugin configuration to {target.node}...")
     changed = [n for n in names if (n in before) != enable]
