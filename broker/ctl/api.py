@@ -67,7 +67,7 @@ class Api:
                 reason = text
             if error.code == 401 and auth is None:
                 raise Unavailable(
-                    "the CLI cookie was refused: $HOME/.erlang.cookie differs from the broker's"
+                    "the CLI cookie was refused: $HOME/.erlang.cookie is missing or not the broker's"
                 ) from None
             raise ApiFailure(error.code, reason) from None
         except (urllib.error.URLError, OSError) as error:
