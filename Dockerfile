@@ -38,6 +38,9 @@ RUN pip install --no-compile /tmp/wheels/*.whl \
 # (management and prometheus, as the -management image) and the entrypoint. Mount /etc/rabbitmq/rabbitmq.conf,
 # a definitions file (load_definitions = ...) or your own enabled_plugins over them.
 COPY docker/rootfs/ /
+# rabbitmq-plugins enable/disable rewrites enabled_plugins, as in the rabbitmq image (/etc/rabbitmq is the
+# rabbitmq user's there too).
+RUN chown -R rabbitmq:rabbitmq /etc/rabbitmq
 
 USER rabbitmq
 # Durable store (SQLite, fsync on every group commit): mount a volume here to keep durable queues and

@@ -27,7 +27,56 @@ IMPLEMENTED: dict[str, tuple[str, ...]] = {
     "rabbitmq_delayed_message_exchange": (),
     "rabbitmq_random_exchange": (),
     AUTH_MECHANISM_SSL: (),
+    "rabbitmq_recent_history_exchange": (),
+    "rabbitmq_sharding": (),  # its x-modulus-hash exchange type only
 }
+# The exchange types the plugins bring: not declarable unless their plugin is enabled.
+EXCHANGE_TYPE_PLUGINS = {
+    "x-consistent-hash": "rabbitmq_consistent_hash_exchange",
+    "x-delayed-message": "rabbitmq_delayed_message_exchange",
+    "x-random": "rabbitmq_random_exchange",
+    "x-recent-history": "rabbitmq_recent_history_exchange",
+    "x-modulus-hash": "rabbitmq_sharding",
+}
+# The plugins RabbitMQ 3.10 ships (`rabbitmq-plugins list`): the names rabbitmq-plugins accepts.
+CATALOGUE = (
+    "rabbitmq_amqp1_0",
+    "rabbitmq_auth_backend_cache",
+    "rabbitmq_auth_backend_http",
+    "rabbitmq_auth_backend_ldap",
+    "rabbitmq_auth_backend_oauth2",
+    "rabbitmq_auth_mechanism_ssl",
+    "rabbitmq_consistent_hash_exchange",
+    "rabbitmq_event_exchange",
+    "rabbitmq_federation",
+    "rabbitmq_federation_management",
+    "rabbitmq_jms_topic_exchange",
+    "rabbitmq_management",
+    "rabbitmq_management_agent",
+    "rabbitmq_mqtt",
+    "rabbitmq_peer_discovery_aws",
+    "rabbitmq_peer_discovery_common",
+    "rabbitmq_peer_discovery_consul",
+    "rabbitmq_peer_discovery_etcd",
+    "rabbitmq_peer_discovery_k8s",
+    "rabbitmq_prometheus",
+    "rabbitmq_random_exchange",
+    "rabbitmq_recent_history_exchange",
+    "rabbitmq_sharding",
+    "rabbitmq_shovel",
+    "rabbitmq_shovel_management",
+    "rabbitmq_stomp",
+    "rabbitmq_stream",
+    "rabbitmq_stream_management",
+    "rabbitmq_top",
+    "rabbitmq_tracing",
+    "rabbitmq_trust_store",
+    "rabbitmq_web_dispatch",
+    "rabbitmq_web_mqtt",
+    "rabbitmq_web_mqtt_examples",
+    "rabbitmq_web_stomp",
+    "rabbitmq_web_stomp_examples",
+)
 # Known and carried, not served yet: enabling it switches prometheus.tcp.port on for the endpoint to come.
 PENDING = frozenset({PROMETHEUS})
 
@@ -81,6 +130,30 @@ def started_plugins(enabled: tuple[str, ...] | None) -> list[str]:
             if plugin not in started:
                 started.append(plugin)
     return started
+
+
+def disabled_exchange_types(enabled: tuple[str, ...] | None) -> frozenset[str]:
+    """The plugin exchange types to refuse (none without an enabled_plugins file)."""
+    if enabled is None:
+        return frozenset()
+    return frozenset(kind for kind, plugin in EXCHANGE_TYPE_PLUGINS.items() if plugin not in enabled)
+
+
+def explicit_plugins(enabled: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The explicitly enabled plugins; without a file, the implemented ones that are not dependencies."""
+    if enabled is not None:
+        return enabled
+    return tuple(name for name in IMPLEMENTED if IMPLEMENTED[name] or name not in _dependencies())
+
+
+def implicit_plugins(enabled: tuple[str, ...]) -> list[str]:
+    """Dependencies of the enabled plugins that are not enabled themselves."""
+    return sorted({dep for name in enabled for dep in IMPLEMENTED.get(name, ())} - set(enabled))
+
+
+def format_enabled_plugins(plugins: Sequence[str]) -> str:
+    """The file as rabbitmq-plugins writes it: ``[a,b].`` and a newline."""
+    return f"[{','.join(plugins)}].\n"
 
 
 def unimplemented(enabled: tuple[str, ...] | None) -> list[str]:

@@ -46,6 +46,8 @@ class Broker:
         # Users, tags and permissions (rabbit_auth_backend_internal). Configured users are administrators with
         # full permissions on the configured vhosts, as RabbitMQ's default user is on "/".
         self.access = AccessControl()
+        # Plugin exchange types not declarable (their plugin is not in enabled_plugins): set_plugin_exchanges.
+        self.disabled_exchange_types: frozenset[str] = frozenset()
         # Vhost metadata (description, tags, default_queue_type) as RabbitMQ keeps it, by vhost name.
         self.vhost_metadata: dict[str, dict[str, Any]] = {}
         configured = dict(users if users is not None else {"guest": "guest"})
@@ -75,9 +77,16 @@ class Broker:
             vhost.persistence = self.persistence
             vhost.policies = self.policies
             vhost.parameters = self.parameters
+            vhost.disabled_exchange_types = self.disabled_exchange_types
             if self.persistence is not None:
                 self.persistence.vhost_added(name)
         return vhost
+
+    def disable_exchange_types(self, types: frozenset[str]) -> None:
+        """Refuse these plugin exchange types from now on, in every vhost (existing exchanges stay)."""
+        self.disabled_exchange_types = types
+        for vhost in self.vhosts.values():
+            vhost.disabled_exchange_types = types
 
     def delete_vhost(self, name: str) -> bool:
         """Delete a vhost as `rabbitmqctl delete_vhost` does: its connections are closed with 320

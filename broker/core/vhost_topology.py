@@ -56,6 +56,8 @@ class VhostTopology:
         self.persistence: Persistence | None = None
         # Every vhost's policies (the broker's table, set by the broker); None: no policies apply.
         self.policies: PolicyTable | None = None
+        # Plugin exchange types whose plugin is not enabled (set by the broker from enabled_plugins).
+        self.disabled_exchange_types: frozenset[str] = frozenset()
         self.queues: dict[str, Queue] = {}
         self.exchanges: dict[str, Exchange] = {}
         self.bindings = BindingTable()
@@ -109,7 +111,9 @@ class VhostTopology:
             raise default_exchange_refused()
         if passive:
             return self.exchange(name)
-        check_exchange_type(type_name)  # first, even for an existing exchange (rabbit_channel)
+        check_exchange_type(
+            type_name, self.disabled_exchange_types
+        )  # first, even for an existing exchange (rabbit_channel)
         if name == "":
             raise default_exchange_refused()
         args = dict(arguments or {})

@@ -37,6 +37,9 @@ class Options:
     formatter: str = "string"
     timeout_s: float | None = None
     args: tuple[str, ...] = ()
+    vhost: str = "/"
+    no_table_headers: bool = False
+    flags: frozenset[str] = frozenset()  # command switches (--if-empty, --offline, -e, ...)
 
 
 class Output:
@@ -44,7 +47,7 @@ class Output:
         self.options = options
 
     def banner(self, text: str) -> None:
-        if not (self.options.quiet or self.options.silent or self.options.formatter == "json"):
+        if not (self.options.quiet or self.options.silent or self.options.formatter in ("json", "csv")):
             print(text)
 
     def result(self, text: str, as_json: Any) -> None:
@@ -63,7 +66,29 @@ _VALUE_FLAGS = {
     "-t": "timeout",
     "--timeout": "timeout",
     "--formatter": "formatter",
+    "-p": "vhost",
+    "--vhost": "vhost",
 }
+# Switches of rabbitmqctl's and rabbitmq-plugins' commands, kept for the command to read.
+_SWITCHES = frozenset(
+    {
+        "--if-empty",
+        "--if-unused",
+        "--offline",
+        "--online",
+        "--local",
+        "-e",
+        "-E",
+        "--enabled",
+        "--implicitly-enabled",
+        "-v",
+        "--verbose",
+        "-m",
+        "--minimal",
+        "--all",
+        "--limit",
+    }
+)
 
 
 def parse(argv: Sequence[str]) -> Options:
@@ -84,6 +109,10 @@ def parse(argv: Sequence[str]) -> Options:
             options.quiet = True
         elif item in ("-s", "--silent"):
             options.silent = True
+        elif item == "--no-table-headers":
+            options.no_table_headers = True
+        elif item in _SWITCHES:
+            options.flags = options.flags | {item}
         elif item in ("-l", "--longnames"):
             pass  # node names resolve the same either way here
         elif item.startswith("-") and item != "-":
@@ -93,8 +122,8 @@ def parse(argv: Sequence[str]) -> Options:
     if not rest:
         raise ValueError("no command given")
     options.command, options.args = rest[0], tuple(rest[1:])
-    if options.formatter not in ("string", "json"):
-        raise ValueError(f"formatter {options.formatter!r} is not supported (string, json)")
+    if options.formatter not in ("string", "json", "table", "csv"):
+        raise ValueError(f"formatter {options.formatter!r} is not supported (table, json, csv)")
     return options
 
 

@@ -11,6 +11,8 @@ import structlog
 from aiohttp import web
 
 from broker.config import ServerConfig, TLSOptions
+from broker.config.cookie import cookie_path, ensure_cookie
+from broker.config.plugins import started_plugins
 from broker.management.app import build_app
 from broker.management.context import ManagementContext
 from broker.management.definitions import DefinitionsError, apply_definitions, load_definitions
@@ -40,6 +42,15 @@ class DefinitionsAddon:
         return None
 
 
+def ensure_cookie_logged() -> str | None:
+    """The CLI cookie, or None (logged) when $HOME is not writable: the CLIs then cannot log in."""
+    try:
+        return ensure_cookie()
+    except OSError as error:
+        log.warning("cli_cookie_unavailable", path=str(cookie_path()), error=str(error))
+        return None
+
+
 class ManagementAddon:
     """The management HTTP API on ``port`` (0 = ephemeral)."""
 
@@ -57,7 +68,14 @@ class ManagementAddon:
         return None
 
     async def after_listen(self, server: Server) -> dict[str, Any]:
-        context = ManagementContext(server, http_host=self.host)
+        context = ManagementContext(
+            server,
+            node=server.config.node_name,
+            http_host=self.host,
+            cluster_name=server.config.session.cluster_name or "",
+            cookie=ensure_cookie_logged(),
+            running_plugins=started_plugins(server.config.enabled_plugins),
+        )
         self._runner = web.AppRunner(build_app(context), access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)

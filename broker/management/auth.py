@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hmac
+import ipaddress
 from enum import Enum
 
 from aiohttp import web
 
-from broker.core.access import User
+from broker.config.cookie import ACTING_USER, HEADER
+from broker.core.access import ADMINISTRATOR, User
 from broker.management.context import ManagementContext
 from broker.management.errors import ApiError, not_authorised
 
@@ -39,9 +42,30 @@ def credentials(request: web.Request) -> tuple[str, str] | None:
     return (user, password) if sep else None
 
 
+def _loopback(request: web.Request) -> bool:
+    try:
+        return ipaddress.ip_address((request.remote or "").split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def cookie_user(context: ManagementContext, request: web.Request) -> User | None:
+    """The CLIs' acting user when the request carries the node's cookie from a loopback address (RabbitMQ's
+    CLIs authenticate with the Erlang cookie, not a user's password); None otherwise."""
+    given = request.headers.get(HEADER)
+    if given is None or context.cookie is None or not _loopback(request):
+        return None
+    if not hmac.compare_digest(given.encode(), context.cookie.encode()):
+        return None
+    return User(ACTING_USER, "", tags=(ADMINISTRATOR,))
+
+
 def login(context: ManagementContext, request: web.Request) -> User:
     """The authenticated management user, or the 401 RabbitMQ answers (realm header on missing or bad
     credentials; "Not management user" for a user without a management tag)."""
+    internal = cookie_user(context, request)
+    if internal is not None:
+        return internal
     given = credentials(request)
     if given is None:
         raise ApiError(401, "", "", {"WWW-Authenticate": REALM})

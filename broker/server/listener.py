@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import structlog
 
 from broker.config import ServerConfig
-from broker.config.plugins import started_plugins, startup_complete_lines
+from broker.config.plugins import disabled_exchange_types, started_plugins, startup_complete_lines
 from broker.core.broker import Broker
 from broker.core.clock import Clock
 from broker.journal.service import JournalService, preload
@@ -77,6 +77,7 @@ class Server:
             rewrite_header=rewrite_content_header,
             persistence=self.writer,
         )
+        self.broker.disable_exchange_types(disabled_exchange_types(config.enabled_plugins))
         self.connections: set[AMQPProtocol] = set()
         self._server: asyncio.Server | None = None
         # Resource alarms block publishers (broker.server.flow_control); sampling starts with start().

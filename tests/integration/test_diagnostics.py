@@ -132,7 +132,8 @@ def test_usage_errors_exit_64(served: tuple[BrokerProcess, dict[str, str]]) -> N
     _, env = served
     assert cli("rabbitmq-diagnostics", "no_such_command", env=env).returncode == 64
     assert cli("rabbitmq-diagnostics", "--formatter", "erlang", "ping", env=env).returncode == 64
-    assert cli("rabbitmqctl", "add_user", "a", "b", env=env).returncode == 64
+    assert cli("rabbitmqctl", "no_such_command", env=env).returncode == 64
+    assert cli("rabbitmqctl", "add_user", "only-a-name", env=env).returncode == 64
 
 
 def test_await_startup_waits_for_a_broker_that_starts_later(tmp_path: Path) -> None:

@@ -93,7 +93,7 @@ def test_readiness_line_is_one_json_object_with_the_bound_port_then_rabbitmqs_st
         assert ready["url"] == f"amqp://127.0.0.1:{ready['amqp_port']}/"
         # What Testcontainers' RabbitMQ modules wait for; every listener accepts by now.
         startup = process.stdout.readline()
-        assert startup.rstrip().endswith("[info] <0.9.0> Server startup complete; 7 plugins started.")
+        assert startup.rstrip().endswith("[info] <0.9.0> Server startup complete; 9 plugins started.")
         socket.create_connection(("127.0.0.1", ready["management_port"]), timeout=5).close()
     finally:
         process.send_signal(signal.SIGTERM)

@@ -79,8 +79,14 @@ def node_json(context: ManagementContext) -> dict[str, Any]:
     fd_total = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     body.update(
         {
+            # RabbitMQ lists its "rabbit" application with the release; here the release reported.
             "applications": [
-                {"description": "WarrenMQ AMQP 0-9-1 broker", "name": "warrenmq", "version": __version__}
+                {
+                    "description": context.server.config.session.product,
+                    "name": "rabbit",
+                    "version": context.server.config.session.product_version,
+                },
+                {"description": "WarrenMQ AMQP 0-9-1 broker", "name": "warrenmq", "version": __version__},
             ],
             "auth_mechanisms": [
                 {"description": "SASL PLAIN authentication mechanism", "enabled": True, "name": "PLAIN"},

@@ -94,6 +94,9 @@ async def get_overview(request: web.Request, context: ManagementContext) -> web.
     ready = sum(len(queue.ready) for queue in queues)
     unacked = sum(queue.unacked for queue in queues)
     journal = context.server.journal
+    # The release the version profile emulates, or WarrenMQ's own with --report-as warrenmq (as
+    # server_properties reports them).
+    session = context.server.config.session
     body = {
         "churn_rates": _counters(_CHURN),
         "cluster_name": context.cluster_name,
@@ -113,7 +116,7 @@ async def get_overview(request: web.Request, context: ManagementContext) -> web.
         "erlang_version": platform.python_version(),
         "exchange_types": EXCHANGE_TYPES,
         "listeners": listeners(context),
-        "management_version": __version__,
+        "management_version": session.product_version,
         "message_stats": _counters(_MESSAGE_STATS),
         "node": context.node,
         "object_totals": {
@@ -123,8 +126,8 @@ async def get_overview(request: web.Request, context: ManagementContext) -> web.
             "exchanges": sum(len(vhost.exchanges) for vhost in vhosts),
             "queues": len(queues),
         },
-        "product_name": "WarrenMQ",
-        "product_version": __version__,
+        "product_name": session.product,
+        "product_version": session.product_version,
         "queue_totals": {
             "messages": ready + unacked,
             "messages_details": dict(RATE),
@@ -133,7 +136,7 @@ async def get_overview(request: web.Request, context: ManagementContext) -> web.
             "messages_unacknowledged": unacked,
             "messages_unacknowledged_details": dict(RATE),
         },
-        "rabbitmq_version": __version__,
+        "rabbitmq_version": session.product_version,
         "rates_mode": "basic",
         "release_series_support_status": "supported",
         "sample_retention_policies": {
@@ -142,6 +145,7 @@ async def get_overview(request: web.Request, context: ManagementContext) -> web.
             "global": [600, 3600, 28800, 86400],
         },
         "statistics_db_event_queue": 0,
+        "warrenmq_version": __version__,
         # WarrenMQ's own: the event journal's settings and counters (drops included), null when off.
         "journal": journal.metrics() if journal is not None else None,
     }

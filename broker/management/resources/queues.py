@@ -7,6 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
+from broker.config.cookie import ACTING_USER
 from broker.core.queue import Queue
 from broker.management.auth import Gate, current_user, visible_vhosts
 from broker.management.context import ManagementContext
@@ -24,6 +25,8 @@ def check(request: web.Request, context: ManagementContext, kind: str, name: str
     """The acting user's vhost permission, as the AMQP operation the API performs would check it."""
     user = current_user(request)
     vhost = request.match_info["vhost"]
+    if user.name == ACTING_USER:
+        return  # rabbitmqctl (the node cookie): CLI operations are not subject to vhost permissions
     if not context.broker.access.authorize(user.name, vhost, kind, name, permission):  # type: ignore[arg-type]
         raise access_refused()
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
+from broker.config.cookie import ACTING_USER
 from broker.core.access import parse_tags
 from broker.management.auth import Gate, current_user, visible_vhosts
 from broker.management.context import ManagementContext
@@ -56,11 +57,14 @@ async def put_vhost(request: web.Request, context: ManagementContext) -> web.Res
     existed = name in broker.vhosts
     broker.add_vhost(name)
     broker.vhost_metadata[name] = metadata
-    if not existed:
-        # rabbit_mgmt_wm_vhost: the user who creates a vhost gets full permissions in it.
-        broker.access.set_permission(current_user(request).name, name, ".*", ".*", ".*")
-        return no_content(201)
-    return no_content(204)
+    if existed:
+        return no_content(204)
+    creator = current_user(request).name
+    if creator != ACTING_USER:
+        # rabbit_mgmt_wm_vhost: the user who creates a vhost gets full permissions in it (not so for
+        # rabbitmqctl add_vhost, whose acting user is no user).
+        broker.access.set_permission(creator, name, ".*", ".*", ".*")
+    return no_content(201)
 
 
 async def delete_vhost(request: web.Request, context: ManagementContext) -> web.Response:
