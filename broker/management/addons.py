@@ -72,7 +72,9 @@ class ManagementAddon:
             server,
             node=server.config.node_name,
             http_host=self.host,
-            cluster_name=server.config.session.cluster_name or "",
+            # The node name is the default cluster name (broker/config); only a configured one overrides the
+            # cluster_name global parameter kept by definitions and the store, as rabbit_nodes sets it at boot.
+            cluster_name=_configured_cluster_name(server.config),
             cookie=ensure_cookie_logged(),
             running_plugins=started_plugins(server.config.enabled_plugins),
         )
@@ -131,3 +133,9 @@ def addons_for(config: ServerConfig) -> list[Addon]:
             )
         )
     return addons
+
+
+def _configured_cluster_name(config: ServerConfig) -> str:
+    name = config.session.cluster_name or ""
+    return "" if name == config.node_name else name
+

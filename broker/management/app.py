@@ -5,7 +5,9 @@ before authentication, as cowboy_rest answers them."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING
 
 import structlog
 from aiohttp import web
@@ -13,6 +15,10 @@ from aiohttp import web
 from broker.management.auth import USER_KEY, Gate, check_gate, login
 from broker.management.context import ManagementContext
 from broker.management.errors import ApiError, json_response, not_found
+
+if TYPE_CHECKING:
+    from broker.core.persistence import Persistence
+
 from broker.management.resources import (
     bindings,
     connections,
@@ -61,10 +67,36 @@ def _endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespo
             user = login(context, request)
             check_gate(context, request, user, route.gate)
             request[USER_KEY] = user
-        return await route.handler(request, context)
+        persistence = context.broker.persistence
+        if persistence is None or request.method in ("GET", "HEAD"):
+            return await route.handler(request, context)
+        writes = persistence.writes
+        response = await route.handler(request, context)
+        if persistence.writes != writes:
+            # RabbitMQ answers once its Mnesia transaction has committed: a 2xx means durable, so a kill -9
+            # right after the reply loses nothing.
+            await _committed(persistence, persistence.batch_id)
+        return response
 
     endpoint.__name__ = route.handler.__name__
     return endpoint
+
+
+class _CommitSignal:
+    """A CommitWaiter that sets a future (the store calls ``committed`` on the loop)."""
+
+    def __init__(self, future: asyncio.Future[None]) -> None:
+        self.future = future
+
+    def committed(self) -> None:
+        if not self.future.done():
+            self.future.set_result(None)
+
+
+async def _committed(persistence: Persistence, batch_id: int) -> None:
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    persistence.on_commit(batch_id, _CommitSignal(future))
+    await future
 
 
 @web.middleware
