@@ -73,7 +73,7 @@ class ManagementAddon:
             node=server.config.node_name,
             http_host=self.host,
             # The node name is the default cluster name (broker/config); only a configured one overrides the
-            # cluster_name global parameter kept by definitions and the store, as rabbit_nodes sets it at boot.
+            # cluster_name global parameter kept by definitions and the store, as rabbit_nodes sets it.
             cluster_name=_configured_cluster_name(server.config),
             cookie=ensure_cookie_logged(),
             running_plugins=started_plugins(server.config.enabled_plugins),
