@@ -267,6 +267,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         data_dir=None if str(value("data_dir")).strip().lower() in ("none", "") else value("data_dir"),
         fsync=value("fsync"),
         prometheus_port=value("prometheus_port") if loaded.plugin_on(PROMETHEUS) else None,
+        collect_statistics_interval_ms=max(value("collect_statistics_interval"), 1),
         default_user_tags=tuple(value("default_user_tags")),
         default_permissions=tuple(value("default_permissions")),
         loopback_users=tuple(value("loopback_users")),

@@ -15,6 +15,7 @@ from broker.core.passwords import DEFAULT_ALGORITHM
 from broker.core.persistence import Persistence
 from broker.core.profile import DEFAULT_PROFILE, Profile
 from broker.core.queue import Queue
+from broker.core.stats import ChurnStats
 from broker.core.vhost import VirtualHost
 
 
@@ -40,6 +41,7 @@ class Broker:
         self.rewrite_header = rewrite_header
         self.dispatcher = Dispatcher(call_soon)
         self.events = EventBus()
+        self.churn = ChurnStats()  # the overview's churn_rates
         self.names = NameGenerator(name_seed)
         # Users, tags and permissions (rabbit_auth_backend_internal). Configured users are administrators with
         # full permissions on the configured vhosts, as RabbitMQ's default user is on "/".
@@ -67,6 +69,7 @@ class Broker:
                 name, self.dispatcher, self.names, self.events, self.clock, self.profile
             )
             vhost.rewrite_header = self.rewrite_header
+            vhost.churn = self.churn
             vhost.persistence = self.persistence
             if self.persistence is not None:
                 self.persistence.vhost_added(name)

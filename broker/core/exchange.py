@@ -10,6 +10,7 @@ from broker.core.equivalence import MISSING, Atom, check_arg_equivalence, inequi
 from broker.core.exchanges.base import ExchangeType
 from broker.core.exchanges.default import DefaultExchangeType
 from broker.core.exchanges.registry import EXCHANGE_TYPES
+from broker.core.stats import ExchangeStats
 from protocol.errors import ChannelError, ReplyCode
 
 ALTERNATE_EXCHANGE = "alternate-exchange"
@@ -37,6 +38,7 @@ class Exchange:
         "internal",
         "kind",
         "name",
+        "stats",
         "type_name",
     )
 
@@ -58,6 +60,7 @@ class Exchange:
         self.internal = internal
         self.arguments: dict[str, Any] = dict(arguments) if arguments else {}
         self.e2e_bindings = 0
+        self.stats = ExchangeStats()
         self._policy_alternate_exchange: str | None = None
         self._alternate_exchange = self._resolve_alternate_exchange()
 

@@ -16,6 +16,7 @@ from broker.core.envelope import Envelope as Envelope  # noqa: PLC0414
 from broker.core.envelope import seq_of
 from broker.core.event_types import Fate, Observer, Topology
 from broker.core.message import Message
+from broker.core.stats import QueueStats
 from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:
@@ -185,6 +186,7 @@ class Queue:
         "name",
         "on_unused",
         "ready",
+        "stats",
         "store",
         "store_id",
         "unacked",
@@ -215,6 +217,7 @@ class Queue:
         self.unacked = 0
         self.deleted = False
         self.had_consumer = False
+        self.stats = QueueStats()  # message_stats, bumped by the session and the vhost
         self._seq = 0
         self.events: QueueEvents | None = None  # the vhost's bus, set when the vhost creates the queue
         # TTL, limits, priorities, …: None for a plain queue, which then never leaves the code below.

@@ -13,6 +13,7 @@ from broker.core.broker import Broker
 from broker.core.vhost import VirtualHost
 from broker.management import live
 from broker.management.errors import not_found
+from broker.management.stats_sampler import DEFAULT_INTERVAL_S, StatsSampler
 
 if TYPE_CHECKING:
     from broker.server.listener import Server
@@ -32,10 +33,17 @@ class ManagementContext:
     started_monotonic_s: float = field(default_factory=time.monotonic)
     cluster_name: str = ""
     os_pid: str = field(default_factory=lambda: str(os.getpid()))
+    # Statistics sampling interval: rabbitmq.conf collect_statistics_interval (ms), 5 s by default.
+    collect_statistics_interval_s: float = DEFAULT_INTERVAL_S
+    sampler: StatsSampler = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.cluster_name:
             self.cluster_name = self.node
+        interval_ms = getattr(self.server.config, "collect_statistics_interval_ms", None)
+        if interval_ms:
+            self.collect_statistics_interval_s = interval_ms / 1000.0
+        self.sampler = StatsSampler(self.server, self.collect_statistics_interval_s)
 
     @property
     def broker(self) -> Broker:

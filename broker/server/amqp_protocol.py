@@ -59,6 +59,8 @@ class AMQPProtocol(asyncio.Protocol):
         # One handle per purpose: "handshake", "heartbeat", "close".
         self._timers: dict[str, TimerHandle] = {}
         self._heartbeat_started = False
+        # Connection statistics as RabbitMQ's (recv_oct/recv_cnt: bytes and socket reads; send_*: writes).
+        self.recv_oct = self.recv_cnt = self.send_oct = self.send_cnt = 0
 
     # -- asyncio callbacks
 
@@ -79,6 +81,8 @@ class AMQPProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         session = self.session
         assert session is not None
+        self.recv_oct += len(data)
+        self.recv_cnt += 1
         session.data_received(data)
         if (
             not self._heartbeat_started
@@ -145,6 +149,8 @@ class AMQPProtocol(asyncio.Protocol):
         self._out = []
         transport = self.transport
         if transport is not None and not transport.is_closing():
+            self.send_oct += sum(map(len, out))
+            self.send_cnt += 1
             transport.writelines(out)
 
     def close(self, after_s: float | None = None) -> None:

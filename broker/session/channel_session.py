@@ -18,6 +18,7 @@ from broker.core.events import EventBus, Fate
 from broker.core.expiration import parse_expiration
 from broker.core.message import Message
 from broker.core.queue import Consumer, Envelope, Queue
+from broker.core.stats import ChannelStats
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.session import confirms, direct_reply
 from broker.session.fates import forget_settled, settled_events, settled_steps, stored_delivery
@@ -62,6 +63,7 @@ class ChannelSession:
         self.tx: Transaction | None = None
         self.last_queue = ""
         self.reply_key = ""  # this channel's direct reply-to key, when it has a reply consumer
+        self.stats = ChannelStats()  # message_stats: increments only (design §4)
 
     def __repr__(self) -> str:
         return f"ChannelSession({self.channel_id})"
@@ -166,6 +168,8 @@ class ChannelSession:
             rejected = False
         else:
             queues, rejected = vhost.publish(message.exchange, message)
+        stats = self.stats
+        stats.publish += 1
         events = vhost.events
         if events.stepping:
             journal = events.journal
@@ -173,6 +177,11 @@ class ChannelSession:
                 journal.published(vhost.name, message, queues, mandatory, self.channel_id, self.conn.peer)
             if events.hot_observers:
                 self.published_events(events, message, queues, mandatory)
+        if not queues:
+            if mandatory:
+                stats.return_unroutable += 1
+            else:
+                stats.drop_unroutable += 1
         if not queues and mandatory:
             # basic.return goes out before the confirm (confirms.md), which flush_confirms sends later.
             self.send_content(
@@ -234,8 +243,17 @@ class ChannelSession:
         tracker = self.unacked
         tag = tracker.next_tag
         tracker.next_tag = tag + 1
-        if not consumer.no_ack:
+        stats, queue_stats = self.stats, queue.stats
+        if consumer.no_ack:
+            stats.deliver_no_ack += 1
+            queue_stats.deliver_no_ack += 1
+        else:
             tracker.track(Delivery(tag, queue, envelope, consumer))
+            stats.deliver += 1
+            queue_stats.deliver += 1
+        if envelope.redelivered:
+            stats.redeliver += 1
+            queue_stats.redeliver += 1
         message = envelope.message
         if queue.store is not None and message.delivery_mode == 2:
             stored_delivery(queue, envelope, consumer.no_ack)
@@ -314,6 +332,10 @@ class ChannelSession:
         if requeue:
             requeue_deliveries(deliveries)
             return
+        if requeue is None:
+            self.stats.ack += len(deliveries)
+            for delivery in deliveries:
+                delivery.queue.stats.ack += 1
         if vhost is not None and vhost.persistence is not None:
             forget_settled(deliveries)
         if requeue is False:
@@ -366,6 +388,10 @@ class ChannelSession:
         if self.closing:
             return
         self.closing = True
+        vhost = self.conn.vhost
+        if vhost is not None:  # the vhost's totals keep what this channel counted (RabbitMQ's do)
+            vhost.channel_totals.add(self.stats)
+            vhost.churn.channel_closed += 1
         direct_reply.forget(self)
         consumers = list(self.consumers.values())
         self.consumers.clear()
@@ -375,7 +401,6 @@ class ChannelSession:
             self.tx.rollback_settlements(self.unacked)
             self.tx = None
         deliveries = self.unacked.take_all()
-        vhost = self.conn.vhost
         if vhost is not None and vhost.events.stepping:
             settled_events(vhost.events, deliveries, True, closed=True)
         requeue_deliveries(deliveries)

@@ -14,14 +14,15 @@ from broker.management.errors import bad_request, no_content, not_found
 from broker.management.paging import reply, reply_list
 from broker.management.resources.connections import channel_rows, connection_rows
 from broker.management.routing import Route, body_json
-from broker.management.serialize import permission_json, topic_permission_json, vhost_json
+from broker.management.serialize import permission_json, topic_permission_json
+from broker.management.serialize_stats import vhost_row
 
 _QUEUE_TYPES = ("classic", "quorum", "stream")
 
 
-def _row(context: ManagementContext, name: str) -> dict[str, Any]:
+def _row(context: ManagementContext, name: str, request: web.Request | None = None) -> dict[str, Any]:
     metadata = context.broker.vhost_metadata.get(name, {})
-    return vhost_json(context.vhost(name), context.node, metadata)
+    return vhost_row(context, context.vhost(name), metadata, request)
 
 
 async def list_vhosts(request: web.Request, context: ManagementContext) -> web.Response:
@@ -30,7 +31,7 @@ async def list_vhosts(request: web.Request, context: ManagementContext) -> web.R
 
 
 async def get_vhost(request: web.Request, context: ManagementContext) -> web.Response:
-    return reply(request, _row(context, request.match_info["vhost"]))
+    return reply(request, _row(context, request.match_info["vhost"], request))
 
 
 def _metadata(body: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
