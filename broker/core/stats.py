@@ -47,6 +47,7 @@ class ChannelStats:
         "get_empty",
         "get_no_ack",
         "publish",
+        "publish_confirm",
         "redeliver",
         "return_unroutable",
     )
@@ -62,9 +63,13 @@ class ChannelStats:
         "get_empty",
         "ack",
         "redeliver",
+        "publish_confirm",
     )
 
     def __init__(self) -> None:
+        # publish_confirm (publishes on a channel in confirm mode) is set when the channel closes; while it
+        # is open its publish_seq counts them, at no cost to the hot path.
+        self.publish_confirm = 0
         self.publish = self.confirm = self.return_unroutable = self.drop_unroutable = 0
         self.deliver = self.deliver_no_ack = self.get = self.get_no_ack = self.get_empty = 0
         self.ack = self.redeliver = 0

@@ -65,6 +65,7 @@ class VirtualHost(VhostTopology):
         # closed leave their message_stats here so the vhost's totals survive them (as RabbitMQ's do).
         self.churn = ChurnStats()
         self.channel_totals = ChannelStats()
+        self.dead_lettered: dict[tuple[str, str, str], int] = {}  # (reason, queue type, strategy) -> count
 
     # -- queues
 

@@ -390,6 +390,7 @@ class ChannelSession:
         self.closing = True
         vhost = self.conn.vhost
         if vhost is not None:  # the vhost's totals keep what this channel counted (RabbitMQ's do)
+            self.stats.publish_confirm = self.publish_seq
             vhost.channel_totals.add(self.stats)
             vhost.churn.channel_closed += 1
         direct_reply.forget(self)
