@@ -115,6 +115,9 @@ class QueueEvents(Protocol):
     @property
     def journal(self) -> DeliveryJournal | None: ...
 
+    @property
+    def tracer(self) -> Any: ...  # the firehose (broker.session.tracing); None while no vhost traces
+
     def hot_message(
         self, fate: Fate, vhost: str, message: Message, queue: str | None = None, **detail: Any
     ) -> None: ...

@@ -213,6 +213,8 @@ def vhost_row(
 ) -> dict[str, Any]:
     row = vhost_json(vhost, context.node, metadata)
     add_vhost_stats(row, vhost, context.sampler, window_of(request))
+    tracer = context.broker.events.tracer
+    row["tracing"] = tracer is not None and vhost.name in tracer.vhosts
     return row
 
 

@@ -1,8 +1,7 @@
 """One AMQP channel: the publish → route and deliver → ack hot path, and dispatch of every other method.
 
 Hot methods (basic.publish/ack/nack/reject) are decoded by protocol.fastpath without pamqp (design §4.2);
-the rest
-go through pamqp and the per-class handler modules.
+the rest go through pamqp and the per-class handler modules.
 """
 
 from __future__ import annotations
@@ -177,6 +176,8 @@ class ChannelSession:
                 journal.published(vhost.name, message, queues, mandatory, self.channel_id, self.conn.peer)
             if events.hot_observers:
                 self.published_events(events, message, queues, mandatory)
+            if events.tracer is not None:
+                events.tracer.published(self, vhost, message, queues)
         if not queues:
             if mandatory:
                 stats.return_unroutable += 1
@@ -264,6 +265,8 @@ class ChannelSession:
                 journal.delivered(queue, envelope, tag, consumer.no_ack)
             if events.hot_observers:
                 self.delivered_event(queue, envelope, tag, consumer.consumer_tag, consumer.no_ack)
+            if events.tracer is not None:
+                events.tracer.delivered(self, queue, envelope)
         self.send_content(
             encode_basic_deliver(
                 self.channel_id,

@@ -153,6 +153,8 @@ def send_get(channel: ChannelPort, queue: Queue, envelope: Envelope | None, no_a
             events.journal.delivered(queue, envelope, tag, no_ack)
         if events.hot_observers:
             channel.delivered_event(queue, envelope, tag, None, no_ack)
+        if events.tracer is not None:
+            events.tracer.delivered(channel, queue, envelope)
     message = envelope.message
     channel.send_content(
         encode_basic_get_ok(
