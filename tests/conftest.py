@@ -26,6 +26,8 @@ import pytest
 # Broker processes started by the suites keep everything in memory unless a test gives --data-dir itself
 # (`warrenmq serve` would otherwise store under ./warrenmq-data, shared by parallel workers).
 os.environ.setdefault("WARRENMQ_DATA_DIR", "none")
+# Brokers started by the tests open rabbitmq_prometheus's endpoint on an ephemeral port, never on 15692.
+os.environ.setdefault("WARRENMQ_PROMETHEUS_PORT", "0")
 # Nor do they read this machine's /etc/rabbitmq (a RabbitMQ installed as the oracle may have a rabbitmq.conf
 # or enabled_plugins there): the default paths move under a prefix that does not exist.
 os.environ.setdefault("WARRENMQ_SYS_PREFIX", "/nonexistent/warrenmq-tests")

@@ -91,6 +91,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="management HTTP API port, 0 = ephemeral, -1 = off (WARRENMQ_MANAGEMENT_PORT; default 15672)",
     )
     add(
+        "--prometheus-port",
+        type=int,
+        help="rabbitmq_prometheus endpoint port, 0 = ephemeral, -1 = off (WARRENMQ_PROMETHEUS_PORT, "
+        "prometheus.tcp.port; default 15692)",
+    )
+    add(
         "--definitions",
         help="RabbitMQ definitions JSON applied at boot (WARRENMQ_DEFINITIONS, load_definitions)",
     )
@@ -274,7 +280,12 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         journal=journal_config_from_args(args),
         data_dir=None if str(value("data_dir")).strip().lower() in ("none", "") else value("data_dir"),
         fsync=value("fsync"),
-        prometheus_port=value("prometheus_port") if loaded.plugin_on(PROMETHEUS) else None,
+        prometheus_port=(
+            value("prometheus_port")
+            if loaded.plugin_on(PROMETHEUS) and value("prometheus_port") >= 0
+            else None
+        ),
+        collect_statistics_interval_ms=max(value("collect_statistics_interval"), 1),
         default_user_tags=tuple(value("default_user_tags")),
         default_permissions=tuple(value("default_permissions")),
         loopback_users=tuple(value("loopback_users")),

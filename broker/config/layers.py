@@ -62,6 +62,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("port", 5672, ("WARRENMQ_PORT", "RABBITMQ_NODE_PORT"), int),
     Setting("management_port", 15672, ("WARRENMQ_MANAGEMENT_PORT",), int),
     Setting("prometheus_port", 15692, ("WARRENMQ_PROMETHEUS_PORT",), int),
+    # rabbitmq.conf collect_statistics_interval: milliseconds between statistics samples (RabbitMQ's 5000).
+    Setting("collect_statistics_interval", 5000, (), int),
     # users / vhosts: WarrenMQ's lists; when not given, the one default user / vhost (RabbitMQ's).
     Setting("users", None, ("WARRENMQ_USERS",), _users),
     Setting("default_user", "guest", ("RABBITMQ_DEFAULT_USER",)),

@@ -69,6 +69,7 @@ class ServerConfig:
     # rabbitmq.conf settings carried for the planes that use them (prometheus endpoint, access control,
     # resource alarms); see README "Configuration".
     prometheus_port: int | None = 15692
+    collect_statistics_interval_ms: int = 5000
     default_user_tags: tuple[str, ...] = ("administrator",)
     default_permissions: tuple[str, str, str] = (".*", ".*", ".*")
     loopback_users: tuple[str, ...] = ()

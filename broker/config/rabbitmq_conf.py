@@ -34,6 +34,7 @@ _INT_KEYS = {
     "consumer_timeout": "consumer_timeout",
     "management.tcp.port": "management_port",
     "prometheus.tcp.port": "prometheus_port",
+    "collect_statistics_interval": "collect_statistics_interval",
 }
 _STRING_KEYS = {
     "default_user": "default_user",
@@ -46,7 +47,7 @@ _STRING_KEYS = {
 _ACCEPTED = re.compile(
     r"log\.(console|file|exchange|journald|syslog)(\.[a-z_.]+)?|log\.[a-z_]+\.level"
     r"|num_acceptors\.(tcp|ssl)|handshake_timeout|reverse_dns_lookups|vm_memory_high_watermark_paging_ratio"
-    r"|management_agent\.disable_metrics_collector|collect_statistics_interval"
+    r"|management_agent\.disable_metrics_collector"
 )
 _LISTENER = re.compile(r"(?:(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]+|[A-Za-z0-9.\-]+):)?(\d+)")
 

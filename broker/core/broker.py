@@ -17,6 +17,7 @@ from broker.core.policies import Policy, PolicyTable
 from broker.core.profile import DEFAULT_PROFILE, Profile
 from broker.core.queue import Queue
 from broker.core.runtime_parameters import RuntimeParameters
+from broker.core.stats import ChurnStats
 from broker.core.vhost import VirtualHost
 
 
@@ -42,6 +43,7 @@ class Broker:
         self.rewrite_header = rewrite_header
         self.dispatcher = Dispatcher(call_soon)
         self.events = EventBus()
+        self.churn = ChurnStats()  # the overview's churn_rates
         self.names = NameGenerator(name_seed)
         # Users, tags and permissions (rabbit_auth_backend_internal). Configured users are administrators with
         # full permissions on the configured vhosts, as RabbitMQ's default user is on "/".
@@ -74,6 +76,7 @@ class Broker:
                 name, self.dispatcher, self.names, self.events, self.clock, self.profile
             )
             vhost.rewrite_header = self.rewrite_header
+            vhost.churn = self.churn
             vhost.persistence = self.persistence
             vhost.policies = self.policies
             vhost.parameters = self.parameters

@@ -48,6 +48,11 @@ class DeadLetterHost(Protocol):
     @property
     def clock(self) -> Clock: ...
 
+    @property
+    def dead_lettered(self) -> dict[tuple[str, str, str], int]:
+        """Messages dead-lettered by (reason, queue type, strategy): the global dead_lettered counters."""
+        ...
+
     def route_keys(self, exchange: Exchange, message: Message, keys: list[str]) -> list[Queue]:
         """The queues ``message`` reaches through ``exchange`` with each of ``keys`` as its routing key."""
         ...
@@ -192,6 +197,10 @@ def publish_dead_letters(vhost: DeadLetterHost, queue: Queue, envelopes: list[En
     if observed and reason == "expired":
         for envelope in envelopes:
             events.message(Fate.EXPIRED, vhost.name, envelope.message, queue.name)
+    # rabbit_global_counters: per reason, queue type and strategy ("disabled" without a dead-letter exchange).
+    kind = features.settings.queue_type if features is not None else "classic"
+    key = (reason, kind, "disabled" if dlx_name is None else "at_most_once")
+    vhost.dead_lettered[key] = vhost.dead_lettered.get(key, 0) + len(envelopes)
     exchange = vhost.exchanges.get(dlx_name) if dlx_name is not None else None
     rewrite = vhost.rewrite_header
     if exchange is None or rewrite is None or features is None:

@@ -58,17 +58,25 @@ class EventBus:
     with nothing attached they cost what they did before the fast lane existed.
     """
 
-    __slots__ = ("hot_observers", "ids", "journal", "observers", "stepping")
+    __slots__ = ("hot_observers", "ids", "journal", "observers", "stepping", "tracer")
 
     def __init__(self) -> None:
         self.observers: list[Observer] = []
         self.hot_observers: list[Observer] = []
         self.journal: JournalHook | None = None
         self.stepping = False
+        # The firehose (broker.session.tracing), attached while some vhost has tracing on; the emit sites
+        # reach it only behind ``stepping``, so tracing off costs nothing more.
+        self.tracer: Any = None
         self.ids = itertools.count(1)  # message ids, shared by observers and the journal
 
     def _changed(self) -> None:
-        self.stepping = self.journal is not None or bool(self.hot_observers)
+        self.stepping = self.journal is not None or bool(self.hot_observers) or self.tracer is not None
+
+    def set_tracer(self, tracer: Any) -> None:
+        """Attach the firehose tracer (None detaches it)."""
+        self.tracer = tracer
+        self._changed()
 
     def message_id(self, message: Message) -> int:
         """A broker-wide id, given the first time an observer sees the message (0 = never observed)."""

@@ -10,6 +10,7 @@ from broker.core.equivalence import MISSING, Atom, check_arg_equivalence, inequi
 from broker.core.exchanges.base import ExchangeType
 from broker.core.exchanges.default import DefaultExchangeType
 from broker.core.exchanges.registry import EXCHANGE_TYPES
+from broker.core.stats import ExchangeStats
 from protocol.errors import ChannelError, ReplyCode
 
 ALTERNATE_EXCHANGE = "alternate-exchange"
@@ -39,6 +40,7 @@ class Exchange:
         "name",
         "operator_policy",
         "policy",
+        "stats",
         "type_name",
     )
 
@@ -60,6 +62,7 @@ class Exchange:
         self.internal = internal
         self.arguments: dict[str, Any] = dict(arguments) if arguments else {}
         self.e2e_bindings = 0
+        self.stats = ExchangeStats()
         self._policy_alternate_exchange: str | None = None
         # The policy and operator policy applying (broker.core.policies.Policy), set by policy_apply.
         self.policy: Any = None

@@ -16,6 +16,7 @@ from broker.core.envelope import Envelope as Envelope  # noqa: PLC0414
 from broker.core.envelope import seq_of
 from broker.core.event_types import Fate, Observer, Topology
 from broker.core.message import Message
+from broker.core.stats import QueueStats
 from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:
@@ -114,6 +115,9 @@ class QueueEvents(Protocol):
     @property
     def journal(self) -> DeliveryJournal | None: ...
 
+    @property
+    def tracer(self) -> Any: ...  # the firehose (broker.session.tracing); None while no vhost traces
+
     def hot_message(
         self, fate: Fate, vhost: str, message: Message, queue: str | None = None, **detail: Any
     ) -> None: ...
@@ -187,6 +191,7 @@ class Queue:
         "operator_policy",
         "policy",
         "ready",
+        "stats",
         "store",
         "store_id",
         "unacked",
@@ -217,6 +222,7 @@ class Queue:
         self.unacked = 0
         self.deleted = False
         self.had_consumer = False
+        self.stats = QueueStats()  # message_stats, bumped by the session and the vhost
         self._seq = 0
         self.events: QueueEvents | None = None  # the vhost's bus, set when the vhost creates the queue
         # TTL, limits, priorities, …: None for a plain queue, which then never leaves the code below.

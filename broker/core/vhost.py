@@ -27,6 +27,7 @@ from broker.core.queue_features import QueueFeatures
 from broker.core.queue_settings import PLAIN
 from broker.core.runtime_parameters import RuntimeParameters
 from broker.core.sender_selected import rewritten, route_keys, sender_selected
+from broker.core.stats import ChannelStats, ChurnStats
 from broker.core.vhost_topology import VhostTopology
 from protocol.errors import ChannelError, ReplyCode, no_exchange
 
@@ -66,6 +67,11 @@ class VirtualHost(VhostTopology):
         self.connections: dict[VhostConnection, None] = {}
         # The broker's limits and parameters (set by the broker); None: no limits.
         self.parameters: RuntimeParameters | None = None
+        # Statistics (broker.core.stats): the broker shares one churn record among its vhosts; channels that
+        # closed leave their message_stats here so the vhost's totals survive them (as RabbitMQ's do).
+        self.churn = ChurnStats()
+        self.channel_totals = ChannelStats()
+        self.dead_lettered: dict[tuple[str, str, str], int] = {}  # (reason, queue type, strategy) -> count
 
     # -- queues
 
@@ -85,6 +91,7 @@ class VirtualHost(VhostTopology):
         Only client-chosen names are checked for the reserved prefix (rabbit_channel check_name), so
         redeclaring an `amq.gen-…` name non-passively is refused as in RabbitMQ.
         """
+        self.churn.queue_declared += 1
         if passive:
             queue = self.queue(name, owner)
             if queue.features is not None:
@@ -102,7 +109,9 @@ class VirtualHost(VhostTopology):
             if existing.features is not None:
                 existing.features.touch()  # a redeclare counts as use for x-expires
             return existing
-        return new_queue(self, name, owner, durable, exclusive, auto_delete, args, server_named)
+        queue = new_queue(self, name, owner, durable, exclusive, auto_delete, args, server_named)
+        self.churn.queue_created += 1
+        return queue
 
     def new_queue_name(self) -> str:
         return self.names.queue_name()
@@ -140,6 +149,7 @@ class VirtualHost(VhostTopology):
         cancelled.
         """
         self.queues.pop(queue.name, None)
+        self.churn.queue_deleted += 1
         removed = self.bindings.remove_destination(queue)
         self._unbound(removed)
         self._after_unbind(removed)
@@ -175,7 +185,11 @@ class VirtualHost(VhostTopology):
         if headers is not None and ("CC" in headers or "BCC" in headers):
             queues, message = sender_selected(self.router, exchange, message, queues, self.rewrite_header)
         rejected = False
+        stats = exchange.stats
+        stats.publish_in += 1
+        stats.publish_out += len(queues)
         for queue in queues:
+            queue.stats.publish += 1
             if not queue.enqueue(message):
                 rejected = True
         return queues, rejected

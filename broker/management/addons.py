@@ -16,6 +16,7 @@ from broker.config.plugins import started_plugins
 from broker.management.app import build_app
 from broker.management.context import ManagementContext
 from broker.management.definitions import DefinitionsError, apply_definitions, load_definitions
+from broker.management.prometheus_app import build_prometheus_app
 from broker.server.listener import Addon, Server, StartupError
 from broker.server.tls import TLSConfigError, server_context
 
@@ -122,6 +123,39 @@ class ManagementAddon:
             self._runner = None
 
 
+class PrometheusAddon:
+    """rabbitmq_prometheus's endpoint on its own ``port`` (0 = ephemeral), reported as ``prometheus_port``."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    async def before_listen(self, server: Server) -> None:
+        return None
+
+    async def after_listen(self, server: Server) -> dict[str, Any]:
+        context = ManagementContext(server, http_host=self.host)
+        self._runner = web.AppRunner(build_prometheus_app(context), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        try:
+            await site.start()
+        except OSError as error:
+            await self._runner.cleanup()
+            self._runner = None
+            raise StartupError(f"cannot listen on {self.host}:{self.port} (prometheus): {error}") from None
+        sockets = self._runner.addresses
+        port = int(sockets[0][1]) if sockets else self.port
+        log.info("prometheus_listening", port=port)
+        return {"prometheus_port": port}
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+
 def addons_for(config: ServerConfig) -> list[Addon]:
     addons: list[Addon] = []
     if config.definitions:
@@ -132,10 +166,11 @@ def addons_for(config: ServerConfig) -> list[Addon]:
                 config.host, config.management_port, config.management_ssl_port, config.management_ssl
             )
         )
+    if config.prometheus_port is not None:
+        addons.append(PrometheusAddon(config.host, config.prometheus_port))
     return addons
 
 
 def _configured_cluster_name(config: ServerConfig) -> str:
     name = config.session.cluster_name or ""
     return "" if name == config.node_name else name
-

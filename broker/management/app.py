@@ -153,4 +153,14 @@ def build_app(context: ManagementContext) -> web.Application:
         methods.setdefault(route.path, []).append(route.method)
     for path, allowed in methods.items():
         app.router.add_route("OPTIONS", path, _options(allow_header(allowed)))
+    app.on_startup.append(_start_sampler)
+    app.on_cleanup.append(_stop_sampler)
     return app
+
+
+async def _start_sampler(app: web.Application) -> None:
+    app[CONTEXT_KEY].sampler.start()
+
+
+async def _stop_sampler(app: web.Application) -> None:
+    app[CONTEXT_KEY].sampler.stop()

@@ -13,6 +13,7 @@ from broker.core.broker import Broker
 from broker.core.vhost import VirtualHost
 from broker.management import live
 from broker.management.errors import not_found
+from broker.management.stats_sampler import DEFAULT_INTERVAL_S, StatsSampler
 
 if TYPE_CHECKING:
     from broker.server.listener import Server
@@ -37,12 +38,19 @@ class ManagementContext:
     cookie: str | None = None
     # The plugins running (started at boot, then switched by rabbitmq-plugins): /api/warrenmq/plugins.
     running_plugins: list[str] = field(default_factory=list)
+    # Statistics sampling interval: rabbitmq.conf collect_statistics_interval (ms), 5 s by default.
+    collect_statistics_interval_s: float = DEFAULT_INTERVAL_S
+    sampler: StatsSampler = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.cluster_name:
             # A cluster_name global parameter (definitions, the store) names the cluster, as in RabbitMQ.
             stored = self.server.broker.parameters.global_parameters.get("cluster_name")
             self.cluster_name = stored if isinstance(stored, str) else self.node
+        interval_ms = getattr(self.server.config, "collect_statistics_interval_ms", None)
+        if interval_ms:
+            self.collect_statistics_interval_s = interval_ms / 1000.0
+        self.sampler = StatsSampler(self.server, self.collect_statistics_interval_s)
 
     @property
     def broker(self) -> Broker:

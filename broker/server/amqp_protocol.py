@@ -74,6 +74,8 @@ class AMQPProtocol(asyncio.Protocol):
         self._heartbeat_started = False
         self.throttle = ConnectionThrottle(self)
         self._read_pauses: set[str] = set()
+        # Connection statistics as RabbitMQ's (recv_oct/recv_cnt: bytes and socket reads; send_*: writes).
+        self.recv_oct = self.recv_cnt = self.send_oct = self.send_cnt = 0
 
     # -- asyncio callbacks
 
@@ -99,6 +101,8 @@ class AMQPProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         session = self.session
         assert session is not None
+        self.recv_oct += len(data)
+        self.recv_cnt += 1
         session.data_received(data)
         if session.flow_credit <= 0 and PAUSE_FLOW not in self._read_pauses:
             self.pause_reading(PAUSE_FLOW)
@@ -208,6 +212,8 @@ class AMQPProtocol(asyncio.Protocol):
         self._out = []
         transport = self.transport
         if transport is not None and not transport.is_closing():
+            self.send_oct += sum(map(len, out))
+            self.send_cnt += 1
             transport.writelines(out)
 
     def close(self, after_s: float | None = None) -> None:

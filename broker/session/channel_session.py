@@ -1,8 +1,7 @@
 """One AMQP channel: the publish → route and deliver → ack hot path, and dispatch of every other method.
 
 Hot methods (basic.publish/ack/nack/reject) are decoded by protocol.fastpath without pamqp (design §4.2);
-the rest
-go through pamqp and the per-class handler modules.
+the rest go through pamqp and the per-class handler modules.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from broker.core.events import EventBus, Fate
 from broker.core.expiration import parse_expiration
 from broker.core.message import Message
 from broker.core.queue import Consumer, Envelope, Queue
+from broker.core.stats import ChannelStats
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.session import confirms, direct_reply
 from broker.session.config import FLOW_QUEUE_BACKLOG
@@ -63,6 +63,7 @@ class ChannelSession:
         self.tx: Transaction | None = None
         self.last_queue = ""
         self.reply_key = ""  # this channel's direct reply-to key, when it has a reply consumer
+        self.stats = ChannelStats()  # message_stats: increments only (design §4)
 
     def __repr__(self) -> str:
         return f"ChannelSession({self.channel_id})"
@@ -174,6 +175,8 @@ class ChannelSession:
             for queue in queues:
                 if queue.consumers and len(queue.ready) > FLOW_QUEUE_BACKLOG:
                     self.conn.flow_credit -= 1
+        stats = self.stats
+        stats.publish += 1
         events = vhost.events
         if events.stepping:
             journal = events.journal
@@ -181,6 +184,13 @@ class ChannelSession:
                 journal.published(vhost.name, message, queues, mandatory, self.channel_id, self.conn.peer)
             if events.hot_observers:
                 self.published_events(events, message, queues, mandatory)
+            if events.tracer is not None:
+                events.tracer.published(self, vhost, message, queues)
+        if not queues:
+            if mandatory:
+                stats.return_unroutable += 1
+            else:
+                stats.drop_unroutable += 1
         if not queues and mandatory:
             # basic.return goes out before the confirm (confirms.md), which flush_confirms sends later.
             self.send_content(
@@ -242,8 +252,17 @@ class ChannelSession:
         tracker = self.unacked
         tag = tracker.next_tag
         tracker.next_tag = tag + 1
-        if not consumer.no_ack:
+        stats, queue_stats = self.stats, queue.stats
+        if consumer.no_ack:
+            stats.deliver_no_ack += 1
+            queue_stats.deliver_no_ack += 1
+        else:
             tracker.track(Delivery(tag, queue, envelope, consumer))
+            stats.deliver += 1
+            queue_stats.deliver += 1
+        if envelope.redelivered:
+            stats.redeliver += 1
+            queue_stats.redeliver += 1
         message = envelope.message
         if queue.store is not None and message.delivery_mode == 2:
             stored_delivery(queue, envelope, consumer.no_ack)
@@ -254,6 +273,8 @@ class ChannelSession:
                 journal.delivered(queue, envelope, tag, consumer.no_ack)
             if events.hot_observers:
                 self.delivered_event(queue, envelope, tag, consumer.consumer_tag, consumer.no_ack)
+            if events.tracer is not None:
+                events.tracer.delivered(self, queue, envelope)
         self.send_content(
             encode_basic_deliver(
                 self.channel_id,
@@ -322,6 +343,10 @@ class ChannelSession:
         if requeue:
             requeue_deliveries(deliveries)
             return
+        if requeue is None:
+            self.stats.ack += len(deliveries)
+            for delivery in deliveries:
+                delivery.queue.stats.ack += 1
         if vhost is not None and vhost.persistence is not None:
             forget_settled(deliveries)
         if requeue is False:
@@ -374,6 +399,11 @@ class ChannelSession:
         if self.closing:
             return
         self.closing = True
+        vhost = self.conn.vhost
+        if vhost is not None:  # the vhost's totals keep what this channel counted (RabbitMQ's do)
+            self.stats.publish_confirm = self.publish_seq
+            vhost.channel_totals.add(self.stats)
+            vhost.churn.channel_closed += 1
         direct_reply.forget(self)
         consumers = list(self.consumers.values())
         self.consumers.clear()
@@ -383,7 +413,6 @@ class ChannelSession:
             self.tx.rollback_settlements(self.unacked)
             self.tx = None
         deliveries = self.unacked.take_all()
-        vhost = self.conn.vhost
         if vhost is not None and vhost.events.stepping:
             settled_events(vhost.events, deliveries, True, closed=True)
         requeue_deliveries(deliveries)

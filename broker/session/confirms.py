@@ -46,6 +46,7 @@ def _nack(channel: ChannelPort, seq: int) -> None:
     nack); the publishes before it are acked first."""
     if seq - 1 > channel.confirmed_seq:
         multiple = seq - 1 - channel.confirmed_seq > 1
+        channel.stats.confirm += seq - 1 - channel.confirmed_seq
         channel.conn.write(encode_basic_ack(channel.channel_id, seq - 1, multiple))
     channel.confirmed_seq = seq
     channel.conn.write(encode_basic_nack(channel.channel_id, seq, False))
@@ -67,6 +68,7 @@ def flush(channel: ChannelPort) -> None:
         if upto <= channel.confirmed_seq:
             return
     multiple = upto - channel.confirmed_seq > 1
+    channel.stats.confirm += upto - channel.confirmed_seq
     channel.confirmed_seq = upto
     conn.write(encode_basic_ack(channel.channel_id, upto, multiple))
 

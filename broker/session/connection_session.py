@@ -166,6 +166,8 @@ class ConnectionSession:
                 )
             check_channel_limit(self.broker, self.username)
             self.channels[channel_id] = channel = ChannelSession(self, channel_id)
+            if self.vhost is not None:
+                self.vhost.churn.channel_created += 1
             self.send(channel_id, commands.Channel.OpenOk())
             return
         raise HardError(ReplyCode.CHANNEL_ERROR, "expected 'channel.open'", *_ids(method))
@@ -237,6 +239,7 @@ class ConnectionSession:
         self.vhost = vhost
         self.state = ConnectionState.OPEN
         vhost.connections[self] = None
+        vhost.churn.connection_created += 1
         timeout_ms = self.config.consumer_timeout_ms
         if timeout_ms > 0:
             self.ack_timeout = AckTimeoutWatch(
@@ -303,6 +306,8 @@ class ConnectionSession:
         for channel in channels:
             channel.release()
         if self.vhost is not None:
+            if self in self.vhost.connections:
+                self.vhost.churn.connection_closed += 1
             self.vhost.connections.pop(self, None)
             for queue in self.exclusive_queues:
                 if self.vhost.queues.get(queue.name) is queue:

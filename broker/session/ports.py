@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from broker.core.broker import Broker
     from broker.core.message import Message
     from broker.core.queue import Consumer, Envelope, Queue
+    from broker.core.stats import ChannelStats
     from broker.core.unacked import Delivery, UnackedTracker
     from broker.core.vhost import VirtualHost
     from broker.session.config import SessionConfig
@@ -129,6 +130,7 @@ class ChannelPort(ConsumerChannel, CommitWaiter, Protocol):
     prefetch_count: int
     global_prefetch: int
     confirm: bool
+    stats: ChannelStats  # message_stats counters (broker.core.stats)
     # Publisher confirms (broker.session.confirms): the last publish seq, the last one confirmed, and the
     # publishes waiting for a store commit with the nacks queued behind them.
     publish_seq: int

@@ -29,7 +29,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
     conf = tmp_path / "rabbitmq.conf"
     conf.write_text(
         f"listeners.tcp.default = 127.0.0.1:{_free_port()}\nmanagement.tcp.port = {_free_port()}\n"
-        "default_user = app\ndefault_pass = pw\n"
+        "prometheus.tcp.port = 0\ndefault_user = app\ndefault_pass = pw\n"
     )
     return {"RABBITMQ_CONFIG_FILE": str(conf), "RABBITMQ_NODENAME": "rabbit@localhost"}
 

@@ -61,6 +61,7 @@ CONF = """
 # as a compose file would mount it
 listeners.tcp.default = 127.0.0.1:0
 management.tcp.port = 0
+prometheus.tcp.port = 0
 loopback_users.guest = false
 load_definitions = $ETC/definitions.json
 heartbeat = 20

@@ -16,7 +16,8 @@ from broker.management.context import ManagementContext
 from broker.management.errors import no_content, not_authorised, not_found
 from broker.management.paging import reply, reply_list
 from broker.management.routing import Route
-from broker.management.serialize_live import channel_json, connection_json, consumer_json
+from broker.management.serialize_live import consumer_json
+from broker.management.serialize_stats import channel_row, connection_row
 
 DEFAULT_REASON = "Closed via management plugin"
 
@@ -30,12 +31,12 @@ def _visible(context: ManagementContext, user: User) -> list[Any]:
 
 
 def connection_rows(context: ManagementContext, user: User) -> list[dict[str, Any]]:
-    return [connection_json(protocol, context.node) for protocol in _visible(context, user)]
+    return [connection_row(context, protocol) for protocol in _visible(context, user)]
 
 
 def channel_rows(context: ManagementContext, user: User) -> list[dict[str, Any]]:
     return [
-        channel_json(protocol, number, channel, context.node)
+        channel_row(context, protocol, number, channel)
         for protocol in _visible(context, user)
         for number, channel in live.channels(protocol)
     ]
@@ -63,7 +64,7 @@ async def list_connections(request: web.Request, context: ManagementContext) -> 
 async def get_connection(request: web.Request, context: ManagementContext) -> web.Response:
     protocol = _find(context, request.match_info["name"])
     _check_owner(request, protocol)
-    return reply(request, connection_json(protocol, context.node))
+    return reply(request, connection_row(context, protocol, request))
 
 
 async def delete_connection(request: web.Request, context: ManagementContext) -> web.Response:
@@ -77,7 +78,7 @@ async def delete_connection(request: web.Request, context: ManagementContext) ->
 async def connection_channels(request: web.Request, context: ManagementContext) -> web.Response:
     protocol = _find(context, request.match_info["name"])
     _check_owner(request, protocol)
-    rows = [channel_json(protocol, n, channel, context.node) for n, channel in live.channels(protocol)]
+    rows = [channel_row(context, protocol, n, channel) for n, channel in live.channels(protocol)]
     return reply_list(request, rows)
 
 
@@ -91,7 +92,7 @@ def _user_connections(request: web.Request, context: ManagementContext) -> list[
 
 
 async def list_user_connections(request: web.Request, context: ManagementContext) -> web.Response:
-    rows = [connection_json(p, context.node) for p in _user_connections(request, context)]
+    rows = [connection_row(context, p) for p in _user_connections(request, context)]
     return reply_list(request, rows)
 
 
@@ -111,7 +112,7 @@ async def get_channel(request: web.Request, context: ManagementContext) -> web.R
     for protocol in _visible(context, current_user(request)):
         for number, channel in live.channels(protocol):
             if live.channel_name(protocol, number) == wanted:
-                return reply(request, channel_json(protocol, number, channel, context.node))
+                return reply(request, channel_row(context, protocol, number, channel, request))
     raise not_found()
 
 

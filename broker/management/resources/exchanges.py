@@ -23,7 +23,8 @@ from broker.management.messages import build_message
 from broker.management.paging import reply, reply_list
 from broker.management.resources.queues import check
 from broker.management.routing import Route, amqp_error, body_json, flag, query_flag
-from broker.management.serialize import exchange_json, vhost_bindings
+from broker.management.serialize import vhost_bindings
+from broker.management.serialize_stats import exchange_row
 from protocol.errors import AMQPError
 
 DEFAULT_EXCHANGE_ALIAS = "amq.default"
@@ -45,7 +46,7 @@ def _exchange(request: web.Request, context: ManagementContext) -> Exchange:
 async def list_exchanges(request: web.Request, context: ManagementContext) -> web.Response:
     names = visible_vhosts(context, current_user(request))
     rows = [
-        exchange_json(exchange, name)
+        exchange_row(context, exchange, name)
         for name in names
         for exchange in context.broker.vhosts[name].exchanges.values()
     ]
@@ -54,12 +55,14 @@ async def list_exchanges(request: web.Request, context: ManagementContext) -> we
 
 async def list_vhost_exchanges(request: web.Request, context: ManagementContext) -> web.Response:
     vhost = context.vhost(request.match_info["vhost"])
-    return reply_list(request, [exchange_json(exchange, vhost.name) for exchange in vhost.exchanges.values()])
+    return reply_list(
+        request, [exchange_row(context, exchange, vhost.name) for exchange in vhost.exchanges.values()]
+    )
 
 
 async def get_exchange(request: web.Request, context: ManagementContext) -> web.Response:
     exchange = _exchange(request, context)
-    row: dict[str, Any] = exchange_json(exchange, request.match_info["vhost"])
+    row: dict[str, Any] = exchange_row(context, exchange, request.match_info["vhost"], request)
     row["incoming"] = []
     row["outgoing"] = []
     return reply(request, row)

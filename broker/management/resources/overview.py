@@ -14,6 +14,7 @@ from broker.management.errors import bad_request, json_response, no_content
 from broker.management.paging import reply
 from broker.management.routing import Route, body_json
 from broker.management.serialize import RATE
+from broker.management.serialize_stats import add_overview_stats
 
 # The exchange types WarrenMQ implements, described as RabbitMQ describes them.
 EXCHANGE_TYPES = [
@@ -149,6 +150,7 @@ async def get_overview(request: web.Request, context: ManagementContext) -> web.
         # WarrenMQ's own: the event journal's settings and counters (drops included), null when off.
         "journal": journal.metrics() if journal is not None else None,
     }
+    add_overview_stats(body, context, request)
     return reply(request, body)
 
 

@@ -15,7 +15,8 @@ from broker.management.errors import access_refused, bad_request, json_response,
 from broker.management.messages import message_json
 from broker.management.paging import reply, reply_list
 from broker.management.routing import Route, amqp_error, body_json, flag, query_flag
-from broker.management.serialize import queue_json, vhost_bindings
+from broker.management.serialize import vhost_bindings
+from broker.management.serialize_stats import queue_row
 from protocol.errors import AMQPError
 
 _ACKMODES = ("ack_requeue_true", "ack_requeue_false", "reject_requeue_true", "reject_requeue_false")
@@ -41,21 +42,19 @@ def _queue(request: web.Request, context: ManagementContext) -> Queue:
 async def list_queues(request: web.Request, context: ManagementContext) -> web.Response:
     names = visible_vhosts(context, current_user(request))
     rows = [
-        queue_json(queue, context.node)
-        for name in names
-        for queue in context.broker.vhosts[name].queues.values()
+        queue_row(context, queue) for name in names for queue in context.broker.vhosts[name].queues.values()
     ]
     return reply_list(request, rows)
 
 
 async def list_vhost_queues(request: web.Request, context: ManagementContext) -> web.Response:
     vhost = context.vhost(request.match_info["vhost"])
-    return reply_list(request, [queue_json(queue, context.node) for queue in vhost.queues.values()])
+    return reply_list(request, [queue_row(context, queue) for queue in vhost.queues.values()])
 
 
 async def get_queue(request: web.Request, context: ManagementContext) -> web.Response:
     queue = _queue(request, context)
-    row: dict[str, Any] = queue_json(queue, context.node)
+    row: dict[str, Any] = queue_row(context, queue, request)
     row["consumer_details"] = [
         {
             "arguments": dict(consumer.arguments),

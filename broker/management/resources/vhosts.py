@@ -15,14 +15,16 @@ from broker.management.errors import bad_request, no_content, not_found
 from broker.management.paging import reply, reply_list
 from broker.management.resources.connections import channel_rows, connection_rows
 from broker.management.routing import Route, body_json
-from broker.management.serialize import permission_json, topic_permission_json, vhost_json
+from broker.management.serialize import permission_json, topic_permission_json
+from broker.management.serialize_stats import vhost_row
+from broker.session.tracing import Tracer
 
 _QUEUE_TYPES = ("classic", "quorum", "stream")
 
 
-def _row(context: ManagementContext, name: str) -> dict[str, Any]:
+def _row(context: ManagementContext, name: str, request: web.Request | None = None) -> dict[str, Any]:
     metadata = context.broker.vhost_metadata.get(name, {})
-    return vhost_json(context.vhost(name), context.node, metadata)
+    return vhost_row(context, context.vhost(name), metadata, request)
 
 
 async def list_vhosts(request: web.Request, context: ManagementContext) -> web.Response:
@@ -31,7 +33,7 @@ async def list_vhosts(request: web.Request, context: ManagementContext) -> web.R
 
 
 async def get_vhost(request: web.Request, context: ManagementContext) -> web.Response:
-    return reply(request, _row(context, request.match_info["vhost"]))
+    return reply(request, _row(context, request.match_info["vhost"], request))
 
 
 def _metadata(body: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
@@ -49,6 +51,18 @@ def _metadata(body: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
     return metadata
 
 
+def set_tracing(context: ManagementContext, vhost: str, on: bool) -> None:
+    """rabbit_trace:start/stop: the broker's firehose tracer follows the vhosts that trace; with none it is
+    detached, so the hot path is back to one test."""
+    events = context.broker.events
+    tracer = events.tracer if isinstance(events.tracer, Tracer) else Tracer(context.node)
+    if on:
+        tracer.vhosts.add(vhost)
+    else:
+        tracer.vhosts.discard(vhost)
+    events.set_tracer(tracer if tracer.vhosts else None)
+
+
 async def put_vhost(request: web.Request, context: ManagementContext) -> web.Response:
     name = request.match_info["vhost"]
     body = await body_json(request)
@@ -57,6 +71,9 @@ async def put_vhost(request: web.Request, context: ManagementContext) -> web.Res
     existed = name in broker.vhosts
     broker.add_vhost(name)
     broker.vhost_metadata[name] = metadata
+    tracing = body.get("tracing")
+    if tracing is not None:  # absent: unchanged (rabbit_mgmt_wm_vhost)
+        set_tracing(context, name, tracing in (True, "true"))
     if existed:
         return no_content(204)
     creator = current_user(request).name
@@ -70,6 +87,7 @@ async def put_vhost(request: web.Request, context: ManagementContext) -> web.Res
 async def delete_vhost(request: web.Request, context: ManagementContext) -> web.Response:
     if not context.broker.delete_vhost(request.match_info["vhost"]):
         raise not_found()
+    set_tracing(context, request.match_info["vhost"], False)
     return no_content()
 
 

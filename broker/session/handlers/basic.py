@@ -132,12 +132,23 @@ def get_from_quorum(channel: ChannelPort, queue: Queue, method: commands.Basic.G
 
 
 def send_get(channel: ChannelPort, queue: Queue, envelope: Envelope | None, no_ack: bool) -> None:
+    stats, queue_stats = channel.stats, queue.stats
     if envelope is None:
+        stats.get_empty += 1
+        queue_stats.get_empty += 1
         channel.conn.send(channel.channel_id, commands.Basic.GetEmpty())
         return
     tag = channel.unacked.allocate_tag()
-    if not no_ack:
+    if no_ack:
+        stats.get_no_ack += 1
+        queue_stats.get_no_ack += 1
+    else:
+        stats.get += 1
+        queue_stats.get += 1
         channel.unacked.track(Delivery(tag, queue, envelope, None))
+    if envelope.redelivered:
+        stats.redeliver += 1
+        queue_stats.redeliver += 1
     if queue.store is not None and envelope.message.delivery_mode == 2:
         stored_delivery(queue, envelope, no_ack)
     events = queue.events
@@ -146,6 +157,8 @@ def send_get(channel: ChannelPort, queue: Queue, envelope: Envelope | None, no_a
             events.journal.delivered(queue, envelope, tag, no_ack)
         if events.hot_observers:
             channel.delivered_event(queue, envelope, tag, None, no_ack)
+        if events.tracer is not None:
+            events.tracer.delivered(channel, queue, envelope)
     message = envelope.message
     channel.send_content(
         encode_basic_get_ok(

@@ -176,3 +176,13 @@ def test_config_file_lookup_errors(tmp_path: Path) -> None:
         _load(tmp_path, [], {"RABBITMQ_CONFIG_FILE": str(tmp_path / "rabbitmq.config")})
     _, config = _load(tmp_path, ["--config-file", "none"], {}, "heartbeat = 9\n")
     assert config.session.heartbeat_s == 60
+
+
+def test_collect_statistics_interval_comes_from_rabbitmq_conf_in_milliseconds(tmp_path: Path) -> None:
+    _, default = _load(tmp_path, [], {})
+    assert default.collect_statistics_interval_ms == 5000  # RabbitMQ's default
+    loaded, config = _load(tmp_path, [], {}, "collect_statistics_interval = 10000\n")
+    assert config.collect_statistics_interval_ms == 10_000
+    assert loaded.resolved["collect_statistics_interval"].source.endswith(
+        "rabbitmq.conf:1 collect_statistics_interval"
+    )

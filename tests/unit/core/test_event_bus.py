@@ -65,3 +65,13 @@ def test_only_one_journal_at_a_time() -> None:
     Journal().attach(bus)
     with pytest.raises(RuntimeError, match="already attached"):
         Journal().attach(bus)
+
+
+def test_the_tracer_turns_stepping_on_only_while_attached() -> None:
+    bus = EventBus()
+    assert bus.stepping is False  # tracing off: the hot path's one test stays false
+    tracer = object()
+    bus.set_tracer(tracer)
+    assert (bus.stepping, bus.tracer) == (True, tracer)
+    bus.set_tracer(None)
+    assert bus.stepping is False
