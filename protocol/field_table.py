@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import re
 import struct
+from itertools import repeat
 from typing import Any, Final
 
 __all__ = ["FieldTableError", "decode_array", "decode_table", "decode_table_at", "timestamp_value"]
@@ -40,6 +42,7 @@ _TIMESTAMP = struct.Struct("!Q")
 # pamqp also reads 0x00 as void; RabbitMQ's parse_table/1 has no clause for it (the oracle drops the
 # connection), so it is an unknown type here.
 _T_VOID: Final = ord("V")
+_NOT_VOID: Final = re.compile(rb"[^V]")
 _T_BOOL, _T_LONGSTR, _T_BYTES = ord("t"), ord("S"), ord("x")
 _T_TABLE, _T_ARRAY, _T_DECIMAL, _T_TIMESTAMP = ord("F"), ord("A"), ord("D"), ord("T")
 _TEN: Final = decimal.Decimal(10)
@@ -115,10 +118,10 @@ def _decode_container(data: bytes, pos: int, limit: int, is_table: bool) -> tupl
             value: Any
             if kind == _T_VOID:
                 if not in_table:  # a run of voids (cheap to send, so a likely flood): one step
-                    run = data[pos - 1 : end]
-                    count = len(run) - len(run.lstrip(b"V"))
-                    container.extend([None] * count)
-                    pos += count - 1
+                    other = _NOT_VOID.search(data, pos, end)
+                    stop = end if other is None else other.start()
+                    container.extend(repeat(None, stop - pos + 1))
+                    pos = stop
                     continue
                 value = None
             elif kind in (_T_LONGSTR, _T_BYTES):
