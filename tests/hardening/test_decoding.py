@@ -130,6 +130,7 @@ def _declare_outcome(url: str, arguments: bytes, name: bytes) -> tuple[str, Any]
         client.close()
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_malformed_argument_table_ends_the_connection_as_rabbitmq(
     case: str, amqp_url: str, oracle_url: str, unique: str
@@ -146,6 +147,7 @@ def test_malformed_argument_table_ends_the_connection_as_rabbitmq(
     _honest_round_trip(amqp_url)
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize(
     ("case", "arguments"),
     [
@@ -165,6 +167,7 @@ def test_legal_awkward_argument_tables_are_accepted_as_rabbitmq(
         assert value.queue == unique
 
 
+@pytest.mark.compat
 def test_malformed_headers_table_in_a_content_header_closes_the_connection(
     amqp_url: str, oracle_url: str
 ) -> None:

@@ -83,6 +83,7 @@ def _scenario(url: str, name: str) -> dict[str, Any]:
     return seen
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("name", AWKWARD, ids=IDS)
 def test_awkward_names_in_every_reply_as_rabbitmq(name: str, amqp_url: str, oracle_url: str) -> None:
     theirs = _scenario(oracle_url, name)

@@ -25,6 +25,8 @@ from .wire import frame, oracle_url, params_of, raw_client
 
 __all__ = ["oracle_url"]  # the fixture, imported for pytest
 
+pytestmark = pytest.mark.compat  # every scenario runs against RabbitMQ too
+
 PROTOCOL_HEADER = b"AMQP\x00\x00\x09\x01"
 
 
