@@ -16,9 +16,7 @@ import typing
 from typing import Any, Final, TypeVar
 
 from pamqp import base, commands
-from pamqp import decode as pamqp_decode
 from pamqp import encode as pamqp_encode
-from pamqp.header import ContentHeader
 
 from protocol.errors import HardError, ReplyCode
 from protocol.fastpath import (
@@ -33,6 +31,7 @@ from protocol.fastpath import (
     malformed_utf8,
     method_frame_id,
 )
+from protocol.field_table import FieldTableError, decode_table_at, timestamp_value
 
 __all__ = [
     "BASIC_ACK",
@@ -60,6 +59,7 @@ __all__ = [
 F = TypeVar("F", bound=base.Frame)
 
 _FRAME_HEADER = struct.Struct("!BHI")
+_U16 = struct.Struct("!H")
 _U32 = struct.Struct("!I")
 _U64 = struct.Struct("!Q")
 _CONTENT_PREFIX = struct.Struct("!HHQ")
@@ -135,7 +135,7 @@ def decode_method(payload: bytes) -> base.Frame:
         end = _unmarshal(method, _FIELDS[cls], payload)
     except UnicodeDecodeError:
         raise malformed_utf8() from None
-    except Exception:  # pamqp raises ValueError, struct.error, OverflowError, RecursionError on hostile input
+    except (FieldTableError, IndexError, struct.error):
         raise cannot_decode(index, payload) from None
     if end != len(payload):
         raise cannot_decode(index, payload)
@@ -162,16 +162,55 @@ def _unmarshal(method: base.Frame, fields: tuple[tuple[str, str], ...], data: by
             if bit >= 0:
                 pos += 1
                 bit = -1
-            if kind == "longlong":
-                value = _U64.unpack_from(data, pos)[0]
-                consumed = 8
+            if kind == "table":
+                value, pos = decode_table_at(data, pos)
             else:
-                consumed, value = pamqp_decode.by_type(data[pos:], kind)
-            pos += consumed
+                value, pos = _SCALARS[kind](data, pos)
         setattr(method, name, value)
     if bit >= 0:
         pos += 1
     return pos
+
+
+def _shortstr(data: bytes, pos: int) -> tuple[str, int]:
+    end = pos + 1 + data[pos]
+    if end > len(data):
+        raise IndexError
+    return data[pos + 1 : end].decode(), end
+
+
+def _longstr(data: bytes, pos: int) -> tuple[str | bytes, int]:
+    # pamqp hands a longstr back as str when it is UTF-8, else bytes (SASL responses may be binary).
+    end = pos + 4 + _U32.unpack_from(data, pos)[0]
+    if end > len(data):
+        raise IndexError
+    raw = data[pos + 4 : end]
+    try:
+        return raw.decode(), end
+    except UnicodeDecodeError:
+        return raw, end
+
+
+def _fixed(codec: struct.Struct) -> Any:
+    size = codec.size
+
+    def decode(data: bytes, pos: int) -> tuple[int, int]:
+        value: int = codec.unpack_from(data, pos)[0]
+        return value, pos + size
+
+    return decode
+
+
+# Offsets into one buffer (pamqp slices the rest of the payload per field); tables go to protocol.field_table.
+_SCALARS: Final[dict[str, Any]] = {
+    "shortstr": _shortstr,
+    "longstr": _longstr,
+    "octet": _fixed(struct.Struct("!B")),
+    "short": _fixed(struct.Struct("!H")),
+    "long": _fixed(_U32),
+    "longlong": _fixed(_U64),
+    "timestamp": _fixed(_U64),
+}
 
 
 def encode_method(channel: int, method: base.Frame) -> bytes:
@@ -293,14 +332,43 @@ def encode_delivery(
     return b"".join((method_frame, *encode_content(channel, header_payload, body, frame_max)))
 
 
+_PROPERTY_FIELDS: Final = tuple(
+    (name, commands.Basic.Properties.flags[name], getattr(commands.Basic.Properties, "_" + name))
+    for name in commands.Basic.Properties.__slots__
+)
+
+
 def decode_properties(header_payload: bytes) -> commands.Basic.Properties:
-    """All properties of a content-header payload as pamqp's ``Basic.Properties`` (not for the hot path)."""
-    header = ContentHeader()
+    """All properties of a content-header payload as pamqp's ``Basic.Properties`` (not for the hot path).
+
+    Decoded in one pass over the payload (pamqp's ``ContentHeader.unmarshal`` slices the rest of the payload
+    per property and decodes headers in quadratic time); the values are the ones pamqp returns."""
+    properties = commands.Basic.Properties()
     try:
-        header.unmarshal(header_payload)
-    except Exception:  # pamqp raises ValueError, struct.error, OverflowError, RecursionError on hostile input
+        flags = 0
+        word = 1
+        shift = 0
+        pos = 12
+        while word & 1:  # property-flags words, the low bit announcing another word (as pamqp reads them)
+            word = _U16.unpack_from(header_payload, pos)[0]
+            flags |= (word & 0xFFFE) << shift
+            shift += 16
+            pos += 2
+        for name, flag, kind in _PROPERTY_FIELDS:
+            if not flags & flag:
+                continue
+            value: Any
+            if kind == "table":
+                value, pos = decode_table_at(header_payload, pos)
+            elif kind == "timestamp":
+                value = timestamp_value(_U64.unpack_from(header_payload, pos)[0], pos)
+                pos += 8
+            else:
+                value, pos = _SCALARS[kind](header_payload, pos)
+            setattr(properties, name, value)
+    except (FieldTableError, IndexError, struct.error, UnicodeDecodeError):
         raise HardError(ReplyCode.FRAME_ERROR, "cannot decode content header properties", 60, 40) from None
-    return header.properties
+    return properties
 
 
 def encode_header_payload(body_size: int, properties: commands.Basic.Properties) -> bytes:

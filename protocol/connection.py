@@ -12,11 +12,10 @@ import sys
 from enum import Enum
 from typing import Any, Final
 
-from pamqp import decode as pamqp_decode
-
 from protocol.codec import METHOD_INDEX
 from protocol.erlang_terms import binary_tp, binary_w
 from protocol.errors import HardError, ReplyCode
+from protocol.field_table import FieldTableError, decode_table
 
 # WarrenMQ's own version (broker/__init__.py holds the same; protocol/ imports nothing of broker).
 WARRENMQ_VERSION: Final = "0.1.0"
@@ -108,8 +107,8 @@ def parse_sasl_response(mechanism: str, response: bytes | str) -> tuple[str, str
 
 def _parse_amqplain(raw: bytes) -> tuple[str, str]:
     try:
-        table = pamqp_decode.field_table(struct.pack("!I", len(raw)) + raw)[1]
-    except Exception:  # pamqp raises ValueError, struct.error, OverflowError, RecursionError
+        table = decode_table(struct.pack("!I", len(raw)) + raw)
+    except (FieldTableError, UnicodeDecodeError):
         # RabbitMQ's parse_table/1 crashes on such input and the reader drops the connection.
         raise _syntax_error(f"AMQPLAIN auth info {binary_w(raw[:64])} could not be parsed") from None
     login, password = table.get("LOGIN"), table.get("PASSWORD")

@@ -1,11 +1,11 @@
 """Hot-path codecs on precompiled structs for every publish, delivery and ack (design §4.2-4.3).
 
 basic.publish/ack/nack/reject in; basic.deliver/get-ok/ack/nack/return out; the few content-header fields the
-broker reads. Each is proven equal to pamqp byte for byte by tests/property/test_protocol_fastpath.py. Method
-payloads start with the 4 class/method id bytes. Field layouts and the strict, no-trailing-bytes matching
-follow the generated ``decode_method_fields/2`` of rabbit_framing_amqp_0_9_1 (deps/rabbit_common/codegen.py);
-delivery tags are ``longlong`` = 64-bit unsigned there, so tags up to 2**64-1 round-trip (pamqp packs them
-signed: the same bytes).
+broker reads (tables: protocol.field_table). Each is proven equal to pamqp byte for byte by
+tests/property/test_protocol_fastpath.py. Method payloads start with the 4 class/method id bytes. Layouts
+and the strict, no-trailing-bytes matching follow the generated ``decode_method_fields/2`` of
+rabbit_framing_amqp_0_9_1 (deps/rabbit_common/codegen.py); delivery tags are ``longlong`` = 64-bit unsigned
+there, so tags up to 2**64-1 round-trip (pamqp packs them signed: the same bytes).
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from __future__ import annotations
 import struct
 from typing import Any, Final, NamedTuple
 
-from pamqp import decode as pamqp_decode
-
 from protocol.erlang_terms import binary_w
 from protocol.errors import HardError, ReplyCode
+from protocol.field_table import FieldTableError, decode_table
 
 BASIC_CLASS: Final = 60
 BASIC_PUBLISH: Final = 0x003C0028  # (60, 40)
@@ -331,8 +330,11 @@ def parse_content_header(payload: bytes) -> HeaderInfo:
 
 
 def _decode_table(raw: bytes, payload: bytes) -> dict[str, Any]:
-    """A field table with its length prefix, decoded by pamqp (RabbitMQ's type codes, errata §17)."""
+    """A field table with its length prefix, in time linear in its size (protocol.field_table).
+
+    A malformed table (a length past its container, an unknown type) crashes RabbitMQ's channel in
+    ensure_content_decoded and the connection closes with 541; we close with 501 and say what failed."""
     try:
-        return pamqp_decode.field_table(raw)[1]
-    except Exception:  # pamqp raises ValueError, struct.error, OverflowError, RecursionError on hostile input
+        return decode_table(raw)
+    except FieldTableError:
         raise _bad_properties(payload) from None

@@ -6,6 +6,7 @@ before authentication, as cowboy_rest answers them."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -140,6 +141,15 @@ async def ready(request: web.Request) -> web.Response:
     return json_response({"status": "ok"})
 
 
+# aiohttp's default segment pattern is ``[^{}/]+``: names with braces (legal in RabbitMQ) would 404. Any
+# character but the separator, as RabbitMQ's cowboy routes take a percent-encoded segment.
+_PLAIN_SEGMENT = re.compile(r"\{(\w+)\}")
+
+
+def _route_path(path: str) -> str:
+    return _PLAIN_SEGMENT.sub(r"{\1:[^/]+}", path)
+
+
 def build_app(context: ManagementContext) -> web.Application:
     app = web.Application(middlewares=[errors_middleware], client_max_size=_MAX_BODY_BYTES)
     app[CONTEXT_KEY] = context
@@ -147,10 +157,11 @@ def build_app(context: ManagementContext) -> web.Application:
     methods: dict[str, list[str]] = {}
     for route in ROUTES:
         endpoint = _endpoint(route)
-        app.router.add_route(route.method, route.path, endpoint)
+        path = _route_path(route.path)
+        app.router.add_route(route.method, path, endpoint)
         if route.method == "GET":
-            app.router.add_route("HEAD", route.path, endpoint)
-        methods.setdefault(route.path, []).append(route.method)
+            app.router.add_route("HEAD", path, endpoint)
+        methods.setdefault(path, []).append(route.method)
     for path, allowed in methods.items():
         app.router.add_route("OPTIONS", path, _options(allow_header(allowed)))
     app.on_startup.append(_start_sampler)

@@ -111,11 +111,15 @@ class ConnectionSession:
             try:
                 if channel_id and self.state is ConnectionState.OPEN:
                     channel = channels.get(channel_id)
-                    if channel is not None and frame_type == FRAME_METHOD and not channel.closing:
+                    # A closing channel (we sent channel.close) takes nothing but close/close-ok: content
+                    # frames already in flight are dropped, not 505 (rabbit_channel in state closing).
+                    if channel is None or channel.closing:
+                        self._on_other_channel_frame(frame_type, channel_id, payload)
+                    elif frame_type == FRAME_METHOD:
                         channel.on_method_frame(payload)
-                    elif channel is not None and frame_type == FRAME_HEADER:
+                    elif frame_type == FRAME_HEADER:
                         channel.on_header(payload)
-                    elif channel is not None and frame_type == FRAME_BODY:
+                    elif frame_type == FRAME_BODY:
                         channel.on_body(payload)
                     else:
                         self._on_other_channel_frame(frame_type, channel_id, payload)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import structlog
 from pamqp import commands
 from pamqp.base import Frame
 
@@ -25,6 +26,8 @@ from protocol.errors import HardError, ReplyCode
 
 if TYPE_CHECKING:
     from broker.session.ports import HandshakePort
+
+log = structlog.get_logger("warrenmq.connection")
 
 HEARTBEAT = encode_heartbeat()
 
@@ -66,6 +69,8 @@ def handle(session: HandshakePort, method: Frame) -> None:
     elif isinstance(method, commands.Connection.CloseOk):
         session.connection_lost()
         session.transport.close()
+    elif isinstance(method, commands.Connection.UpdateSecret):
+        _update_secret(session, method)
     else:
         raise HardError(ReplyCode.COMMAND_INVALID, f"unimplemented method {method.name}")
 
@@ -119,6 +124,15 @@ def _tune_ok(session: HandshakePort, method: commands.Connection.TuneOk) -> None
     session.frames.max_frame_size = frame_max
     session.heartbeat.interval_s = heartbeat_s
     session.state = ConnectionState.AWAITING_OPEN
+
+
+def _update_secret(session: HandshakePort, method: commands.Connection.UpdateSecret) -> None:
+    """rabbit_reader handle_method0(#'connection.update_secret'{}) when running: the auth backend's
+    ``update_state/2`` decides. The internal backend (ours: users and password hashes) keeps the user as it
+    is, so the answer is update-secret-ok whatever the secret (RabbitMQ 3.10 and 3.13 alike, checked
+    against the oracle); token backends (OAuth2), which re-validate, are not implemented here."""
+    log.info("secret_updated", user=session.username, reason=method.reason)
+    session.send(0, commands.Connection.UpdateSecretOk())
 
 
 def _open(session: HandshakePort, method: commands.Connection.Open) -> None:

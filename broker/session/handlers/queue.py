@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from pamqp import commands
 
 from broker.session.direct_reply import REPLY_QUEUE
+from protocol.codec import make_method
 
 if TYPE_CHECKING:
     from broker.core.vhost import VirtualHost
@@ -26,7 +27,7 @@ def declare(channel: ChannelPort, method: commands.Queue.Declare) -> None:
     name = method.queue if method.passive else method.queue or vhost.new_queue_name()
     if method.passive and name == REPLY_QUEUE:
         # The direct reply-to pseudo-queue always "exists" (rabbit_channel: 0 messages, 1 consumer).
-        conn.send(channel.channel_id, commands.Queue.DeclareOk(queue=name, message_count=0, consumer_count=1))
+        conn.send(channel.channel_id, make_method(commands.Queue.DeclareOk, queue=name, consumer_count=1))
         return
     known = name in vhost.queues
     queue = vhost.declare_queue(
@@ -45,8 +46,12 @@ def declare(channel: ChannelPort, method: commands.Queue.Declare) -> None:
     if not method.nowait:
         conn.send(
             channel.channel_id,
-            commands.Queue.DeclareOk(
-                queue=queue.name, message_count=queue.message_count, consumer_count=queue.consumer_count
+            # Not pamqp's constructor: its validate() refuses names RabbitMQ accepts (541 before, issue 17).
+            make_method(
+                commands.Queue.DeclareOk,
+                queue=queue.name,
+                message_count=queue.message_count,
+                consumer_count=queue.consumer_count,
             ),
         )
 
