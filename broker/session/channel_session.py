@@ -13,6 +13,7 @@ from typing import Any
 from pamqp import commands
 from pamqp.base import Frame
 
+from broker.core.access import DecisionCache
 from broker.core.dead_letter import reject_deliveries
 from broker.core.events import EventBus, Fate
 from broker.core.expiration import parse_expiration
@@ -20,6 +21,7 @@ from broker.core.message import Message
 from broker.core.queue import Consumer, Envelope, Queue
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.session import confirms, direct_reply
+from broker.session.access_checks import check_publish
 from broker.session.fates import forget_settled, settled_events, settled_steps, stored_delivery
 from broker.session.handlers.table import HANDLERS
 from broker.session.ports import ConnectionPort
@@ -62,6 +64,11 @@ class ChannelSession:
         self.tx: Transaction | None = None
         self.last_queue = ""
         self.reply_key = ""  # this channel's direct reply-to key, when it has a reply consumer
+        # This channel's authorize() answers (rabbit_channel keeps a permission cache per channel too).
+        vhost = connection.vhost
+        self.access = DecisionCache(
+            connection.broker.access, connection.username, vhost.name if vhost is not None else ""
+        )
 
     def __repr__(self) -> str:
         return f"ChannelSession({self.channel_id})"
@@ -125,6 +132,11 @@ class ChannelSession:
 
     def _published(self, context: Any, info: HeaderInfo, header_payload: bytes, body: bytes) -> None:
         exchange, routing_key, mandatory = context
+        access = self.access
+        # rabbit_channel basic.publish: write on the exchange first, the routing key on a topic exchange
+        # after the exchange's existence; one cached lookup each while nothing changes.
+        if not access.allowed("exchange", exchange, "write") or access.topic_governed(exchange):
+            check_publish(self, exchange, routing_key)
         if info.user_id is not None and info.user_id != self.conn.username:
             raise ChannelError(
                 ReplyCode.PRECONDITION_FAILED,

@@ -31,3 +31,5 @@ class SessionConfig:
     product: str = "RabbitMQ"
     product_version: str = "3.13.7"
     cluster_name: str = "rabbit@localhost"
+    # loopback_users (rabbit.app: [<<"guest">>]): users who may log in only from a loopback address.
+    loopback_users: tuple[str, ...] = ("guest",)
