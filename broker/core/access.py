@@ -10,6 +10,7 @@ channel can cache decisions and drop its cache when the number moves.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Literal
@@ -123,9 +124,14 @@ class AccessControl:
         self.permissions: dict[tuple[str, str], VhostPermission] = {}
         self.topic_permissions: dict[tuple[str, str, str], TopicPermission] = {}
         self.version = 0
+        # Told what changed (a user's name, (user, vhost), or (user, vhost, exchange)), so the broker can
+        # mirror the change into its store; not told of a vhost's deletion, which the store handles whole.
+        self.on_change: Callable[[Change, tuple[str, ...]], None] | None = None
 
-    def _changed(self) -> None:
+    def _changed(self, change: Change | None = None, key: tuple[str, ...] = ()) -> None:
         self.version += 1
+        if change is not None and self.on_change is not None:
+            self.on_change(change, key)
 
     # -- users
 
@@ -150,7 +156,7 @@ class AccessControl:
         previous = self.users.get(name)
         user = User(name, stored, hashing_algorithm, tags, dict(previous.limits) if previous else {})
         self.users[name] = user
-        self._changed()
+        self._changed(Change.USER, (name,))
         return user
 
     def delete_user(self, name: str) -> bool:
@@ -161,7 +167,7 @@ class AccessControl:
             del self.permissions[key]
         for tkey in [tkey for tkey in self.topic_permissions if tkey[0] == name]:
             del self.topic_permissions[tkey]
-        self._changed()
+        self._changed(Change.USER, (name,))  # the store drops the user's permissions with it
         return True
 
     def authenticate(self, name: str, password: str) -> User | None:
@@ -181,13 +187,13 @@ class AccessControl:
         compiled = (_compile(configure), _compile(write), _compile(read))
         permission = VhostPermission(user, vhost, configure, write, read, compiled)
         self.permissions[(user, vhost)] = permission
-        self._changed()
+        self._changed(Change.PERMISSION, (user, vhost))
         return permission
 
     def clear_permission(self, user: str, vhost: str) -> bool:
         if self.permissions.pop((user, vhost), None) is None:
             return False
-        self._changed()
+        self._changed(Change.PERMISSION, (user, vhost))
         return True
 
     def set_topic_permission(
@@ -196,7 +202,7 @@ class AccessControl:
         compiled = (_compile(write), _compile(read))
         permission = TopicPermission(user, vhost, exchange, write, read, compiled)
         self.topic_permissions[(user, vhost, exchange)] = permission
-        self._changed()
+        self._changed(Change.TOPIC_PERMISSION, (user, vhost, exchange))
         return permission
 
     def clear_topic_permissions(self, user: str, vhost: str, exchange: str | None = None) -> bool:
@@ -208,8 +214,7 @@ class AccessControl:
         ]
         for key in keys:
             del self.topic_permissions[key]
-        if keys:
-            self._changed()
+            self._changed(Change.TOPIC_PERMISSION, key)
         return bool(keys)
 
     def vhost_deleted(self, vhost: str) -> None:

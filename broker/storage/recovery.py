@@ -8,16 +8,18 @@ the store untouched, never deleted: the next start with a fitting configuration 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import structlog
 
+from broker.core.access import ADMINISTRATOR, AccessError
 from broker.core.broker import Broker
 from broker.core.message import Message
 from broker.core.queue import Envelope, Queue
 from broker.core.queue_features import TimedEnvelope
 from broker.core.typed_json import decode_table
-from broker.storage.base import KEY_SEQ_BITS, BindingRow, MessageRow, QueueRow, Store
+from broker.storage.base import KEY_SEQ_BITS, BindingRow, Definitions, MessageRow, QueueRow, Store
 from broker.storage.writer import StoreWriter
 from protocol.errors import AMQPError
 from protocol.fastpath import parse_content_header
@@ -42,6 +44,36 @@ class RecoveryReport:
         return dict(self.__dict__)
 
 
+def recover_access(broker: Broker, definitions: Definitions, report: RecoveryReport) -> None:
+    """Users (hash and tags), permissions, topic permissions and vhost metadata, over what the configuration
+    made: a stored user wins over a configured one of the same name."""
+    for user in definitions.users:
+        # A row without tags predates them (every user was an administrator then); migration 2 sets them.
+        tags = tuple(json.loads(user.tags)) if user.tags is not None else (ADMINISTRATOR,)
+        if user.password_hash is not None:
+            broker.save_user(user.name, password_hash=(user.password_hash, user.algorithm or ""), tags=tags)
+        else:
+            broker.save_user(user.name, password=user.password, tags=tags)
+    access = broker.access
+    for permission in definitions.permissions:
+        try:
+            if permission.vhost in broker.vhosts:
+                access.set_permission(
+                    permission.user, permission.vhost, permission.configure, permission.write, permission.read
+                )
+        except AccessError as error:
+            _skipped(report, "permission", permission.vhost, permission.user, error)
+    for topic in definitions.topic_permissions:
+        try:
+            if topic.vhost in broker.vhosts:
+                access.set_topic_permission(topic.user, topic.vhost, topic.exchange, topic.write, topic.read)
+        except AccessError as error:
+            _skipped(report, "topic permission", topic.vhost, topic.user, error)
+    for name, metadata in definitions.vhost_metadata.items():
+        if name in broker.vhosts:
+            broker.vhost_metadata[name] = json.loads(metadata)
+
+
 def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport:
     report = RecoveryReport()
     definitions = store.load()
@@ -52,11 +84,7 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
         for name in definitions.vhosts:
             broker.add_vhost(name)
             report.vhosts += 1
-        for user in definitions.users:
-            if user.password_hash is not None:
-                broker.save_user(user.name, password_hash=(user.password_hash, user.algorithm or ""))
-            else:
-                broker.save_user(user.name, password=user.password)
+        recover_access(broker, definitions, report)
         for exchange in definitions.exchanges:
             vhost = broker.vhosts.get(exchange.vhost)
             try:

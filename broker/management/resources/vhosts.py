@@ -55,7 +55,7 @@ async def put_vhost(request: web.Request, context: ManagementContext) -> web.Res
     metadata = _metadata(body, broker.vhost_metadata.get(name, {}))
     existed = name in broker.vhosts
     broker.add_vhost(name)
-    broker.vhost_metadata[name] = metadata
+    broker.set_vhost_metadata(name, metadata)
     if not existed:
         # rabbit_mgmt_wm_vhost: the user who creates a vhost gets full permissions in it.
         broker.access.set_permission(current_user(request).name, name, ".*", ".*", ".*")
