@@ -299,7 +299,7 @@ class DecisionCache:
     """One channel's remembered `authorize()` answers (design §4b): a dict lookup per check on the publish
     path, dropped as a whole when the access model's ``version`` moves (any user or permission change)."""
 
-    __slots__ = ("_access", "_decisions", "_topics", "_user", "_version", "_vhost")
+    __slots__ = ("_access", "_decisions", "_topics", "_user", "_version", "_vhost", "control", "publishable")
 
     def __init__(self, access: AccessControl, user: str, vhost: str) -> None:
         self._access = access
@@ -309,6 +309,10 @@ class DecisionCache:
         # Exchange -> whether a topic permission governs its routing keys for this user.
         self._topics: dict[str, bool] = {}
         self._version = access.version
+        # The publish fast path (one dict lookup, no call): exchange -> the ``control.version`` at which a
+        # publish to it needed no check but write (allowed, no topic permission); stale once it moves.
+        self.control = access
+        self.publishable: dict[str, int] = {}
 
     @property
     def user(self) -> str:

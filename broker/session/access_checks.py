@@ -50,6 +50,9 @@ def check_publish(channel: ChannelPort, exchange_name: str, routing_key: str) ->
             60,
             40,
         )
+    if not access.topic_governed(exchange_name):
+        access.publishable[exchange_name] = access.control.version
+        return
     vhost = channel.conn.vhost
     exchange = vhost.exchanges.get(exchange_name) if vhost is not None else None
     if exchange is None or exchange.internal:
