@@ -80,6 +80,11 @@ async def put_exchange(request: web.Request, context: ManagementContext) -> web.
         raise access_refused()
     check(request, context, "exchange", name, "configure")
     existed = name in vhost.exchanges
+    alternate = arguments.get("alternate-exchange")
+    if not existed and isinstance(alternate, str):
+        # exchange.declare's check for a new exchange with an AE: read on it, write on the AE.
+        check(request, context, "exchange", name, "read")
+        check(request, context, "exchange", alternate, "write")
     try:
         vhost.declare_exchange(
             name,
