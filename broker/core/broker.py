@@ -55,10 +55,12 @@ class Broker:
         vhost_names = list(vhosts)
         for name in vhost_names:
             self.add_vhost(name)
+        # (user, vhost) pairs the configuration grants full permissions (stored by recovery when new).
+        self.configured_grants = [(user, name) for user in configured for name in vhost_names]
         for user, password in configured.items():
             self.access.put_user(user, password=password, tags=(ADMINISTRATOR,))
-            for name in vhost_names:
-                self.access.set_permission(user, name, ".*", ".*", ".*")
+        for user, name in self.configured_grants:
+            self.access.set_permission(user, name, ".*", ".*", ".*")
         # From here on every user and permission change reaches the store (configured users are made from
         # the configuration at each start, so they are not stored unless changed).
         self.access.on_change = self._access_changed
@@ -127,6 +129,10 @@ class Broker:
         self.vhost_metadata[name] = metadata
         if self.persistence is not None:
             self.persistence.vhost_metadata_saved(name, metadata)
+
+    def store_permission(self, user: str, vhost: str) -> None:
+        """Write one permission as it stands now to the store (recovery's configured grants)."""
+        self._access_changed(Change.PERMISSION, (user, vhost))
 
     def _access_changed(self, change: Change, key: tuple[str, ...]) -> None:
         """Mirror one user or permission change into the store; only hashes are stored, as RabbitMQ does."""

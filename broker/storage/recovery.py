@@ -74,6 +74,16 @@ def recover_access(broker: Broker, definitions: Definitions, report: RecoveryRep
             broker.vhost_metadata[name] = json.loads(metadata)
 
 
+def store_configured_grants(broker: Broker, definitions: Definitions) -> None:
+    """The configured users' full permissions on the configured vhosts go into the store when it has none
+    for that pair yet, so a vhost that later comes back from the store alone still lets them in (RabbitMQ
+    stores the default user's grant when it creates it)."""
+    stored = {(permission.user, permission.vhost) for permission in definitions.permissions}
+    for user, vhost in broker.configured_grants:
+        if (user, vhost) not in stored and (user, vhost) in broker.access.permissions:
+            broker.store_permission(user, vhost)
+
+
 def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport:
     report = RecoveryReport()
     definitions = store.load()
@@ -148,6 +158,7 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
                 _skipped(report, "binding", binding.vhost, what, error)
     finally:
         writer.replaying = False
+    store_configured_grants(broker, definitions)
     for queue, row in queues:
         envelopes = [_envelope(message) for message in store.messages(row.id)]
         report.messages += len(envelopes)
