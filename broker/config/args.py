@@ -276,6 +276,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
             product="RabbitMQ" if rabbitmq else "WarrenMQ",
             product_version=profile.rabbitmq_version if rabbitmq else __version__,
             cluster_name=value("cluster_name"),
+            loopback_users=tuple(value("loopback_users")),
         ),
         journal=journal_config_from_args(args),
         data_dir=None if str(value("data_dir")).strip().lower() in ("none", "") else value("data_dir"),

@@ -72,9 +72,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("default_vhost", "/", ("RABBITMQ_DEFAULT_VHOST",)),
     Setting("default_user_tags", ("administrator",)),
     Setting("default_permissions", (".*", ".*", ".*")),
-    # RabbitMQ's default is [guest]; WarrenMQ has always let guest in from anywhere (the image's
-    # 10-defaults.conf sets loopback_users.guest = false too). Carried, not enforced yet.
-    Setting("loopback_users", ()),
+    # RabbitMQ's default: guest logs in from loopback only (the image's 10-defaults.conf sets
+    # loopback_users.guest = false, as RabbitMQ's image does).
+    Setting("loopback_users", ("guest",)),
     Setting("definitions", None, ("WARRENMQ_DEFINITIONS",)),
     Setting("log_format", "console", ("WARRENMQ_LOG_FORMAT",)),
     Setting("log_level", "info", ("WARRENMQ_LOG_LEVEL",)),

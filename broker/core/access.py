@@ -10,6 +10,7 @@ channel can cache decisions and drop its cache when the number moves.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Literal
@@ -123,9 +124,14 @@ class AccessControl:
         self.permissions: dict[tuple[str, str], VhostPermission] = {}
         self.topic_permissions: dict[tuple[str, str, str], TopicPermission] = {}
         self.version = 0
+        # Told what changed (a user's name, (user, vhost), or (user, vhost, exchange)), so the broker can
+        # mirror the change into its store; not told of a vhost's deletion, which the store handles whole.
+        self.on_change: Callable[[Change, tuple[str, ...]], None] | None = None
 
-    def _changed(self) -> None:
+    def _changed(self, change: Change | None = None, key: tuple[str, ...] = ()) -> None:
         self.version += 1
+        if change is not None and self.on_change is not None:
+            self.on_change(change, key)
 
     # -- users
 
@@ -150,7 +156,7 @@ class AccessControl:
         previous = self.users.get(name)
         user = User(name, stored, hashing_algorithm, tags, dict(previous.limits) if previous else {})
         self.users[name] = user
-        self._changed()
+        self._changed(Change.USER, (name,))
         return user
 
     def delete_user(self, name: str) -> bool:
@@ -161,7 +167,7 @@ class AccessControl:
             del self.permissions[key]
         for tkey in [tkey for tkey in self.topic_permissions if tkey[0] == name]:
             del self.topic_permissions[tkey]
-        self._changed()
+        self._changed(Change.USER, (name,))  # the store drops the user's permissions with it
         return True
 
     def authenticate(self, name: str, password: str) -> User | None:
@@ -181,13 +187,13 @@ class AccessControl:
         compiled = (_compile(configure), _compile(write), _compile(read))
         permission = VhostPermission(user, vhost, configure, write, read, compiled)
         self.permissions[(user, vhost)] = permission
-        self._changed()
+        self._changed(Change.PERMISSION, (user, vhost))
         return permission
 
     def clear_permission(self, user: str, vhost: str) -> bool:
         if self.permissions.pop((user, vhost), None) is None:
             return False
-        self._changed()
+        self._changed(Change.PERMISSION, (user, vhost))
         return True
 
     def set_topic_permission(
@@ -196,7 +202,7 @@ class AccessControl:
         compiled = (_compile(write), _compile(read))
         permission = TopicPermission(user, vhost, exchange, write, read, compiled)
         self.topic_permissions[(user, vhost, exchange)] = permission
-        self._changed()
+        self._changed(Change.TOPIC_PERMISSION, (user, vhost, exchange))
         return permission
 
     def clear_topic_permissions(self, user: str, vhost: str, exchange: str | None = None) -> bool:
@@ -208,8 +214,7 @@ class AccessControl:
         ]
         for key in keys:
             del self.topic_permissions[key]
-        if keys:
-            self._changed()
+            self._changed(Change.TOPIC_PERMISSION, key)
         return bool(keys)
 
     def vhost_deleted(self, vhost: str) -> None:
@@ -262,37 +267,90 @@ class AccessControl:
         pattern = entry.compiled[0 if permission == "write" else 1]
         return pattern.search(routing_key) is not None
 
+    def has_topic_permission(self, user: str, vhost: str, exchange: str) -> bool:
+        """Are routing keys on ``exchange`` checked for ``user`` (a topic permission names it)?"""
+        return (user, vhost, exchange) in self.topic_permissions
+
     def refused_text(
         self, user: str, vhost: str, resource_kind: ResourceKind, name: str, permission: Permission
     ) -> str:
         """RabbitMQ's 403 text for a refused decision (rabbit_access_control:check_resource_access)."""
-        shown = DEFAULT_EXCHANGE_NAME if resource_kind == "exchange" and name == "" else name
-        return (
-            f"ACCESS_REFUSED - {permission} access to {resource_kind} '{shown}' in vhost '{vhost}' "
-            f"refused for user '{user}'"
-        )
+        return "ACCESS_REFUSED - " + refusal(user, vhost, resource_kind, name, permission)
+
+
+def refusal(user: str, vhost: str, resource_kind: ResourceKind, name: str, permission: Permission) -> str:
+    """The detail of RabbitMQ's 403 for a refused resource (rabbit_access_control:check_resource_access;
+    RabbitMQ 3.10.8 says "access to queue 'q' in vhost '/' refused for user 'u'", without the permission
+    that 4.x puts first)."""
+    shown = DEFAULT_EXCHANGE_NAME if resource_kind == "exchange" and name == "" else name
+    return f"access to {resource_kind} '{shown}' in vhost '{vhost}' refused for user '{user}'"
+
+
+def topic_refusal(user: str, vhost: str, exchange: str, routing_key: str) -> str:
+    """The detail of RabbitMQ's 403 for a refused routing key (rabbit_access_control:check_topic_access,
+    as RabbitMQ 3.10.8 words it)."""
+    return (
+        f"access to topic '{routing_key}' in exchange '{exchange}' in vhost '{vhost}' "
+        f"refused for user '{user}'"
+    )
 
 
 class DecisionCache:
     """One channel's remembered `authorize()` answers (design §4b): a dict lookup per check on the publish
     path, dropped as a whole when the access model's ``version`` moves (any user or permission change)."""
 
-    __slots__ = ("_access", "_decisions", "_user", "_version", "_vhost")
+    __slots__ = ("_access", "_decisions", "_topics", "_user", "_version", "_vhost", "control", "publishable")
 
     def __init__(self, access: AccessControl, user: str, vhost: str) -> None:
         self._access = access
         self._user = user
         self._vhost = vhost
         self._decisions: dict[tuple[str, str, str], bool] = {}
+        # Exchange -> whether a topic permission governs its routing keys for this user.
+        self._topics: dict[str, bool] = {}
         self._version = access.version
+        # The publish fast path (one dict lookup, no call): exchange -> the ``control.version`` at which a
+        # publish to it needed no check but write (allowed, no topic permission); stale once it moves.
+        self.control = access
+        self.publishable: dict[str, int] = {}
+
+    @property
+    def user(self) -> str:
+        return self._user
+
+    @property
+    def vhost(self) -> str:
+        return self._vhost
+
+    def _refresh(self) -> None:
+        self._decisions.clear()
+        self._topics.clear()
+        self._version = self._access.version
 
     def allowed(self, resource_kind: ResourceKind, name: str, permission: Permission) -> bool:
         if self._version != self._access.version:
-            self._decisions.clear()
-            self._version = self._access.version
+            self._refresh()
         key = (resource_kind, name, permission)
         decision = self._decisions.get(key)
         if decision is None:
             decision = self._access.authorize(self._user, self._vhost, resource_kind, name, permission)
             self._decisions[key] = decision
         return decision
+
+    def topic_governed(self, exchange: str) -> bool:
+        """Does a topic permission apply to ``exchange``'s routing keys? (Cached: the publish path asks it
+        per message and looks the exchange's type up only when the answer is yes.)"""
+        if self._version != self._access.version:
+            self._refresh()
+        governed = self._topics.get(exchange)
+        if governed is None:
+            governed = self._topics[exchange] = self._access.has_topic_permission(
+                self._user, self._vhost, exchange
+            )
+        return governed
+
+    def topic_allowed(self, exchange: str, routing_key: str, permission: Literal["write", "read"]) -> bool:
+        """Routing keys are unbounded, so only "no topic permission here" is cached, not each key."""
+        if not self.topic_governed(exchange):
+            return True
+        return self._access.authorize_topic(self._user, self._vhost, exchange, routing_key, permission)

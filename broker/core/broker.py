@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from broker.core.access import ADMINISTRATOR, AccessControl, User
+from broker.core.access import ADMINISTRATOR, AccessControl, Change, User
 from broker.core.clock import Clock, ManualClock
 from broker.core.dead_letter import HeaderRewriter
 from broker.core.dispatcher import Dispatcher
@@ -64,10 +64,15 @@ class Broker:
         vhost_names = list(vhosts)
         for name in vhost_names:
             self.add_vhost(name)
+        # (user, vhost) pairs the configuration grants full permissions (stored by recovery when new).
+        self.configured_grants = [(user, name) for user in configured for name in vhost_names]
         for user, password in configured.items():
             self.access.put_user(user, password=password, tags=(ADMINISTRATOR,))
-            for name in vhost_names:
-                self.access.set_permission(user, name, ".*", ".*", ".*")
+        for user, name in self.configured_grants:
+            self.access.set_permission(user, name, ".*", ".*", ".*")
+        # From here on every user and permission change reaches the store (configured users are made from
+        # the configuration at each start, so they are not stored unless changed).
+        self.access.on_change = self._access_changed
 
     def add_vhost(self, name: str) -> VirtualHost:
         vhost = self.vhosts.get(name)
@@ -120,7 +125,7 @@ class Broker:
     ) -> User:
         """Add or replace a user: a plain password, or a RabbitMQ (hash, algorithm) pair from definitions.
         ``tags`` None keeps an existing user's tags; a new user then gets "administrator", what every user
-        had before tags existed (the store does not keep tags yet, so a recovered user keeps that).
+        had before tags existed. The store gets the change through `_access_changed`.
         """
         existing = self.access.users.get(name)
         if tags is None:
@@ -134,20 +139,50 @@ class Broker:
             )
         else:
             user = self.access.put_user(name, password=password or "", tags=tags)
-        if self.persistence is not None:
-            # Only the hash is stored, as RabbitMQ stores users; a plain password never reaches the disk.
-            self.persistence.user_saved(name, None, (user.password_hash, user.hashing_algorithm))
         return user
 
     def delete_user(self, name: str) -> bool:
-        """Delete a user with its permissions; False if there was none. The store has no user deletion yet,
-        so it is told the user can no longer log in (an empty password hash, as RabbitMQ's password_hash "").
-        """
-        if not self.access.delete_user(name):
-            return False
+        """Delete a user with its permissions (in the store too); False if there was none."""
+        return self.access.delete_user(name)
+
+    def set_vhost_metadata(self, name: str, metadata: dict[str, Any]) -> None:
+        """A vhost's description, tags and default queue type (kept in the store with the vhost)."""
+        self.vhost_metadata[name] = metadata
         if self.persistence is not None:
-            self.persistence.user_saved(name, None, ("", DEFAULT_ALGORITHM))
-        return True
+            self.persistence.vhost_metadata_saved(name, metadata)
+
+    def store_permission(self, user: str, vhost: str) -> None:
+        """Write one permission as it stands now to the store (recovery's configured grants)."""
+        self._access_changed(Change.PERMISSION, (user, vhost))
+
+    def _access_changed(self, change: Change, key: tuple[str, ...]) -> None:
+        """Mirror one user or permission change into the store; only hashes are stored, as RabbitMQ does."""
+        persistence = self.persistence
+        if persistence is None:
+            return
+        access = self.access
+        if change is Change.USER:
+            user = access.users.get(key[0])
+            if user is None:
+                persistence.user_deleted(key[0])
+            else:
+                persistence.user_saved(
+                    user.name, None, (user.password_hash, user.hashing_algorithm), user.tags
+                )
+        elif change is Change.PERMISSION:
+            permission = access.permissions.get((key[0], key[1]))
+            if permission is None:
+                persistence.permission_cleared(key[0], key[1])
+            else:
+                persistence.permission_saved(
+                    key[0], key[1], permission.configure, permission.write, permission.read
+                )
+        else:
+            topic = access.topic_permissions.get((key[0], key[1], key[2]))
+            if topic is None:
+                persistence.topic_permission_cleared(key[0], key[1], key[2])
+            else:
+                persistence.topic_permission_saved(key[0], key[1], key[2], topic.write, topic.read)
 
     def set_header_rewriter(self, rewrite: HeaderRewriter) -> None:
         """Install the content-header rewriter (the session layer's) in the broker and every vhost."""

@@ -8,6 +8,7 @@ for the commit of the batch that holds them (``batch_id``, ``committed_id``, ``o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from broker.core.bindings import Binding
@@ -48,7 +49,29 @@ class Persistence(QueueStore, Protocol):
 
     def vhost_deleted(self, name: str) -> None: ...
 
-    def user_saved(self, name: str, password: str | None, password_hash: tuple[str, str] | None) -> None: ...
+    def user_saved(
+        self,
+        name: str,
+        password: str | None,
+        password_hash: tuple[str, str] | None,
+        tags: tuple[str, ...] = (),
+    ) -> None: ...
+
+    def user_deleted(self, name: str) -> None:
+        """The user goes, with its permissions and topic permissions."""
+        ...
+
+    def permission_saved(self, user: str, vhost: str, configure: str, write: str, read: str) -> None: ...
+
+    def permission_cleared(self, user: str, vhost: str) -> None: ...
+
+    def topic_permission_saved(self, user: str, vhost: str, exchange: str, write: str, read: str) -> None: ...
+
+    def topic_permission_cleared(self, user: str, vhost: str, exchange: str) -> None: ...
+
+    def vhost_metadata_saved(self, name: str, metadata: Mapping[str, Any]) -> None:
+        """Description, tags and default queue type, as RabbitMQ keeps them with the vhost."""
+        ...
 
     def parameter_saved(self, vhost: str, component: str, name: str, value: Any) -> None:
         """A runtime parameter (policy, operator_policy, vhost-limits; user-limits and global with vhost "")

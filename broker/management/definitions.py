@@ -126,7 +126,7 @@ def apply_definitions(broker: Broker, data: Mapping[str, Any], where: str = "def
         }
         if vhost.get("default_queue_type") not in (None, "undefined"):
             entry["default_queue_type"] = vhost["default_queue_type"]
-        broker.vhost_metadata[vhost["name"]] = entry
+        broker.set_vhost_metadata(vhost["name"], entry)
     for index, item in enumerate(data.get("permissions", [])):
         _known_vhost(broker, "permissions", index, item, where)
         try:

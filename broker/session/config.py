@@ -43,3 +43,5 @@ class SessionConfig:
     consumer_max_per_channel: int | None = None
     # auth_mechanisms.*: what connection.start offers (EXTERNAL only to a TLS peer with a certificate).
     auth_mechanisms: tuple[str, ...] = ("PLAIN", "AMQPLAIN")
+    # loopback_users (rabbit.app: [<<"guest">>]): users who may log in only from a loopback address.
+    loopback_users: tuple[str, ...] = ("guest",)

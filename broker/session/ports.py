@@ -18,6 +18,7 @@ from broker.core.queue import ConsumerChannel
 if TYPE_CHECKING:
     from pamqp.base import Frame
 
+    from broker.core.access import DecisionCache
     from broker.core.broker import Broker
     from broker.core.message import Message
     from broker.core.queue import Consumer, Envelope, Queue
@@ -153,6 +154,11 @@ class ChannelPort(ConsumerChannel, CommitWaiter, Protocol):
 
     @property
     def unacked(self) -> UnackedTracker: ...
+
+    @property
+    def access(self) -> DecisionCache:
+        """This channel's cached authorize() decisions for its user and vhost."""
+        ...
 
     @property
     def consumers(self) -> dict[str, Consumer]: ...

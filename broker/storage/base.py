@@ -16,7 +16,10 @@ from broker.core.persistence import CommitWaiter
 
 KEY_SEQ_BITS = 40  # 10^12 messages per queue before a key would spill into the queue id
 
-# ("vhost+", (name,)) ("vhost-", (name,)) ("user+", (name, password, hash, algorithm))
+# ("vhost+", (name,)) ("vhost-", (name,)) ("vhost~", (name, metadata JSON))
+# ("user+", (name, password, hash, algorithm, tags JSON)) ("user-", (name,)): its permissions go with it
+# ("permission+", (user, vhost, configure, write, read)) ("permission-", (user, vhost))
+# ("topic_permission+", (user, vhost, exchange, write, read)) ("topic_permission-", (user, vhost, exchange))
 # ("exchange+", (vhost, name, type, auto_delete, internal, arguments)) ("exchange-", (vhost, name))
 # ("queue+", (id, vhost, name, auto_delete, arguments)) ("queue-", (id,)) ("queue~", (id,)): had a consumer
 # ("binding+" / "binding-", (vhost, source, destination_type, destination, routing_key, arguments))
@@ -95,6 +98,25 @@ class UserRow:
     password: str | None
     password_hash: str | None
     algorithm: str | None
+    tags: str | None = None  # a JSON list
+
+
+@dataclass(frozen=True)
+class PermissionRow:
+    user: str
+    vhost: str
+    configure: str
+    write: str
+    read: str
+
+
+@dataclass(frozen=True)
+class TopicPermissionRow:
+    user: str
+    vhost: str
+    exchange: str
+    write: str
+    read: str
 
 
 @dataclass(frozen=True)
@@ -115,6 +137,9 @@ class Definitions:
     queues: list[QueueRow] = field(default_factory=list)
     bindings: list[BindingRow] = field(default_factory=list)
     parameters: list[ParameterRow] = field(default_factory=list)
+    permissions: list[PermissionRow] = field(default_factory=list)
+    topic_permissions: list[TopicPermissionRow] = field(default_factory=list)
+    vhost_metadata: dict[str, str] = field(default_factory=dict)  # name -> metadata JSON
 
 
 class StorageError(Exception):

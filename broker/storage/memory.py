@@ -15,7 +15,9 @@ from broker.storage.base import (
     ExchangeRow,
     MessageRow,
     ParameterRow,
+    PermissionRow,
     QueueRow,
+    TopicPermissionRow,
     UserRow,
     queue_key_range,
 )
@@ -27,6 +29,9 @@ class MemoryStore:
     def __init__(self) -> None:
         self.vhosts: dict[str, None] = {}
         self.users: dict[str, UserRow] = {}
+        self.permissions: dict[tuple[str, str], PermissionRow] = {}
+        self.topic_permissions: dict[tuple[str, str, str], TopicPermissionRow] = {}
+        self.vhost_metadata: dict[str, str] = {}
         self.exchanges: dict[tuple[str, str], ExchangeRow] = {}
         self.queues: dict[int, QueueRow] = {}
         self.bindings: dict[BindingRow, None] = {}
@@ -42,6 +47,9 @@ class MemoryStore:
             sorted(self.queues.values(), key=lambda row: row.id),
             list(self.bindings),
             [self.parameters[key] for key in sorted(self.parameters)],
+            list(self.permissions.values()),
+            list(self.topic_permissions.values()),
+            dict(self.vhost_metadata),
         )
 
     def messages(self, queue_id: int) -> Iterator[MessageRow]:
@@ -71,8 +79,23 @@ class MemoryStore:
             self.vhosts[str(row[0])] = None
         elif op == "vhost-":
             self._delete_vhost(str(row[0]))
+        elif op == "vhost~":
+            if row[0] in self.vhosts:
+                self.vhost_metadata[str(row[0])] = str(row[1])
         elif op == "user+":
             self.users[str(row[0])] = UserRow(*row)
+        elif op == "user-":
+            self.users.pop(str(row[0]), None)
+            self.permissions = {key: p for key, p in self.permissions.items() if key[0] != row[0]}
+            self.topic_permissions = {key: t for key, t in self.topic_permissions.items() if key[0] != row[0]}
+        elif op == "permission+":
+            self.permissions[(str(row[0]), str(row[1]))] = PermissionRow(*row)
+        elif op == "permission-":
+            self.permissions.pop((str(row[0]), str(row[1])), None)
+        elif op == "topic_permission+":
+            self.topic_permissions[(str(row[0]), str(row[1]), str(row[2]))] = TopicPermissionRow(*row)
+        elif op == "topic_permission-":
+            self.topic_permissions.pop((str(row[0]), str(row[1]), str(row[2])), None)
         elif op == "exchange+":
             self.exchanges[(str(row[0]), str(row[1]))] = ExchangeRow(*row)
         elif op == "exchange-":
@@ -108,6 +131,9 @@ class MemoryStore:
 
     def _delete_vhost(self, name: str) -> None:
         self.vhosts.pop(name, None)
+        self.vhost_metadata.pop(name, None)
+        self.permissions = {key: p for key, p in self.permissions.items() if key[1] != name}
+        self.topic_permissions = {key: t for key, t in self.topic_permissions.items() if key[1] != name}
         self.exchanges = {key: row for key, row in self.exchanges.items() if row.vhost != name}
         self.bindings = {row: None for row in self.bindings if row.vhost != name}
         self.parameters = {key: row for key, row in self.parameters.items() if row.vhost != name}

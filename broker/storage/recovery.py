@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from broker.core.access import ADMINISTRATOR, AccessError
 from broker.core.broker import Broker
 from broker.core.message import Message
 from broker.core.policies import PolicyError, parse_policy
@@ -20,7 +21,15 @@ from broker.core.queue import Envelope, Queue
 from broker.core.queue_features import TimedEnvelope
 from broker.core.runtime_parameters import ParameterError
 from broker.core.typed_json import decode_table
-from broker.storage.base import KEY_SEQ_BITS, BindingRow, MessageRow, ParameterRow, QueueRow, Store
+from broker.storage.base import (
+    KEY_SEQ_BITS,
+    BindingRow,
+    Definitions,
+    MessageRow,
+    ParameterRow,
+    QueueRow,
+    Store,
+)
 from broker.storage.writer import StoreWriter
 from protocol.errors import AMQPError
 from protocol.fastpath import parse_content_header
@@ -45,6 +54,46 @@ class RecoveryReport:
         return dict(self.__dict__)
 
 
+def recover_access(broker: Broker, definitions: Definitions, report: RecoveryReport) -> None:
+    """Users (hash and tags), permissions, topic permissions and vhost metadata, over what the configuration
+    made: a stored user wins over a configured one of the same name."""
+    for user in definitions.users:
+        # A row without tags predates them (every user was an administrator then); migration 2 sets them.
+        tags = tuple(json.loads(user.tags)) if user.tags is not None else (ADMINISTRATOR,)
+        if user.password_hash is not None:
+            broker.save_user(user.name, password_hash=(user.password_hash, user.algorithm or ""), tags=tags)
+        else:
+            broker.save_user(user.name, password=user.password, tags=tags)
+    access = broker.access
+    for permission in definitions.permissions:
+        try:
+            if permission.vhost in broker.vhosts:
+                access.set_permission(
+                    permission.user, permission.vhost, permission.configure, permission.write, permission.read
+                )
+        except AccessError as error:
+            _skipped(report, "permission", permission.vhost, permission.user, error)
+    for topic in definitions.topic_permissions:
+        try:
+            if topic.vhost in broker.vhosts:
+                access.set_topic_permission(topic.user, topic.vhost, topic.exchange, topic.write, topic.read)
+        except AccessError as error:
+            _skipped(report, "topic permission", topic.vhost, topic.user, error)
+    for name, metadata in definitions.vhost_metadata.items():
+        if name in broker.vhosts:
+            broker.vhost_metadata[name] = json.loads(metadata)
+
+
+def store_configured_grants(broker: Broker, definitions: Definitions) -> None:
+    """The configured users' full permissions on the configured vhosts go into the store when it has none
+    for that pair yet, so a vhost that later comes back from the store alone still lets them in (RabbitMQ
+    stores the default user's grant when it creates it)."""
+    stored = {(permission.user, permission.vhost) for permission in definitions.permissions}
+    for user, vhost in broker.configured_grants:
+        if (user, vhost) not in stored and (user, vhost) in broker.access.permissions:
+            broker.store_permission(user, vhost)
+
+
 def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport:
     report = RecoveryReport()
     definitions = store.load()
@@ -55,11 +104,7 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
         for name in definitions.vhosts:
             broker.add_vhost(name)
             report.vhosts += 1
-        for user in definitions.users:
-            if user.password_hash is not None:
-                broker.save_user(user.name, password_hash=(user.password_hash, user.algorithm or ""))
-            else:
-                broker.save_user(user.name, password=user.password)
+        recover_access(broker, definitions, report)
         for parameter in definitions.parameters:
             _restore_parameter(broker, parameter)
         for exchange in definitions.exchanges:
@@ -125,6 +170,7 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
                 _skipped(report, "binding", binding.vhost, what, error)
     finally:
         writer.replaying = False
+    store_configured_grants(broker, definitions)
     for queue, row in queues:
         envelopes = [_envelope(message) for message in store.messages(row.id)]
         report.messages += len(envelopes)

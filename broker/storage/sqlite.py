@@ -23,8 +23,10 @@ from broker.storage.base import (
     ExchangeRow,
     MessageRow,
     ParameterRow,
+    PermissionRow,
     QueueRow,
     StorageError,
+    TopicPermissionRow,
     UserRow,
     queue_key_range,
 )
@@ -71,12 +73,35 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (vhost, component, name)
     ) WITHOUT ROWID;
     """,
+    # 3: users' tags, vhost and topic permissions, vhost metadata. A store written before kept neither tags
+    # nor permissions and enforced none: its users become administrators with full permissions in every
+    # stored vhost (what they could do), and its deleted users (rows with an empty hash) go.
+    """
+    ALTER TABLE vhosts ADD COLUMN metadata TEXT;
+    ALTER TABLE users ADD COLUMN tags TEXT;
+    DELETE FROM users WHERE password_hash = '';
+    UPDATE users SET tags = '["administrator"]';
+    CREATE TABLE permissions (
+        user TEXT NOT NULL, vhost TEXT NOT NULL, configure TEXT NOT NULL, write TEXT NOT NULL,
+        read TEXT NOT NULL, PRIMARY KEY (user, vhost)
+    ) WITHOUT ROWID;
+    CREATE TABLE topic_permissions (
+        user TEXT NOT NULL, vhost TEXT NOT NULL, exchange TEXT NOT NULL, write TEXT NOT NULL,
+        read TEXT NOT NULL, PRIMARY KEY (user, vhost, exchange)
+    ) WITHOUT ROWID;
+    INSERT INTO permissions SELECT users.name, vhosts.name, '.*', '.*', '.*' FROM users, vhosts;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _TOPOLOGY_SQL = {
-    "vhost+": "INSERT OR IGNORE INTO vhosts VALUES (?)",
-    "user+": "INSERT OR REPLACE INTO users VALUES (?, ?, ?, ?)",
+    "vhost+": "INSERT OR IGNORE INTO vhosts (name) VALUES (?)",
+    "vhost~": "UPDATE vhosts SET metadata = ?2 WHERE name = ?1",
+    "user+": "INSERT OR REPLACE INTO users VALUES (?, ?, ?, ?, ?)",
+    "permission+": "INSERT OR REPLACE INTO permissions VALUES (?, ?, ?, ?, ?)",
+    "permission-": "DELETE FROM permissions WHERE user = ? AND vhost = ?",
+    "topic_permission+": "INSERT OR REPLACE INTO topic_permissions VALUES (?, ?, ?, ?, ?)",
+    "topic_permission-": "DELETE FROM topic_permissions WHERE user = ? AND vhost = ? AND exchange = ?",
     "exchange+": "INSERT OR REPLACE INTO exchanges VALUES (?, ?, ?, ?, ?, ?)",
     "exchange-": "DELETE FROM exchanges WHERE vhost = ? AND name = ?",
     "queue+": "INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?, 0)",
@@ -103,8 +128,15 @@ _DELETE_VHOST = (
     "DELETE FROM queues WHERE vhost = ?1",
     "DELETE FROM bindings WHERE vhost = ?1",
     "DELETE FROM exchanges WHERE vhost = ?1",
+    "DELETE FROM permissions WHERE vhost = ?1",
+    "DELETE FROM topic_permissions WHERE vhost = ?1",
     "DELETE FROM vhosts WHERE name = ?1",
     "DELETE FROM runtime_parameters WHERE vhost = ?1",
+)
+_DELETE_USER = (
+    "DELETE FROM permissions WHERE user = ?1",
+    "DELETE FROM topic_permissions WHERE user = ?1",
+    "DELETE FROM users WHERE name = ?1",
 )
 
 
@@ -177,8 +209,9 @@ class SqliteStore:
     def load(self) -> Definitions:
         db = self.db
         try:
+            vhosts = db.execute("SELECT name, metadata FROM vhosts ORDER BY name").fetchall()
             return Definitions(
-                [row[0] for row in db.execute("SELECT name FROM vhosts ORDER BY name")],
+                [row[0] for row in vhosts],
                 [UserRow(*row) for row in db.execute("SELECT * FROM users ORDER BY name")],
                 [ExchangeRow(*row) for row in db.execute("SELECT * FROM exchanges ORDER BY vhost, name")],
                 [QueueRow(*row) for row in db.execute("SELECT * FROM queues ORDER BY id")],
@@ -187,6 +220,9 @@ class SqliteStore:
                     ParameterRow(*row)
                     for row in db.execute("SELECT * FROM runtime_parameters ORDER BY vhost, component, name")
                 ],
+                [PermissionRow(*row) for row in db.execute("SELECT * FROM permissions ORDER BY user, vhost")],
+                [TopicPermissionRow(*row) for row in db.execute("SELECT * FROM topic_permissions")],
+                {name: metadata for name, metadata in vhosts if metadata is not None},
             )
         except sqlite3.DatabaseError as error:
             raise StorageError(f"cannot read {self.path}: {error}") from error
@@ -217,6 +253,9 @@ class SqliteStore:
             for op, row in batch.topology:
                 if op == "vhost-":
                     for statement in _DELETE_VHOST:
+                        db.execute(statement, row)
+                elif op == "user-":
+                    for statement in _DELETE_USER:
                         db.execute(statement, row)
                 elif op == "queue-":
                     for statement in _DELETE_QUEUE:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import queue as thread_queue
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -171,9 +171,34 @@ class StoreWriter:
     def vhost_deleted(self, name: str) -> None:
         self._topology("vhost-", (name,))
 
-    def user_saved(self, name: str, password: str | None, password_hash: tuple[str, str] | None) -> None:
+    def vhost_metadata_saved(self, name: str, metadata: Mapping[str, Any]) -> None:
+        self._topology("vhost~", (name, json.dumps(dict(metadata), sort_keys=True)))
+
+    def user_saved(
+        self,
+        name: str,
+        password: str | None,
+        password_hash: tuple[str, str] | None,
+        tags: tuple[str, ...] = (),
+    ) -> None:
         hashed, algorithm = password_hash if password_hash is not None else (None, None)
-        self._topology("user+", (name, password if password_hash is None else None, hashed, algorithm))
+        row = (name, password if password_hash is None else None, hashed, algorithm, json.dumps(list(tags)))
+        self._topology("user+", row)
+
+    def user_deleted(self, name: str) -> None:
+        self._topology("user-", (name,))
+
+    def permission_saved(self, user: str, vhost: str, configure: str, write: str, read: str) -> None:
+        self._topology("permission+", (user, vhost, configure, write, read))
+
+    def permission_cleared(self, user: str, vhost: str) -> None:
+        self._topology("permission-", (user, vhost))
+
+    def topic_permission_saved(self, user: str, vhost: str, exchange: str, write: str, read: str) -> None:
+        self._topology("topic_permission+", (user, vhost, exchange, write, read))
+
+    def topic_permission_cleared(self, user: str, vhost: str, exchange: str) -> None:
+        self._topology("topic_permission-", (user, vhost, exchange))
 
     def parameter_saved(self, vhost: str, component: str, name: str, value: Any) -> None:
         if value is None:

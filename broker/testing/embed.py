@@ -165,7 +165,12 @@ class EmbeddedBroker:
         return amqp_url(self.host, self.port, vhost)
 
     def add_vhost(self, name: str) -> str:
-        self.broker.add_vhost(name)
+        """Create ``name`` (if new) with full permissions in it for the configured users, as the broker gives
+        them on its configured vhosts (a vhost without permissions refuses connection.open with 530)."""
+        if name not in self.broker.vhosts:
+            self.broker.add_vhost(name)
+            for user in self.config.users:
+                self.broker.access.set_permission(user, name, ".*", ".*", ".*")
         return self.url_for(name)
 
     def delete_vhost(self, name: str) -> bool:

@@ -11,11 +11,10 @@ from .rabbitmq_node import RABBITMQ_SERVER, RabbitMQNode, rabbitmq_available
 
 
 @pytest.fixture(scope="session")
-def rabbitmq_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The oracle: ``WARRENMQ_COMPAT_RABBITMQ_URL`` if set, else a private node from the Debian package."""
-    external = os.environ.get("WARRENMQ_COMPAT_RABBITMQ_URL")
-    if external:
-        yield external
+def rabbitmq_private_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitMQNode | None]:
+    """The private oracle node, or None when ``WARRENMQ_COMPAT_RABBITMQ_URL`` names an external one."""
+    if os.environ.get("WARRENMQ_COMPAT_RABBITMQ_URL"):
+        yield None
         return
     if not rabbitmq_available():
         pytest.skip(
@@ -24,9 +23,17 @@ def rabbitmq_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     node = RabbitMQNode(tmp_path_factory.mktemp("rabbitmq"))
     node.start()
     try:
-        yield node.url
+        yield node
     finally:
         node.stop()
+
+
+@pytest.fixture(scope="session")
+def rabbitmq_url(rabbitmq_private_node: RabbitMQNode | None) -> str:
+    """The oracle: ``WARRENMQ_COMPAT_RABBITMQ_URL`` if set, else a private node from the Debian package."""
+    if rabbitmq_private_node is None:
+        return os.environ["WARRENMQ_COMPAT_RABBITMQ_URL"]
+    return rabbitmq_private_node.url
 
 
 # The plugin exchange types WarrenMQ implements, enabled on a second private node (the shared one stays

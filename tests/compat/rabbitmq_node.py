@@ -83,6 +83,20 @@ class RabbitMQNode:
             "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
         }
 
+    def ctl(self, *args: str, timeout_s: float = 60.0) -> str:
+        """Run ``rabbitmqctl`` against this node; its stdout (raises when it fails)."""
+        done = subprocess.run(
+            [str(RABBITMQ_SERVER.parent / "rabbitmqctl"), "-n", self.node_name, *args],
+            env=self._environment(),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"rabbitmqctl {' '.join(args)} failed: {done.stdout}{done.stderr}")
+        return done.stdout
+
     def start(self, timeout_s: float = 90.0, attempts: int = 3) -> None:
         """Start the node. Its ports were free when picked, but the node binds them seconds later (Erlang
         boot), and parallel test workers start brokers on ephemeral ports meanwhile: when a port was taken

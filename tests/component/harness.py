@@ -42,11 +42,13 @@ class Client:
         broker: Broker | None = None,
         config: SessionConfig | None = None,
         loop: ManualLoop | None = None,
+        peer: str = "127.0.0.1:50000",
     ) -> None:
         self.loop = loop or ManualLoop()
         self.broker = broker or Broker(self.loop.call_soon)
         self.transport = FakeTransport()
-        self.session = ConnectionSession(self.broker, config or SessionConfig(), self.transport, "test")
+        # ``peer`` as the server names it: guest may log in only from loopback (loopback_users).
+        self.session = ConnectionSession(self.broker, config or SessionConfig(), self.transport, peer)
 
     def feed(self, data: bytes) -> None:
         self.session.data_received(data)

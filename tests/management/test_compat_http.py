@@ -65,6 +65,7 @@ def _keys(body: Any) -> set[str]:
 V = "compat-v"
 Q = "compat q#é"
 QP = "compat%20q%23%C3%A9"
+RO = ("compat-ro", "p")
 SCENARIO = [
     Step("GET", "/api/nope", values=("*",)),
     Step("POST", "/api/overview", headers=("Allow",)),
@@ -102,6 +103,67 @@ SCENARIO = [
         f"/api/queues/{V}/{QP}",
         values=("name", "vhost", "durable", "auto_delete", "exclusive", "arguments", "type"),
     ),
+    # authorize() behind the HTTP API, as RabbitMQ's management plugin meets it through its AMQP channel:
+    # compat-u's topic permission on amq.topic, and a management user who may only read.
+    Step(
+        "POST",
+        f"/api/exchanges/{V}/amq.topic/publish",
+        {"routing_key": "b.x", "properties": {}, "payload": "m", "payload_encoding": "string"},
+        user=("compat-u", "p"),
+        values=("*",),
+    ),
+    Step(
+        "POST",
+        f"/api/exchanges/{V}/amq.topic/publish",
+        {"routing_key": "a.x", "properties": {}, "payload": "m", "payload_encoding": "string"},
+        user=("compat-u", "p"),
+        values=("*",),
+    ),
+    Step("PUT", "/api/users/compat-ro", {"password": "p", "tags": "management"}),
+    Step("PUT", f"/api/permissions/{V}/compat-ro", {"configure": "^$", "write": "^$", "read": ".*"}),
+    Step(
+        "POST",
+        f"/api/exchanges/{V}/amq.direct/publish",
+        {"routing_key": "k", "properties": {}, "payload": "m", "payload_encoding": "string"},
+        user=RO,
+        values=("*",),
+    ),
+    Step(
+        "POST",
+        f"/api/exchanges/{V}/amq.default/publish",
+        {"routing_key": "k", "properties": {}, "payload": "m", "payload_encoding": "string"},
+        user=RO,
+        values=("*",),
+    ),
+    Step("PUT", f"/api/queues/{V}/compat-ro-q", {}, user=RO, values=("*",)),
+    Step("DELETE", f"/api/queues/{V}/{QP}", user=RO, values=("*",)),
+    Step("POST", f"/api/bindings/{V}/e/amq.direct/q/{QP}", {"routing_key": "k"}, user=RO, values=("*",)),
+    Step("POST", f"/api/exchanges/{V}/compat-ro-x", {"type": "direct"}, user=RO, keys=False),
+    Step("PUT", f"/api/exchanges/{V}/compat-ro-x", {"type": "direct"}, user=RO, values=("*",)),
+    Step(
+        "POST",
+        f"/api/queues/{V}/{QP}/get",
+        {"count": 1, "ackmode": "ack_requeue_true", "encoding": "auto"},
+        user=RO,
+        values=("*",),
+    ),
+    Step("DELETE", f"/api/queues/{V}/{QP}/contents", user=RO, values=("*",)),
+    Step("PUT", f"/api/permissions/{V}/compat-ro", {"configure": ".*", "write": "^$", "read": ".*"}),
+    Step(
+        "PUT",
+        f"/api/queues/{V}/compat-ro-dl",
+        {"arguments": {"x-dead-letter-exchange": "amq.direct"}},
+        user=RO,
+        values=("*",),
+    ),
+    Step(
+        "PUT",
+        f"/api/exchanges/{V}/compat-ro-ae",
+        {"type": "direct", "arguments": {"alternate-exchange": "amq.direct"}},
+        user=RO,
+        values=("*",),
+    ),
+    Step("DELETE", "/api/users/compat-ro"),
     Step("PUT", f"/api/queues/{V}/{'l' * 300}", {}, values=("*",)),
     Step("PUT", f"/api/queues/{V}/compat-bool", {"auto_delete": "yes"}, values=("*",)),
     Step("GET", f"/api/queues/{V}/compat-bool", values=("*",)),

@@ -88,6 +88,11 @@ async def put_queue(request: web.Request, context: ManagementContext) -> web.Res
     if default_type and "x-queue-type" not in arguments:
         arguments = {**arguments, "x-queue-type": default_type}  # RabbitMQ 3.13 applies the vhost default
     existed = name in vhost.queues
+    dead_letter_exchange = arguments.get("x-dead-letter-exchange")
+    if not existed and isinstance(dead_letter_exchange, str):
+        # queue.declare's check for a new queue with a DLX: read on the queue, write on the DLX.
+        check(request, context, "queue", name, "read")
+        check(request, context, "exchange", dead_letter_exchange, "write")
     try:
         vhost.declare_queue(
             name,

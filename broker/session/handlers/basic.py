@@ -15,6 +15,7 @@ from broker.core.queue_features import TimedEnvelope
 from broker.core.queue_settings import QUORUM, STREAM
 from broker.core.unacked import Delivery, requeue_deliveries
 from broker.session import direct_reply
+from broker.session.access_checks import check
 from broker.session.fates import settled_events, stored_delivery
 from protocol.errors import ChannelError, HardError, ReplyCode
 from protocol.fastpath import encode_basic_get_ok
@@ -54,10 +55,13 @@ def consume(channel: ChannelPort, method: commands.Basic.Consume) -> None:
     if method.queue == direct_reply.REPLY_QUEUE:
         direct_reply.consume(channel, method)
         return
-    queue = _vhost(channel).queue(channel.resolve_queue_name(method.queue), conn)
     tag = method.consumer_tag or conn.broker.names.consumer_tag()
     if tag in channel.consumers:
         raise HardError(ReplyCode.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'")
+    # rabbit_channel: the tag first, then read on the queue, then the queue's existence.
+    name = channel.resolve_queue_name(method.queue)
+    check(channel, "queue", name, "read")
+    queue = _vhost(channel).queue(name, conn)
     _check_consumer_priority(queue, method.arguments)
     consumer = Consumer(
         tag,
@@ -106,7 +110,9 @@ def cancel(channel: ChannelPort, method: commands.Basic.Cancel) -> None:
 
 
 def get(channel: ChannelPort, method: commands.Basic.Get) -> None:
-    queue = _vhost(channel).queue(channel.resolve_queue_name(method.queue), channel.conn)
+    name = channel.resolve_queue_name(method.queue)
+    check(channel, "queue", name, "read")
+    queue = _vhost(channel).queue(name, channel.conn)
     features = queue.features
     if features is not None and features.settings.queue_type == QUORUM:
         get_from_quorum(channel, queue, method)

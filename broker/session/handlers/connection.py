@@ -4,6 +4,7 @@ handshake.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("warrenmq.connection")
 
 HEARTBEAT = encode_heartbeat()
+log = structlog.get_logger("warrenmq.session")
 
 
 def send_start(session: HandshakePort) -> None:
@@ -92,12 +94,12 @@ def _start_ok(session: HandshakePort, method: commands.Connection.StartOk) -> No
         known = session.broker.authenticate(username, password)
     session.mechanism = mechanism
     if not known:
-        # Clients advertising authentication_failure_close get connection.close 403; others, as with
-        # RabbitMQ, just see the socket close (rabbit_reader auth_fail).
-        if not capabilities.get("authentication_failure_close", False):
-            session.abort()
-            return
-        raise access_refused_login(mechanism)
+        _login_refused(session, capabilities, f"user '{username}' - invalid credentials")
+        return
+    if username in session.config.loopback_users and not is_loopback(session.peer):
+        # rabbit_access_control:check_user_loopback: refused as a failed login, the reason only in the log.
+        _login_refused(session, capabilities, f"user '{username}' can only connect via localhost")
+        return
     session.username = username
     session.state = ConnectionState.AWAITING_TUNE_OK
     config = session.config
@@ -107,6 +109,31 @@ def _start_ok(session: HandshakePort, method: commands.Connection.StartOk) -> No
             channel_max=config.channel_max, frame_max=config.frame_max, heartbeat=config.heartbeat_s
         ),
     )
+
+
+def _login_refused(session: HandshakePort, capabilities: Any, reason: str) -> None:
+    """rabbit_reader auth_fail: the reason goes to the log ("PLAIN login refused: ..."); clients advertising
+    authentication_failure_close get connection.close 403 with the safe text, others see the socket close."""
+    log.error("login_refused", peer=session.peer, reason=f"{session.mechanism} login refused: {reason}")
+    if not capabilities.get("authentication_failure_close", False):
+        session.abort()
+        return
+    raise access_refused_login(session.mechanism)
+
+
+def is_loopback(peer: str) -> bool:
+    """Is the peer ("host:port", as the server names it) a loopback address, IPv4-mapped ones included
+    (rabbit_net:is_loopback)? No peer at all is an in-process connection, so local."""
+    if not peer:
+        return True
+    host = peer.rsplit(":", 1)[0].strip("[]")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
 
 
 def _tune_ok(session: HandshakePort, method: commands.Connection.TuneOk) -> None:
@@ -146,5 +173,13 @@ def _open(session: HandshakePort, method: commands.Connection.Open) -> None:
             ReplyCode.NOT_ALLOWED, f"connection refused: node connection limit ({limit}) is reached", 10, 40
         )
     check_connection_limits(session.broker, vhost, session.username)
+    if not session.broker.access.can_access_vhost(session.username, vhost.name):
+        # rabbit_access_control:check_vhost_access: no permission entry for the vhost.
+        raise HardError(
+            ReplyCode.NOT_ALLOWED,
+            f"access to vhost '{vhost.name}' refused for user '{session.username}'",
+            10,
+            40,
+        )
     session.opened(vhost)
     session.send(0, commands.Connection.OpenOk())

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pamqp import commands
 
+from broker.core.exchange import is_reserved_name, reserved_name_error
+from broker.core.vhost_topology import default_exchange_refused
+from broker.session.access_checks import check, check_topic
 from broker.session.direct_reply import REPLY_QUEUE
 from protocol.codec import make_method
 
@@ -30,6 +34,8 @@ def declare(channel: ChannelPort, method: commands.Queue.Declare) -> None:
         conn.send(channel.channel_id, make_method(commands.Queue.DeclareOk, queue=name, consumer_count=1))
         return
     known = name in vhost.queues
+    if not method.passive:  # a passive declare checks no permission (rabbit_channel)
+        _check_declare(channel, name, known, not method.queue, method.arguments)
     queue = vhost.declare_queue(
         name,
         conn,
@@ -56,10 +62,39 @@ def declare(channel: ChannelPort, method: commands.Queue.Declare) -> None:
         )
 
 
+def _check_declare(
+    channel: ChannelPort, name: str, known: bool, server_named: bool, arguments: Mapping[str, object] | None
+) -> None:
+    """rabbit_channel queue.declare: the reserved prefix of a client-chosen name, configure on the queue
+    (a server-named one by its amq.gen- name); for a new queue with a dead-letter exchange, read on the
+    queue and write on the DLX (dead-lettering itself is not checked later, as in RabbitMQ)."""
+    if not server_named and is_reserved_name(name):
+        raise reserved_name_error("queue", name)
+    check(channel, "queue", name, "configure")
+    dead_letter_exchange = (arguments or {}).get("x-dead-letter-exchange")
+    if not known and isinstance(dead_letter_exchange, str | bytes):
+        check(channel, "queue", name, "read")
+        dlx = (
+            dead_letter_exchange.decode() if isinstance(dead_letter_exchange, bytes) else dead_letter_exchange
+        )
+        check(channel, "exchange", dlx, "write")
+
+
+def _check_binding(channel: ChannelPort, queue: str, exchange: str, routing_key: str) -> None:
+    """rabbit_channel binding_action: write on the queue, the default exchange refused, read on the
+    exchange, then the routing key against the user's topic permission on a topic exchange."""
+    check(channel, "queue", queue, "write")
+    if exchange == "":
+        raise default_exchange_refused()
+    check(channel, "exchange", exchange, "read")
+    check_topic(channel, _vhost(channel).exchanges.get(exchange), routing_key, "read")
+
+
 def bind(channel: ChannelPort, method: commands.Queue.Bind) -> None:
     name = channel.resolve_queue_name(method.queue)
     # rabbit_channel expand_routing_key_shortcut: empty queue and empty key bind by the last queue's name.
     routing_key = name if not method.queue and not method.routing_key else method.routing_key
+    _check_binding(channel, name, method.exchange, routing_key)
     _vhost(channel).bind_queue(name, method.exchange, routing_key, method.arguments, channel.conn)
     if not method.nowait:
         channel.conn.send(channel.channel_id, commands.Queue.BindOk())
@@ -67,18 +102,22 @@ def bind(channel: ChannelPort, method: commands.Queue.Bind) -> None:
 
 def unbind(channel: ChannelPort, method: commands.Queue.Unbind) -> None:
     name = channel.resolve_queue_name(method.queue)
+    _check_binding(channel, name, method.exchange, method.routing_key)
     _vhost(channel).unbind_queue(name, method.exchange, method.routing_key, method.arguments, channel.conn)
     channel.conn.send(channel.channel_id, commands.Queue.UnbindOk())
 
 
 def purge(channel: ChannelPort, method: commands.Queue.Purge) -> None:
-    count = _vhost(channel).purge_queue(channel.resolve_queue_name(method.queue), channel.conn)
+    name = channel.resolve_queue_name(method.queue)
+    check(channel, "queue", name, "read")
+    count = _vhost(channel).purge_queue(name, channel.conn)
     if not method.nowait:
         channel.conn.send(channel.channel_id, commands.Queue.PurgeOk(message_count=count))
 
 
 def delete(channel: ChannelPort, method: commands.Queue.Delete) -> None:
     name = channel.resolve_queue_name(method.queue)
+    check(channel, "queue", name, "configure")
     count = _vhost(channel).delete_queue(
         name, channel.conn, if_unused=method.if_unused, if_empty=method.if_empty
     )

@@ -87,7 +87,7 @@ def test_full_mode_writes_every_event_with_the_publish_time_carried() -> None:
     assert events[1]["fanout"] == 1
     assert events[2]["delivery_tag"] == 1
     assert events[4]["reason"] == "rejected"
-    assert events[0]["connection"] == "test"
+    assert events[0]["connection"] == "127.0.0.1:50000"
     assert events[0]["channel"] == 1
     topology = [r["event"] for r in sink.rows[EVENTS] if r["msg_seq"] is None]
     assert topology == ["queue_declared", "consumer_added"]

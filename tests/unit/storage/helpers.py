@@ -57,5 +57,8 @@ def snapshot(store: Store, queue_ids: int = 7) -> dict[str, Any]:
         "exchanges": sorted(definitions.exchanges, key=repr),
         "queues": definitions.queues,  # in id order: recovery declares them in that order
         "bindings": sorted(definitions.bindings, key=repr),
+        "permissions": sorted(definitions.permissions, key=repr),
+        "topic_permissions": sorted(definitions.topic_permissions, key=repr),
+        "vhost_metadata": definitions.vhost_metadata,
         "messages": {queue_id: list(store.messages(queue_id)) for queue_id in range(queue_ids)},
     }

@@ -67,6 +67,7 @@ def bodies(envelopes: list[Envelope]) -> list[str]:
 def test_durable_topology_and_persistent_messages_come_back_and_nothing_else() -> None:
     store = MemoryStore()
     first = Node(store)
+    first.recover()  # as the server does at every start: an empty store gets the configured grants
     owner = object()
     first.broker.add_vhost("v2")
     root = first.broker.vhosts["/"]

@@ -12,9 +12,9 @@ from typing import cast
 
 import pytest
 
-from broker.storage.base import Batch, MessageRow, StorageError, message_key
+from broker.storage.base import Batch, MessageRow, PermissionRow, StorageError, UserRow, message_key
 from broker.storage.memory import MemoryStore
-from broker.storage.sqlite import APPLICATION_ID, DB_NAME, SCHEMA_VERSION, SqliteStore
+from broker.storage.sqlite import APPLICATION_ID, DB_NAME, MIGRATIONS, SCHEMA_VERSION, SqliteStore
 from tests.unit.storage.helpers import snapshot
 
 
@@ -57,7 +57,10 @@ def test_a_reopened_store_keeps_topology_and_messages(tmp_path: Path) -> None:
         1,
         topology=[
             ("vhost+", ("v",)),
-            ("user+", ("alice", None, "aGFzaA==", "rabbit_password_hashing_sha256")),
+            ("vhost~", ("v", '{"description": "d"}')),
+            ("user+", ("alice", None, "aGFzaA==", "rabbit_password_hashing_sha256", '["management"]')),
+            ("permission+", ("alice", "v", ".*", "^$", "^a")),
+            ("topic_permission+", ("alice", "v", "x", "^w", "^r")),
             ("exchange+", ("v", "x", "topic", 0, 1, None)),
             ("queue+", (7, "v", "q", 1, '[["x-max-priority", "b", 3]]')),
             ("binding+", ("v", "x", "queue", "q", "a.#", "[]")),
@@ -334,3 +337,27 @@ def test_a_torn_wal_recovers_a_committed_prefix(tmp_path: Path, cut: int | str) 
         assert snapshot(again)["messages"][1] == state["messages"][1]
     finally:
         again.close()
+
+
+def test_a_schema_1_store_migrates_its_users_to_administrators_with_full_permissions(tmp_path: Path) -> None:
+    """Before tags and permissions were stored every user could do everything: migration 2 keeps that, and
+    drops the rows the old user deletion left (an empty hash)."""
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        db.executescript(MIGRATIONS[0])
+        db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        db.execute("PRAGMA user_version=1")
+        db.executemany("INSERT INTO vhosts VALUES (?)", [("/",), ("v",)])
+        db.execute("INSERT INTO users VALUES ('alice', NULL, 'aGFzaA==', 'rabbit_password_hashing_sha256')")
+        db.execute("INSERT INTO users VALUES ('gone', NULL, '', 'rabbit_password_hashing_sha256')")
+    store = SqliteStore(tmp_path)
+    try:
+        definitions = store.load()
+        assert definitions.users == [
+            UserRow("alice", None, "aGFzaA==", "rabbit_password_hashing_sha256", '["administrator"]')
+        ]
+        assert definitions.permissions == [
+            PermissionRow("alice", "/", ".*", ".*", ".*"),
+            PermissionRow("alice", "v", ".*", ".*", ".*"),
+        ]
+    finally:
+        store.close()

@@ -24,7 +24,13 @@ from tests.unit.storage.helpers import snapshot
 TOPOLOGY_OPS = (
     "vhost+",
     "vhost-",
+    "vhost~",
     "user+",
+    "user-",
+    "permission+",
+    "permission-",
+    "topic_permission+",
+    "topic_permission-",
     "exchange+",
     "exchange-",
     "queue+",
@@ -81,11 +87,25 @@ def _topology_op(draw: st.DrawFn, live: LiveQueues) -> tuple[str, tuple[Any, ...
         if kind == "vhost-":
             live.delete_vhost(vhost)
         return kind, (vhost,)
+    user = draw(st.sampled_from(("u1", "u2")))
+    if kind == "vhost~":
+        return kind, (vhost, draw(st.sampled_from(('{"description": "a"}', '{"tags": ["t"]}'))))
     if kind == "user+":
         password = draw(st.sampled_from((None, "", "secret")))
         hashed = draw(st.sampled_from((None, "aGFzaA==")))
         algorithm = None if hashed is None else "rabbit_password_hashing_sha256"
-        return kind, (draw(st.sampled_from(("u1", "u2"))), password, hashed, algorithm)
+        return kind, (user, password, hashed, algorithm, draw(st.sampled_from(("[]", '["administrator"]'))))
+    if kind == "user-":
+        return kind, (user,)
+    if kind == "permission+":
+        return kind, (user, vhost, ".*", draw(st.sampled_from(("^$", ".*"))), "^a")
+    if kind == "permission-":
+        return kind, (user, vhost)
+    exchange = draw(st.sampled_from(EXCHANGES))
+    if kind == "topic_permission+":
+        return kind, (user, vhost, exchange, draw(st.sampled_from(("^a", ".*"))), "^r")
+    if kind == "topic_permission-":
+        return kind, (user, vhost, exchange)
     if kind == "exchange+":
         row = (
             vhost,
