@@ -238,6 +238,8 @@ class Queue:
 
     @property
     def message_count(self) -> int:
+        if self.features is not None and hasattr(self.features, "message_count"):
+            return int(self.features.message_count)  # a stream counts its log
         return len(self.ready)
 
     @property
@@ -352,7 +354,8 @@ class Queue:
 
     def wake(self) -> None:
         """Ask for a dispatch pass: called when messages arrive or a consumer may take more."""
-        if self.ready and self.consumers and not self.deleted:
+        # A stream (features) keeps its messages in its log, not in ``ready``.
+        if (self.ready or self.features is not None) and self.consumers and not self.deleted:
             self.dispatcher.wake(self)
 
     def dispatch(self, budget: int) -> bool:
