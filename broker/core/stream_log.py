@@ -32,9 +32,9 @@ class StreamLog:
 
     __slots__ = ("max_segment_size_bytes", "segments")
 
-    def __init__(self, max_segment_size_bytes: int | None = None) -> None:
+    def __init__(self, max_segment_size_bytes: int | None = None, first_offset: int = 0) -> None:
         self.max_segment_size_bytes = max_segment_size_bytes or DEFAULT_SEGMENT_SIZE_BYTES
-        self.segments: list[Segment] = [Segment(0)]
+        self.segments: list[Segment] = [Segment(first_offset)]
 
     @property
     def first_offset(self) -> int:
@@ -80,16 +80,16 @@ class StreamLog:
                 return segment.first_offset + bisect_left(segment.timestamps_ms, timestamp_ms)
         return self.next_offset
 
-    def apply_retention(self, max_bytes: int | None, max_age_ms: int | None, now_ms: int) -> int:
+    def apply_retention(self, max_bytes: int | None, max_age_ms: int | None, now_ms: int) -> list[Segment]:
         """Drop whole closed segments over ``max_bytes`` in total or older than ``max_age_ms`` (by their last
-        append); the active (last) segment always stays. Returns the number of messages dropped."""
-        dropped = 0
+        append); the active (last) segment always stays. Returns the segments dropped."""
+        dropped: list[Segment] = []
         while len(self.segments) > 1:
             head = self.segments[0]
             too_big = max_bytes is not None and self.size_bytes > max_bytes
             too_old = max_age_ms is not None and head.timestamps_ms[-1] < now_ms - max_age_ms
             if not (too_big or too_old):
                 break
-            dropped += len(head.messages)
+            dropped.append(head)
             del self.segments[0]
         return dropped

@@ -8,12 +8,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from broker.core.envelope import Envelope
-from broker.core.stream_log import StreamLog
+from broker.core.message import Message
+from broker.core.stream_log import Segment, StreamLog
 from broker.core.stream_offset import start_offset
 from protocol.errors import ChannelError, HardError, ReplyCode
 
 if TYPE_CHECKING:
-    from broker.core.message import Message
     from broker.core.queue import Consumer, Queue, QueueHost
     from broker.core.queue_settings import QueueSettings
     from broker.core.unacked import Delivery
@@ -31,6 +31,31 @@ def not_supported(queue: Queue, operation: str) -> HardError:
     return HardError(
         ReplyCode.NOT_IMPLEMENTED, f"{operation} not supported by stream queues {_resource(queue)}"
     )
+
+
+class StoredEntry(Envelope):
+    """A log entry as the store keeps it: ``seq`` is offset + 1 (0 means "not stored" to the store), and the
+    append time rides in the store's expiry column (``expires_at``), which streams do not otherwise use."""
+
+    __slots__ = ("expires_at",)
+
+    def __init__(self, seq: int, message: Message, appended_ms: int) -> None:
+        super().__init__(seq, message)
+        self.expires_at = appended_ms
+
+
+# The store removes rows only of persistent messages (a classic queue never stores transient ones); a
+# stream stores every message, so its removals name the rows through this persistent stand-in.
+_STORED_ROW = Message("", "", b"", b"", None, 2)
+
+
+def _entries(segments: list[Segment]) -> list[Envelope]:
+    """The store rows of segments retention dropped."""
+    return [
+        StoredEntry(segment.first_offset + index + 1, _STORED_ROW, 0)
+        for segment in segments
+        for index in range(len(segment.messages))
+    ]
 
 
 class StreamPath:
@@ -65,8 +90,14 @@ class StreamPath:
 
     def enqueue(self, message: Message) -> bool:
         now_ms = self.host.clock.now_ms()
-        self.log.append(message, now_ms)
-        self.log.apply_retention(self.settings.max_length_bytes, self.settings.max_age_ms, now_ms)
+        offset = self.log.append(message, now_ms)
+        store = self.queue.store
+        if store is not None:
+            # Every message of a stream is kept, transient or not; the channel's confirm waits for the commit.
+            store.message_added(self.queue, StoredEntry(offset + 1, message, now_ms))
+        dropped = self.log.apply_retention(self.settings.max_length_bytes, self.settings.max_age_ms, now_ms)
+        if dropped and store is not None:
+            store.messages_removed(self.queue, _entries(dropped))
         for consumer, offset in self.cursors.items():
             if offset < self.log.first_offset:
                 self.cursors[consumer] = self.log.first_offset
@@ -81,9 +112,15 @@ class StreamPath:
         raise not_supported(self.queue, "basic.get")
 
     def recover(self, envelopes: list[Envelope]) -> None:
+        """The stored entries, in offset order: offsets and append times as they were."""
+        if not envelopes:
+            return
+        self.log = StreamLog(self.settings.max_segment_size_bytes, first_offset=envelopes[0].seq - 1)
         now_ms = self.host.clock.now_ms()
         for envelope in envelopes:
-            self.log.append(envelope.message, now_ms)
+            if envelope.seq - 1 != self.log.next_offset:  # a gap (lost transient rows): keep offsets
+                self.log = StreamLog(self.settings.max_segment_size_bytes, first_offset=envelope.seq - 1)
+            self.log.append(envelope.message, getattr(envelope, "expires_at", None) or now_ms)
 
     def purged(self) -> None:
         raise not_supported(self.queue, "queue.purge")
@@ -114,7 +151,8 @@ class StreamPath:
                     progress = True
                     continue
                 self.cursors[consumer] = offset + 1
-                envelope = Envelope(offset, self.stamp(entry[0], offset))
+                # seq 0: the store never marks or removes anything for a stream delivery or its ack.
+                envelope = Envelope(0, self.stamp(entry[0], offset))
                 consumer.channel.deliver(consumer, queue, envelope)
                 delivered += 1
                 progress = True
