@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.core.envelope import Envelope
 from broker.core.message import Message
+from broker.core.stream_filter import StreamFilter, consumer_filter
 from broker.core.stream_log import Segment, StreamLog
 from broker.core.stream_offset import start_offset
 from protocol.errors import ChannelError, HardError, ReplyCode
@@ -61,7 +62,7 @@ def _entries(segments: list[Segment]) -> list[Envelope]:
 class StreamPath:
     """The log, and where each consumer reads next."""
 
-    __slots__ = ("cursors", "host", "log", "queue", "settings", "stamp")
+    __slots__ = ("cursors", "filters", "host", "log", "queue", "settings", "stamp")
 
     def __init__(self, queue: Queue, settings: QueueSettings, host: QueueHost, stamp: Stamp) -> None:
         self.queue = queue
@@ -70,6 +71,7 @@ class StreamPath:
         self.stamp = stamp
         self.log = StreamLog(settings.max_segment_size_bytes)
         self.cursors: dict[Consumer, int] = {}
+        self.filters: dict[Consumer, StreamFilter] = {}
 
     @property
     def message_count(self) -> int:
@@ -128,19 +130,24 @@ class StreamPath:
     def consumer_added(self, consumer: Consumer) -> None:
         spec = consumer.arguments.get("x-stream-offset")
         self.cursors[consumer] = start_offset(self.log, spec, self.host.clock.now_ms(), _resource(self.queue))
+        wanted = consumer_filter(consumer.arguments)
+        if wanted is not None:
+            self.filters[consumer] = wanted
         self.queue.dispatcher.wake(self.queue)
 
     def consumer_removed(self) -> None:
         live = set(self.queue.consumers)
         for consumer in [c for c in self.cursors if c not in live]:
             del self.cursors[consumer]
+            self.filters.pop(consumer, None)
 
     def dispatch(self, budget: int) -> bool:
-        """Round-robin over consumers, each from its own cursor, while their prefetch allows."""
+        """Round-robin over consumers, each from its own cursor, while their prefetch allows; ``work``
+        counts deliveries and filtered-out skips."""
         log, queue = self.log, self.queue
-        delivered = 0
+        work = 0
         progress = True
-        while delivered < budget and progress:
+        while work < budget and progress:
             progress = False
             for consumer, offset in list(self.cursors.items()):
                 if offset >= log.next_offset or not consumer.channel.can_deliver(consumer):
@@ -151,18 +158,24 @@ class StreamPath:
                     progress = True
                     continue
                 self.cursors[consumer] = offset + 1
+                wanted = self.filters.get(consumer)
+                if wanted is not None and not wanted.accepts(entry[0]):
+                    work += 1  # skipped: no credit spent, but it counts against the turn's budget
+                    progress = True
+                    continue
                 # seq 0: the store never marks or removes anything for a stream delivery or its ack.
                 envelope = Envelope(0, self.stamp(entry[0], offset))
                 consumer.channel.deliver(consumer, queue, envelope)
-                delivered += 1
+                work += 1
                 progress = True
-        return delivered >= budget
+        return work >= budget
 
     def touch(self) -> None:
         """Streams have no x-expires."""
 
     def close(self) -> None:
         self.cursors.clear()
+        self.filters.clear()
 
 
 def refuse_stream_settle(deliveries: Iterable[Delivery]) -> None:

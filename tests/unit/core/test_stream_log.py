@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from broker.core.message import Message
 from broker.core.queue_settings import max_age
+from broker.core.stream_filter import consumer_filter
 from broker.core.stream_log import StreamLog
 from broker.core.stream_offset import start_offset
 from protocol.errors import ChannelError, HardError
@@ -94,3 +95,18 @@ def test_max_age_refused_values(value: str) -> None:
     with pytest.raises(ChannelError) as raised:
         max_age({"x-max-age": value}, RESOURCE)
     assert raised.value.text == f"invalid arg 'x-max-age' for {RESOURCE}: invalid_max_age"
+
+
+def _tagged(value: object) -> Message:
+    return Message("", "s", b"", b"m", None if value is None else {"x-stream-filter-value": value})
+
+
+def test_consumer_filter_matches_values_and_unfiltered_only_when_asked() -> None:
+    assert consumer_filter({}) is None
+    assert consumer_filter({"x-stream-filter": [5]}) is None  # no string value: no filter
+    wanted = consumer_filter({"x-stream-filter": ["a", "b", 7]})
+    assert wanted is not None
+    assert [wanted.accepts(_tagged(v)) for v in ("a", "b", "c", None, 7)] == [True, True, False, False, False]
+    unfiltered = consumer_filter({"x-stream-filter": "a", "x-stream-match-unfiltered": True})
+    assert unfiltered is not None
+    assert [unfiltered.accepts(_tagged(v)) for v in ("a", "c", None)] == [True, False, True]
