@@ -146,6 +146,14 @@ def stream_offsets(ctx: Ctx) -> Observation:
 
 
 @scenario
+def stream_offset_refused_values(ctx: Ctx) -> Observation:
+    ch = ctx.channel()
+    queue = _stream(ctx, ch, "s")
+    values: list[Any] = [True, "10x", "0s", "", "FIRST", [1]]
+    return {repr(value): _consume(ctx, queue, value, 0) for value in values}
+
+
+@scenario
 def stream_offset_timestamp_in_future(ctx: Ctx) -> Observation:
     ch = ctx.channel()
     queue = _stream(ctx, ch, "s")

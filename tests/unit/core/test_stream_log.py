@@ -110,3 +110,20 @@ def test_consumer_filter_matches_values_and_unfiltered_only_when_asked() -> None
     unfiltered = consumer_filter({"x-stream-filter": "a", "x-stream-match-unfiltered": True})
     assert unfiltered is not None
     assert [unfiltered.accepts(_tagged(v)) for v in ("a", "c", None)] == [True, False, True]
+
+
+@pytest.mark.parametrize("spec", ["10x", "0s"])
+def test_an_interval_with_a_bad_unit_is_an_invalid_stream_offset_arg(spec: str) -> None:
+    with pytest.raises(ChannelError) as raised:
+        start_offset(_log([b"m"]), spec, now_ms=0, resource=RESOURCE)
+    assert raised.value.text == (
+        f"invalid arg 'x-stream-offset' for {RESOURCE}: "
+        f'{{invalid_stream_offset_arg,{{longstr,<<"{spec}">>}}}}'
+    )
+
+
+@pytest.mark.parametrize("spec", [True, [1], {"a": 1}, 1.5])
+def test_other_offset_types_are_a_bare_internal_error(spec: object) -> None:
+    with pytest.raises(HardError) as raised:
+        start_offset(_log([b"m"]), spec, now_ms=0, resource=RESOURCE)
+    assert raised.value.reply_text == "INTERNAL_ERROR"
