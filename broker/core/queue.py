@@ -16,6 +16,7 @@ from broker.core.envelope import Envelope as Envelope  # noqa: PLC0414
 from broker.core.envelope import seq_of
 from broker.core.event_types import Fate, Observer, Topology
 from broker.core.message import Message
+from broker.core.queue_settings import STREAM
 from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:
@@ -238,8 +239,8 @@ class Queue:
 
     @property
     def message_count(self) -> int:
-        if self.features is not None and hasattr(self.features, "message_count"):
-            return int(self.features.message_count)  # a stream counts its log
+        if self._is_stream():
+            return int(getattr(self.features, "message_count", 0))  # a stream counts its log
         return len(self.ready)
 
     @property
@@ -354,9 +355,13 @@ class Queue:
 
     def wake(self) -> None:
         """Ask for a dispatch pass: called when messages arrive or a consumer may take more."""
-        # A stream (features) keeps its messages in its log, not in ``ready``.
-        if (self.ready or self.features is not None) and self.consumers and not self.deleted:
+        if (self.ready or self._is_stream()) and self.consumers and not self.deleted:
             self.dispatcher.wake(self)
+
+    def _is_stream(self) -> bool:
+        """A stream keeps its messages in its log, not in ``ready``: its consumers may always have more."""
+        features = self.features
+        return features is not None and features.settings.queue_type == STREAM
 
     def dispatch(self, budget: int) -> bool:
         """Deliver up to ``budget`` messages round-robin; True when more could be delivered right away."""
