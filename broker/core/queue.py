@@ -358,10 +358,8 @@ class Queue:
         if (self.ready or self._is_stream()) and self.consumers and not self.deleted:
             self.dispatcher.wake(self)
 
-    def _is_stream(self) -> bool:
-        """A stream keeps its messages in its log, not in ``ready``: its consumers may always have more."""
-        features = self.features
-        return features is not None and features.settings.queue_type == STREAM
+    def _is_stream(self) -> bool:  # a stream keeps its messages in its log (StreamPath), not in ``ready``
+        return self.features is not None and self.features.settings.queue_type == STREAM
 
     def dispatch(self, budget: int) -> bool:
         """Deliver up to ``budget`` messages round-robin; True when more could be delivered right away."""
