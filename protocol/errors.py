@@ -71,7 +71,8 @@ class AMQPError(Exception):
     @property
     def reply_text(self) -> str:
         # A short string holds 255 bytes: RabbitMQ keeps 252 and appends "..." (rabbit_binary_generator).
-        text = f"{self.code.name} - {self.text}".encode()
+        # No detail: a crash inside RabbitMQ answers with the bare name (e.g. 541 "INTERNAL_ERROR").
+        text = (f"{self.code.name} - {self.text}" if self.text else self.code.name).encode()
         if len(text) <= 255:
             return text.decode("utf-8", "replace")
         return text[:252].decode("utf-8", "ignore") + "..."

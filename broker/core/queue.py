@@ -17,6 +17,7 @@ from broker.core.envelope import seq_of
 from broker.core.event_types import Fate, Observer, Topology
 from broker.core.message import Message
 from broker.core.stats import QueueStats
+from broker.core.queue_settings import STREAM
 from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:
@@ -244,6 +245,8 @@ class Queue:
 
     @property
     def message_count(self) -> int:
+        if self._is_stream():
+            return int(getattr(self.features, "message_count", 0))  # a stream counts its log
         return len(self.ready)
 
     @property
@@ -358,8 +361,11 @@ class Queue:
 
     def wake(self) -> None:
         """Ask for a dispatch pass: called when messages arrive or a consumer may take more."""
-        if self.ready and self.consumers and not self.deleted:
+        if (self.ready or self._is_stream()) and self.consumers and not self.deleted:
             self.dispatcher.wake(self)
+
+    def _is_stream(self) -> bool:  # a stream keeps its messages in its log (StreamPath), not in ``ready``
+        return self.features is not None and self.features.settings.queue_type == STREAM
 
     def dispatch(self, budget: int) -> bool:
         """Deliver up to ``budget`` messages round-robin; True when more could be delivered right away."""

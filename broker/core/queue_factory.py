@@ -7,13 +7,15 @@ from typing import Any, Protocol
 from broker.core.dispatcher import Dispatcher
 from broker.core.event_types import Topology
 from broker.core.events import EventBus
+from broker.core.message import Message
 from broker.core.persistence import Persistence, is_durable_queue
 from broker.core.policies import PolicyTable
 from broker.core.policy_apply import apply_to_queue
 from broker.core.profile import TRANSIENT_NONEXCLUSIVE_DENIED, Profile
 from broker.core.queue import Queue, QueueHost
 from broker.core.queue_features import QueueFeatures
-from broker.core.queue_settings import CLASSIC, PLAIN, compile_settings
+from broker.core.queue_settings import CLASSIC, PLAIN, STREAM, compile_settings
+from broker.core.stream_queue import StreamPath
 from protocol.errors import ChannelError, HardError, ReplyCode
 
 
@@ -43,6 +45,10 @@ class QueueRegistry(QueueHost, Protocol):
 
     def queue_limit(self) -> int | None:
         """The vhost's max-queues limit in force, or None."""
+        ...
+
+    def with_stream_offset(self, message: Message, offset: int) -> Message:
+        """A copy of ``message`` carrying the ``x-stream-offset`` header of a stream delivery."""
         ...
 
     def auto_delete_queue(self, queue: Queue) -> None:
@@ -90,7 +96,9 @@ def new_queue(
     )
     queue.events = vhost.events
     queue.host = vhost
-    if settings is not PLAIN:
+    if settings.queue_type == STREAM:
+        queue.features = StreamPath(queue, settings, vhost, vhost.with_stream_offset)
+    elif settings is not PLAIN:
         queue.features = QueueFeatures(queue, settings, vhost)
     if vhost.policies is not None:
         apply_to_queue(vhost.policies, queue, vhost, vhost.profile, base=settings)

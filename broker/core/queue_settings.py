@@ -10,7 +10,7 @@ from typing import Any
 
 from broker.core.arguments import amqp_type_name, as_text, is_amqp_string
 from broker.core.profile import DEFAULT_PROFILE, Profile
-from protocol.errors import ChannelError, ReplyCode
+from protocol.errors import ChannelError, HardError, ReplyCode
 
 DROP_HEAD = "drop-head"
 REJECT_PUBLISH = "reject-publish"
@@ -68,6 +68,9 @@ class QueueSettings:
     max_priority: int | None = None
     single_active_consumer: bool = False
     delivery_limit: int | None = None
+    # Streams: retention by age and the segment size (x-max-age, x-stream-max-segment-size-bytes).
+    max_age_ms: int | None = None
+    max_segment_size_bytes: int | None = None
 
     @property
     def limited(self) -> bool:
@@ -180,6 +183,9 @@ def compile_settings(
                 delivery_limit = limit
         else:
             delivery_limit = profile.quorum_delivery_limit
+    max_age_ms = max_age(args, resource)
+    segment_size = _integer(args, "x-stream-max-segment-size-bytes", resource)
+    _integer(args, "x-initial-cluster-size", resource, zero_ok=False)
     return QueueSettings(
         queue_type=queue_type,
         message_ttl=message_ttl,
@@ -193,7 +199,32 @@ def compile_settings(
         max_priority=max_priority or None,
         single_active_consumer=single_active,
         delivery_limit=delivery_limit,
+        max_age_ms=max_age_ms,
+        max_segment_size_bytes=segment_size,
     )
+
+
+_AGE_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "D": 86_400_000}
+_AGE_UNIT_MS |= {"M": 30 * _AGE_UNIT_MS["D"], "Y": 365 * _AGE_UNIT_MS["D"]}
+
+
+def max_age(args: Mapping[str, Any], resource: str) -> int | None:
+    """x-max-age ("7D", "12h", "30m", "10s", "2M", "1Y") in ms, checked as rabbit_amqqueue:check_max_age
+    (3.10.8): a positive integer then one unit; no leading digits crashes RabbitMQ's list_to_integer, which
+    answers a bare 541 INTERNAL_ERROR and closes the connection."""
+    if "x-max-age" not in args:
+        return None
+    value = args["x-max-age"]
+    if not is_amqp_string(value):
+        raise _invalid("x-max-age", resource, f"{{unacceptable_type,{amqp_type_name(value)}}}")
+    text = as_text(value)
+    digits = len(text) - len(text.lstrip("0123456789"))
+    if digits == 0:
+        raise HardError(ReplyCode.INTERNAL_ERROR, "")
+    amount, unit = int(text[:digits]), text[digits:]
+    if amount <= 0 or unit not in _AGE_UNIT_MS:
+        raise _invalid("x-max-age", resource, "invalid_max_age")
+    return amount * _AGE_UNIT_MS[unit]
 
 
 def _check_replicated(

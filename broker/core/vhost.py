@@ -214,6 +214,12 @@ class VirtualHost(VhostTopology):
             return message
         return rewritten(message, self.rewrite_header, {"x-delivery-count": count})
 
+    def with_stream_offset(self, message: Message, offset: int) -> Message:
+        """The message as a stream delivers it over AMQP 0-9-1: with the ``x-stream-offset`` header."""
+        if self.rewrite_header is None:
+            return message
+        return rewritten(message, self.rewrite_header, {"x-stream-offset": offset})
+
     def route_keys(self, exchange: Exchange, message: Message, keys: list[str]) -> list[Queue]:
         return route_keys(self.router, exchange, message, keys)
 

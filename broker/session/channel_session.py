@@ -19,6 +19,7 @@ from broker.core.expiration import parse_expiration
 from broker.core.message import Message
 from broker.core.queue import Consumer, Envelope, Queue
 from broker.core.stats import ChannelStats
+from broker.core.stream_queue import refuse_stream_settle
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.session import confirms, direct_reply
 from broker.session.access_checks import check_publish
@@ -343,6 +344,8 @@ class ChannelSession:
     def settle(self, delivery_tag: int, multiple: bool, requeue: bool | None) -> None:
         """basic.ack (``requeue`` None), nack or reject. In a transaction the outcome waits for tx.commit."""
         deliveries = self.unacked.settle(delivery_tag, multiple)
+        if requeue is not None:
+            refuse_stream_settle(deliveries)
         if self.tx is not None:
             self.tx.settlements.append((deliveries, requeue))
         else:

@@ -141,7 +141,9 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
                     durable=True,
                     auto_delete=bool(row.auto_delete),
                     arguments=decode_table(row.arguments),
-                    server_named=True,  # amq.gen-… names were the server's own
+                    # amq.gen-… names were the server's own; any other name must not count as server-named,
+                    # which quorum and stream queues refuse (they would not come back).
+                    server_named=row.name.startswith("amq."),
                 )
                 queue.store_id = row.id
                 queues.append((queue, row))

@@ -13,6 +13,7 @@ from broker.core.arguments import amqp_type_name
 from broker.core.queue import Consumer
 from broker.core.queue_features import TimedEnvelope
 from broker.core.queue_settings import QUORUM, STREAM
+from broker.core.stream_queue import StreamPath
 from broker.core.unacked import Delivery, requeue_deliveries
 from broker.session import direct_reply
 from broker.session.access_checks import check
@@ -63,12 +64,16 @@ def consume(channel: ChannelPort, method: commands.Basic.Consume) -> None:
     check(channel, "queue", name, "read")
     queue = _vhost(channel).queue(name, conn)
     _check_consumer_priority(queue, method.arguments)
+    stream = isinstance(queue.features, StreamPath)
+    if isinstance(queue.features, StreamPath):
+        queue.features.check_consume(channel.prefetch_count, method.no_ack, method.arguments or {})
     consumer = Consumer(
         tag,
         queue,
         channel,
         no_ack=method.no_ack,
-        exclusive=method.exclusive,
+        # RabbitMQ 3.10.8 lets other consumers onto a stream beside an "exclusive" one (compat scenario).
+        exclusive=method.exclusive and not stream,
         prefetch_count=channel.prefetch_count,
         arguments=method.arguments,
     )

@@ -15,6 +15,7 @@ from . import (  # noqa: F401  (each module registers its scenarios)
     queue_features,
     queue_rules,
     routing,
+    streams,
 )
 from .kit import SCENARIOS, normalise, run_scenario
 
