@@ -17,7 +17,6 @@ from broker.core.envelope import seq_of
 from broker.core.event_types import Fate, Observer, Topology
 from broker.core.message import Message
 from broker.core.stats import QueueStats
-from broker.core.queue_settings import STREAM
 from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:
@@ -132,6 +131,9 @@ class FeaturedPath(Protocol):
     @property
     def settings(self) -> QueueSettings: ...
 
+    @property
+    def message_count(self) -> int: ...
+
     def enqueue(self, message: Message) -> bool: ...
 
     def requeue(self, envelopes: Iterable[Envelope]) -> None: ...
@@ -245,16 +247,13 @@ class Queue:
 
     @property
     def message_count(self) -> int:
-        if self._is_stream():
-            return int(getattr(self.features, "message_count", 0))  # a stream counts its log
-        return len(self.ready)
+        # A stream keeps its messages in its log, not in ``ready``: its path counts them.
+        return len(self.ready) if self.features is None else self.features.message_count
 
     @property
     def consumer_count(self) -> int:
         # RabbitMQ counts every consumer, active or not, in declare-ok (spec deviation, reference §2 row 5).
         return len(self.consumers)
-
-    # -- messages
 
     def enqueue(self, message: Message) -> bool:
         """False when the queue refused the message (x-overflow reject-publish)."""
@@ -318,14 +317,8 @@ class Queue:
             self.features.purged()
         return count
 
-    # -- consumers
-
     def add_consumer(self, consumer: Consumer) -> None:
-        if consumer.exclusive and self.consumers:
-            raise ChannelError(
-                ReplyCode.ACCESS_REFUSED, f"queue '{self.name}' in vhost '{self.vhost}' in exclusive use"
-            )
-        if self.consumers and self.consumers[0].exclusive:
+        if self.consumers and (consumer.exclusive or self.consumers[0].exclusive):
             raise ChannelError(
                 ReplyCode.ACCESS_REFUSED, f"queue '{self.name}' in vhost '{self.vhost}' in exclusive use"
             )
@@ -337,8 +330,7 @@ class Queue:
             self.use_features()
         if self.features is not None:
             self.features.consumer_added(consumer)
-        if self.events is not None and self.events.observers:
-            self._consumer_event(consumer, added=True)
+        self._consumer_event(consumer, added=True)
         self.wake()
 
     def remove_consumer(self, consumer: Consumer) -> None:
@@ -348,24 +340,21 @@ class Queue:
             return
         if self.features is not None:
             self.features.consumer_removed()
-        if self.events is not None and self.events.observers:
-            self._consumer_event(consumer, added=False)
+        self._consumer_event(consumer, added=False)
         # auto_delete: deleted once it has had a consumer and the last one is gone (RabbitMQ queues.md).
         if not self.consumers and self.auto_delete and self.on_unused is not None and not self.deleted:
             self.on_unused(self)
 
     def _consumer_event(self, consumer: Consumer, added: bool) -> None:
-        assert self.events is not None
+        if self.events is None or not self.events.observers:
+            return
         kind = Topology.CONSUMER_ADDED if added else Topology.CONSUMER_REMOVED
         self.events.topology(kind, self.vhost, queue=self.name, consumer_tag=consumer.consumer_tag)
 
     def wake(self) -> None:
         """Ask for a dispatch pass: called when messages arrive or a consumer may take more."""
-        if (self.ready or self._is_stream()) and self.consumers and not self.deleted:
+        if self.consumers and not self.deleted and (self.ready or self.message_count):
             self.dispatcher.wake(self)
-
-    def _is_stream(self) -> bool:  # a stream keeps its messages in its log (StreamPath), not in ``ready``
-        return self.features is not None and self.features.settings.queue_type == STREAM
 
     def dispatch(self, budget: int) -> bool:
         """Deliver up to ``budget`` messages round-robin; True when more could be delivered right away."""
@@ -406,7 +395,6 @@ class Queue:
         consumers = list(self.consumers)
         self.consumers.clear()
         for consumer in consumers:
-            if self.events is not None and self.events.observers:
-                self._consumer_event(consumer, added=False)
+            self._consumer_event(consumer, added=False)
             consumer.channel.consumer_cancelled(consumer)
         return count

@@ -64,6 +64,10 @@ class QueueFeatures:
         "settings",
     )
 
+    @property
+    def message_count(self) -> int:
+        return len(self.queue.ready)
+
     def __init__(self, queue: Queue, settings: QueueSettings, host: QueueHost) -> None:
         self.queue = queue
         self.settings = settings

@@ -14,7 +14,6 @@ from pamqp.base import Frame
 
 from broker.core.access import DecisionCache
 from broker.core.dead_letter import reject_deliveries
-from broker.core.events import EventBus, Fate
 from broker.core.expiration import parse_expiration
 from broker.core.message import Message
 from broker.core.queue import Consumer, Envelope, Queue
@@ -24,7 +23,13 @@ from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.session import confirms, direct_reply
 from broker.session.access_checks import check_publish
 from broker.session.config import FLOW_QUEUE_BACKLOG
-from broker.session.fates import forget_settled, settled_events, settled_steps, stored_delivery
+from broker.session.fates import (
+    delivered_event,
+    forget_settled,
+    published_events,
+    settled_events,
+    stored_delivery,
+)
 from broker.session.handlers.table import HANDLERS
 from broker.session.ports import ConnectionPort
 from broker.session.routing_headers import check_routing_headers
@@ -201,7 +206,9 @@ class ChannelSession:
             if journal is not None:
                 journal.published(vhost.name, message, queues, mandatory, self.channel_id, self.conn.peer)
             if events.hot_observers:
-                self.published_events(events, message, queues, mandatory)
+                published_events(
+                    events, vhost.name, message, queues, mandatory, self.channel_id, self.conn.peer
+                )
             if events.tracer is not None:
                 events.tracer.published(self, vhost, message, queues)
         if not queues:
@@ -230,27 +237,6 @@ class ChannelSession:
         if not self.closing:
             self.conn.want_confirm_flush(self)
             self.conn.flush_confirms()
-
-    def published_events(
-        self, events: EventBus, message: Message, queues: list[Queue], mandatory: bool
-    ) -> None:
-        """PUBLISHED, ROUTED and (mandatory, unroutable) RETURNED for step observers."""
-        vhost = self.conn.vhost
-        assert vhost is not None
-        events.hot_message(
-            Fate.PUBLISHED,
-            vhost.name,
-            message,
-            exchange=message.exchange,
-            routing_key=message.routing_key,
-            channel=self.channel_id,
-            connection=self.conn.peer,
-        )
-        events.hot_message(
-            Fate.ROUTED, vhost.name, message, queues=[queue.name for queue in queues], mandatory=mandatory
-        )
-        if not queues and mandatory:
-            events.hot_message(Fate.RETURNED, vhost.name, message, reply_code=int(ReplyCode.NO_ROUTE))
 
     def flush_confirms(self) -> None:
         confirms.flush(self)
@@ -290,7 +276,7 @@ class ChannelSession:
             if journal is not None and message.journal is not None:
                 journal.delivered(queue, envelope, tag, consumer.no_ack)
             if events.hot_observers:
-                self.delivered_event(queue, envelope, tag, consumer.consumer_tag, consumer.no_ack)
+                delivered_event(queue, envelope, tag, consumer.consumer_tag, consumer.no_ack)
             if events.tracer is not None:
                 events.tracer.delivered(self, queue, envelope)
         self.send_content(
@@ -304,23 +290,6 @@ class ChannelSession:
             ),
             message,
         )
-
-    def delivered_event(
-        self, queue: Queue, envelope: Envelope, delivery_tag: int, consumer_tag: str | None, no_ack: bool
-    ) -> None:
-        assert queue.events is not None
-        queue.events.hot_message(
-            Fate.DELIVERED,
-            queue.vhost,
-            envelope.message,
-            queue.name,
-            consumer_tag=consumer_tag,
-            delivery_tag=delivery_tag,
-            redelivered=envelope.redelivered,
-            no_ack=no_ack,
-        )
-        if no_ack:
-            queue.events.hot_message(Fate.ACKED, queue.vhost, envelope.message, queue.name, auto=True)
 
     def send_content(self, method_frame: bytes, message: Message) -> None:
         conn = self.conn
@@ -355,11 +324,7 @@ class ChannelSession:
     def finish_settle(self, deliveries: list[Delivery], requeue: bool | None) -> None:
         vhost = self.conn.vhost
         if vhost is not None and vhost.events.stepping:  # an ack per message: the journal is called here
-            events = vhost.events
-            if events.journal is not None:
-                events.journal.settled(deliveries, requeue, False)
-            if events.hot_observers:
-                settled_steps(events, deliveries, requeue, False)
+            settled_events(vhost.events, deliveries, requeue)
         if requeue:
             requeue_deliveries(deliveries)
             return
@@ -373,9 +338,7 @@ class ChannelSession:
             reject_deliveries(deliveries)
 
     def wake_queues_of(self, deliveries: list[Delivery]) -> None:
-        """Prefetch capacity came back: let the queues of those deliveries (or, with a channel limit, all)
-        dispatch.
-        """
+        """Prefetch came back: the queues of those deliveries (with a channel limit, all) may dispatch."""
         if self.global_prefetch:
             self.wake_queues()
         elif len(deliveries) == 1:
@@ -399,9 +362,7 @@ class ChannelSession:
         return self.last_queue
 
     def close_with_error(self, error: ChannelError) -> None:
-        """Soft error: confirms already earned go first, then channel.close; frames are dropped until close-
-        ok.
-        """
+        """Soft error: earned confirms first, then channel.close; frames are dropped until close-ok."""
         self.flush_confirms()
         self.release()
         self.conn.send(

@@ -1,11 +1,59 @@
-"""How deliveries were settled (ack, nack/reject, requeue on close): told to the journal and observers, and
-to the store."""
+"""A message's fates on a channel told to step observers (published, routed, returned, delivered) and how its
+deliveries were settled (ack, nack/reject, requeue on close): told to the journal and observers, and to the
+store."""
 
 from __future__ import annotations
 
 from broker.core.events import EventBus, Fate
+from broker.core.message import Message
 from broker.core.queue import Envelope, Queue
 from broker.core.unacked import Delivery
+from protocol.errors import ReplyCode
+
+
+def published_events(
+    events: EventBus,
+    vhost: str,
+    message: Message,
+    queues: list[Queue],
+    mandatory: bool,
+    channel_id: int,
+    connection: str,
+) -> None:
+    """PUBLISHED, ROUTED and (mandatory, unroutable) RETURNED for step observers."""
+    events.hot_message(
+        Fate.PUBLISHED,
+        vhost,
+        message,
+        exchange=message.exchange,
+        routing_key=message.routing_key,
+        channel=channel_id,
+        connection=connection,
+    )
+    events.hot_message(
+        Fate.ROUTED, vhost, message, queues=[queue.name for queue in queues], mandatory=mandatory
+    )
+    if not queues and mandatory:
+        events.hot_message(Fate.RETURNED, vhost, message, reply_code=int(ReplyCode.NO_ROUTE))
+
+
+def delivered_event(
+    queue: Queue, envelope: Envelope, delivery_tag: int, consumer_tag: str | None, no_ack: bool
+) -> None:
+    """DELIVERED (and ACKED for an auto-ack delivery) for step observers."""
+    assert queue.events is not None
+    queue.events.hot_message(
+        Fate.DELIVERED,
+        queue.vhost,
+        envelope.message,
+        queue.name,
+        consumer_tag=consumer_tag,
+        delivery_tag=delivery_tag,
+        redelivered=envelope.redelivered,
+        no_ack=no_ack,
+    )
+    if no_ack:
+        queue.events.hot_message(Fate.ACKED, queue.vhost, envelope.message, queue.name, auto=True)
 
 
 def settled_events(

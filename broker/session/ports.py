@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from broker.core.access import DecisionCache
     from broker.core.broker import Broker
     from broker.core.message import Message
-    from broker.core.queue import Consumer, Envelope, Queue
+    from broker.core.queue import Consumer, Queue
     from broker.core.stats import ChannelStats
     from broker.core.unacked import Delivery, UnackedTracker
     from broker.core.vhost import VirtualHost
@@ -177,12 +177,6 @@ class ChannelPort(ConsumerChannel, CommitWaiter, Protocol):
 
     def send_content(self, method_frame: bytes, message: Message) -> None:
         """Write a content method frame followed by the message's header and body frames."""
-        ...
-
-    def delivered_event(
-        self, queue: Queue, envelope: Envelope, delivery_tag: int, consumer_tag: str | None, no_ack: bool
-    ) -> None:
-        """Tell step observers a message went out (basic.deliver or basic.get-ok)."""
         ...
 
     def wake_queues(self) -> None:

@@ -17,7 +17,7 @@ from broker.core.stream_queue import StreamPath
 from broker.core.unacked import Delivery, requeue_deliveries
 from broker.session import direct_reply
 from broker.session.access_checks import check
-from broker.session.fates import settled_events, stored_delivery
+from broker.session.fates import delivered_event, settled_events, stored_delivery
 from protocol.errors import ChannelError, HardError, ReplyCode
 from protocol.fastpath import encode_basic_get_ok
 
@@ -167,7 +167,7 @@ def send_get(channel: ChannelPort, queue: Queue, envelope: Envelope | None, no_a
         if events.journal is not None and envelope.message.journal is not None:
             events.journal.delivered(queue, envelope, tag, no_ack)
         if events.hot_observers:
-            channel.delivered_event(queue, envelope, tag, None, no_ack)
+            delivered_event(queue, envelope, tag, None, no_ack)
         if events.tracer is not None:
             events.tracer.delivered(channel, queue, envelope)
     message = envelope.message
