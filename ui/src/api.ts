@@ -34,6 +34,9 @@ export function authHeader(username: string, password: string): string {
 export async function call<T>(session: Pick<Session, "username" | "password">, method: string, path: string, body?: unknown): Promise<T> {
   const response = await fetch(path, {
     method,
+    // "omit": a 401 with RabbitMQ's Basic challenge then reaches this code instead of the browser's own
+    // login pop-up (which Chromium shows for same-origin requests); the Authorization header is still sent.
+    credentials: "omit",
     headers: {
       Authorization: authHeader(session.username, session.password),
       ...(body === undefined ? {} : { "Content-Type": "application/json" }),

@@ -11,7 +11,7 @@ const CHAR_PX = 7;
 
 interface Placed {
   nodes: Map<string, { x: number; y: number; width: number; height: number }>;
-  edges: Map<string, { points: { x: number; y: number }[] }>;
+  edges: Map<string, { points: { x: number; y: number }[]; label: { x: number; y: number } | null }>;
   width: number;
   height: number;
 }
@@ -19,9 +19,17 @@ interface Placed {
 async function layout(graph: Graph): Promise<Placed> {
   const root: ElkNode = {
     id: "root",
-    layoutOptions: { "elk.algorithm": "layered", "elk.direction": "RIGHT", "elk.layered.spacing.nodeNodeBetweenLayers": "90", "elk.spacing.nodeNode": "24", "elk.edgeRouting": "POLYLINE" },
+    layoutOptions: { "elk.algorithm": "layered", "elk.direction": "RIGHT", "elk.layered.spacing.nodeNodeBetweenLayers": "90", "elk.spacing.nodeNode": "24", "elk.edgeRouting": "POLYLINE", "elk.edgeLabels.inline": "true" },
     children: graph.nodes.map((n) => ({ id: n.id, width: Math.max(80, n.label.length * CHAR_PX + 24), height: 32 })),
-    edges: graph.edges.map((e): ElkExtendedEdge => ({ id: e.id, sources: [e.source], targets: [e.target] })),
+    // ELK places the binding-key labels itself, so they never sit under a node.
+    edges: graph.edges.map(
+      (e): ElkExtendedEdge => ({
+        id: e.id,
+        sources: [e.source],
+        targets: [e.target],
+        labels: e.label ? [{ text: e.label, width: e.label.length * 6 + 4, height: 12 }] : [],
+      }),
+    ),
   };
   const out = await elk.layout(root);
   const nodes = new Map((out.children ?? []).map((c) => [c.id, { x: c.x ?? 0, y: c.y ?? 0, width: c.width ?? 0, height: c.height ?? 0 }]));
@@ -29,7 +37,8 @@ async function layout(graph: Graph): Promise<Placed> {
     (out.edges ?? []).map((e) => {
       const section = e.sections?.[0];
       const points = section ? [section.startPoint, ...(section.bendPoints ?? []), section.endPoint] : [];
-      return [e.id, { points }];
+      const label = e.labels?.[0];
+      return [e.id, { points, label: label ? { x: (label.x ?? 0) + (label.width ?? 0) / 2, y: (label.y ?? 0) + 10 } : null }];
     }),
   );
   return { nodes, edges, width: (out.width ?? 0) + 20, height: (out.height ?? 0) + 20 };
@@ -97,20 +106,20 @@ export function TopologyPage({ initialFilter }: { initialFilter: string }) {
       {graph && placed && (
         <svg class="topology" width={placed.width} height={placed.height} viewBox={`0 0 ${placed.width} ${placed.height}`}>
           <defs>
-            <marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+            <marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto-start-reverse">
               <path d="M 0 0 L 10 5 L 0 10 z" fill="context-stroke" />
             </marker>
           </defs>
           {graph.edges.map((edge) => {
-            const points = placed.edges.get(edge.id)?.points ?? [];
+            const placedEdge = placed.edges.get(edge.id);
+            const points = placedEdge?.points ?? [];
             if (points.length < 2) return null;
-            const mid = points[Math.floor((points.length - 1) / 2)];
-            const next = points[Math.floor((points.length - 1) / 2) + 1];
+            const label = placedEdge?.label ?? points[0];
             const on = lit?.edges.has(edge.id) ?? false;
             return (
               <g class={`edge ${edge.kind}${on ? " hl" : ""}`} data-source={edge.source} data-target={edge.target}>
                 <polyline points={points.map((p) => `${p.x},${p.y}`).join(" ")} marker-end="url(#arrow)" />
-                {edge.label && <text x={(mid.x + next.x) / 2} y={(mid.y + next.y) / 2 - 4}>{edge.label}</text>}
+                {edge.label && <text x={label.x} y={label.y} text-anchor="middle">{edge.label}</text>}
               </g>
             );
           })}
