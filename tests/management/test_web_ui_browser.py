@@ -199,3 +199,34 @@ async def test_wrong_password_shows_login_failed(api: Api, browser: Browser) -> 
     await expect(page.locator("form.login .error")).to_have_text("Login failed")
     # The browser logs the 401 of the login attempt itself; nothing else may fail.
     assert [e for e in watched.errors if "401" not in e] == []
+
+
+async def test_a_vhost_of_1000_queues_and_5000_bindings_stays_responsive(api: Api, browser: Browser) -> None:
+    vhost = api.server.broker.vhosts["/"]
+    for exchange in range(10):
+        vhost.declare_exchange(f"x{exchange}", "topic")
+    for number in range(1000):
+        vhost.declare_queue(f"q{number:04}", owner=None)
+        for exchange in range(5):
+            vhost.bind_queue(f"q{number:04}", f"x{(number + exchange) % 10}", f"k.{number}.#", None, None)
+    watched = await _open(api, browser)
+    page = watched.page
+    await _login(watched, "guest", "guest")
+    # Times are measured in the page and reported, never asserted (the machine is shared).
+    await page.evaluate("window.__t0 = performance.now()")
+    await page.goto(page.url.split("#")[0] + "#/queues")
+    await expect(page.locator("table tbody tr")).to_have_count(100)  # one page of 100, not 1,000 rows
+    queues_ms = await page.evaluate("performance.now() - window.__t0")
+    await page.locator("input[name=filter]").fill("q099")
+    await expect(page.locator("table tbody tr")).to_have_count(10)
+    await page.evaluate("window.__t0 = performance.now()")
+    await page.goto(page.url.split("#")[0] + "#/topology")
+    await expect(page.locator("text=more objects not drawn")).to_be_visible(timeout=60_000)
+    await expect(page.locator("g.node").first).to_be_visible(timeout=60_000)
+    graph_ms = await page.evaluate("performance.now() - window.__t0")
+    await page.locator("input[name=graph-filter]").fill("q0042")
+    await expect(page.locator('g.node[data-id="q:q0042"]')).to_be_visible(timeout=30_000)
+    assert await page.locator("g.node.queue").count() == 1  # the queue and its 5 exchanges, not the rest
+    await watched.shot("topology-1000-queues")
+    print(f"1000 queues / 5000 bindings: queues page {queues_ms:.0f} ms, capped graph {graph_ms:.0f} ms")
+    assert watched.errors == []

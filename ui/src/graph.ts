@@ -63,7 +63,7 @@ export function buildGraph(
   queues: QueueRow[],
   bindings: BindingRow[],
   filter = "",
-  limit = 400,
+  limit = 150,
 ): Graph {
   // The default exchange binds every queue implicitly; drawing it would hide everything else.
   const shownExchanges = exchanges.filter((e) => e.name !== "");

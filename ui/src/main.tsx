@@ -7,7 +7,6 @@ import { AppCtx, useGet } from "./hooks";
 import { OverviewPage } from "./overview";
 import { QueuePage, QueuesPage } from "./queues";
 import { link, parseHash } from "./routes";
-import { TopologyPage } from "./topology";
 import "./style.css";
 
 function Login({ onLogin }: { onLogin: (session: Session) => void }) {
@@ -58,6 +57,15 @@ const ADMIN_TABS: [string, string][] = [
   ["policies", "Policies"],
 ];
 
+// The graph's layout engine (elkjs) is most of the bundle: load it only when the topology is opened.
+function LazyTopology({ initialFilter }: { initialFilter: string }) {
+  const [module, setModule] = useState<typeof import("./topology") | null>(null);
+  useEffect(() => {
+    void import("./topology").then(setModule);
+  }, []);
+  return module ? <module.TopologyPage initialFilter={initialFilter} /> : <p class="muted">Loading…</p>;
+}
+
 function Page({ hash }: { hash: string }) {
   const [path, query = ""] = hash.split("?");
   const { page, args } = parseHash(path);
@@ -70,7 +78,7 @@ function Page({ hash }: { hash: string }) {
     channels: ChannelsPage,
     exchanges: ExchangesPage,
     queues: QueuesPage,
-    topology: () => <TopologyPage initialFilter={decodeURIComponent(query)} />,
+    topology: () => <LazyTopology initialFilter={decodeURIComponent(query)} />,
     users: UsersPage,
     vhosts: VhostsPage,
     policies: PoliciesPage,

@@ -16,6 +16,8 @@ interface NodeRow {
   disk_free_alarm?: boolean;
 }
 
+const mib = (bytes: number | undefined) => (typeof bytes === "number" ? `${(bytes / 2 ** 20).toFixed(0)} MiB` : "-");
+
 export function OverviewPage() {
   const overview = useGet<Overview>("/api/overview");
   const nodes = useGet<NodeRow[]>("/api/nodes");
@@ -31,7 +33,7 @@ export function OverviewPage() {
       </p>
       <Section title="Totals">
         <div class="tiles" id="totals">
-          {Object.entries(totals).map(([key, value]) => (
+          {Object.entries(totals).filter(([, value]) => typeof value === "number").map(([key, value]) => (
             <div class="tile">
               <b>{fmt(value)}</b>
               <span>{key.replace(/_/g, " ")}</span>
@@ -44,7 +46,7 @@ export function OverviewPage() {
           rows={nodes.data ?? []}
           columns={[
             { title: "Name", cell: (n) => n.name },
-            { title: "Memory", cell: (n) => `${fmt(n.mem_used)} / ${fmt(n.mem_limit)}` },
+            { title: "Memory", cell: (n) => `${mib(n.mem_used)} of ${mib(n.mem_limit)} limit` },
             { title: "Alarms", cell: (n) => (n.mem_alarm || n.disk_free_alarm ? <span class="error">{[n.mem_alarm && "memory", n.disk_free_alarm && "disk"].filter(Boolean).join(", ")}</span> : "none") },
           ]}
         />

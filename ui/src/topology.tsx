@@ -50,9 +50,15 @@ export function TopologyPage({ initialFilter }: { initialFilter: string }) {
   const exchanges = useGet<ExchangeRow[]>(apiPath("exchanges", vhost));
   const queues = useGet<QueueRow[]>(apiPath("queues", vhost));
   const bindings = useGet<BindingRow[]>(apiPath("bindings", vhost));
+  // Auto-refresh brings new arrays every 5 s: lay out again only when the topology itself changed.
+  const signature = JSON.stringify([
+    exchanges.data?.map((e) => [e.name, e.type, e.arguments]),
+    queues.data?.map((q) => [q.name, q.arguments, q.effective_policy_definition]),
+    bindings.data,
+  ]);
   const graph = useMemo(
     () => (exchanges.data && queues.data && bindings.data ? buildGraph(exchanges.data, queues.data, bindings.data, filter) : null),
-    [exchanges.data, queues.data, bindings.data, filter],
+    [signature, filter],
   );
   const [placed, setPlaced] = useState<Placed | null>(null);
   const [route, setRoute] = useState<{ start: string; hops: Hop[]; queues: string[] } | null>(null);
