@@ -74,3 +74,14 @@ async def test_route_of_an_unroutable_key_and_errors(api: Api) -> None:
     bad = await api.post("/api/exchanges/%2F/amq.direct/route", json={})
     assert bad.status == 400
     assert (await api.post("/api/exchanges/%2F/amq.direct/route", user=None, json={})).status == 401
+
+
+async def test_route_matches_headers_given_as_properties(api: Api) -> None:
+    assert (await api.put("/api/queues/%2F/eu", json={})).status == 201
+    binding = {"routing_key": "", "arguments": {"x-match": "all", "region": "eu"}}
+    assert (await api.post("/api/bindings/%2F/e/amq.match/q/eu", json=binding)).status == 201
+    path = "/api/exchanges/%2F/amq.match/route"
+    hit = {"routing_key": "", "properties": {"headers": {"region": "eu"}}}
+    miss = {"routing_key": "", "properties": {"headers": {"region": "us"}}}
+    assert (await (await api.post(path, json=hit)).json())["queues"] == ["eu"]
+    assert (await (await api.post(path, json=miss)).json())["queues"] == []
