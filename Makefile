@@ -9,7 +9,7 @@ HOST ?=
 PORT ?=
 PYTEST_ARGS ?=
 
-.PHONY: run test lint typecheck contracts pytest bench benchmarks clean
+.PHONY: run test lint typecheck contracts pytest bench benchmarks clean ui ui-test
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,21 @@ contracts: $(STAMP)
 pytest: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test: lint typecheck contracts pytest
+# The web UI (ui/): `make ui` rebuilds the committed assets in broker/management/ui_dist from the lockfile;
+# `make ui-test` type-checks, runs the front end's unit tests and checks the committed build is current.
+ui/node_modules/.package-lock.json: ui/package-lock.json
+	cd ui && npm ci --no-audit --no-fund
+
+ui: ui/node_modules/.package-lock.json
+	cd ui && npm run build
+
+ui-test: ui/node_modules/.package-lock.json
+	cd ui && npm run check && npm test
+	rm -rf .ui-build-check && cd ui && UI_OUT_DIR=../.ui-build-check npm run build >/dev/null
+	diff -r .ui-build-check broker/management/ui_dist || (echo "broker/management/ui_dist is stale: run make ui and commit it" && exit 1)
+	rm -rf .ui-build-check
+
+test: lint typecheck contracts ui-test pytest
 
 # Routing-core and codec microbenchmarks (pytest-benchmark); reported, never asserted as times.
 bench: $(STAMP)

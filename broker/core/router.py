@@ -46,7 +46,23 @@ class Router:
                 return []
         return self._walk(exchange, message, list(destinations))
 
-    def _walk(self, start: Exchange, message: Message, first: list[object]) -> list[object]:
+    def trace(
+        self, exchange: Exchange, message: Message
+    ) -> tuple[list[object], list[tuple[Exchange, object, bool]]]:
+        """A dry run for the management UI's "route a test key": the queues ``route`` reaches and every hop
+        of the walk as (exchange, destination, whether the destination is the alternate exchange taken), a
+        destination being a queue or an exchange. Enqueues nothing."""
+        hops: list[tuple[Exchange, object, bool]] = []
+        queues = self._walk(exchange, message, list(exchange.kind.route(message)), hops)
+        return queues, hops
+
+    def _walk(
+        self,
+        start: Exchange,
+        message: Message,
+        first: list[object],
+        hops: list[tuple[Exchange, object, bool]] | None = None,
+    ) -> list[object]:
         queues: dict[object, None] = {}
         seen: set[Exchange] = {start}
         pending: list[Exchange] = [start]
@@ -63,8 +79,12 @@ class Router:
                     if alternate is not None and alternate not in seen and not alternate.is_default:
                         seen.add(alternate)
                         pending.append(alternate)
+                        if hops is not None:
+                            hops.append((exchange, alternate, True))
                 continue
             for destination in destinations:
+                if hops is not None:
+                    hops.append((exchange, destination, False))
                 if isinstance(destination, Exchange):
                     if destination not in seen:
                         seen.add(destination)

@@ -37,7 +37,11 @@ from broker.management.resources import (
     users,
     vhosts,
 )
+from broker.management.resources import (
+    route as dry_run_route,
+)
 from broker.management.routing import Route
+from broker.management.ui_static import add_ui_routes
 
 log = structlog.get_logger("warrenmq.management")
 CONTEXT_KEY = web.AppKey("context", ManagementContext)
@@ -57,6 +61,7 @@ ROUTES: list[Route] = [
     *policies.ROUTES,
     *parameters.ROUTES,
     *limits.ROUTES,
+    *dry_run_route.ROUTES,
 ]
 _MAX_BODY_BYTES = 64 * 1024 * 1024  # definitions files can be large
 
@@ -154,6 +159,7 @@ def build_app(context: ManagementContext) -> web.Application:
     app = web.Application(middlewares=[errors_middleware], client_max_size=_MAX_BODY_BYTES)
     app[CONTEXT_KEY] = context
     app.router.add_get("/ready", ready)
+    add_ui_routes(app)
     methods: dict[str, list[str]] = {}
     for route in ROUTES:
         endpoint = _endpoint(route)

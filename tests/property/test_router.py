@@ -92,3 +92,25 @@ def test_router_reaches_each_queue_once_as_reachability_says(
     routed = router.route(exchanges[f"x{start}"], Message(f"x{start}", routing_key, b"", b""))
     assert len(routed) == len(set(routed))
     assert set(routed) == reference(spec, start, routing_key)
+    # The management UI's dry run walks the same way: the same queues, and every hop is an edge the
+    # reference allows (a matching binding, or an alternate exchange taken because nothing matched).
+    message = Message(f"x{start}", routing_key, b"", b"")
+    queues, hops = router.trace(exchanges[f"x{start}"], message)
+    assert set(queues) == set(routed)
+    assert len(queues) == len(routed)
+    names = {exchange: name for name, exchange in exchanges.items()}
+    for hop_source, destination, alternate in hops:
+        index = int(names[hop_source][1:])
+        if alternate:
+            assert isinstance(destination, Exchange)
+            assert names[destination] == f"x{spec.alternates[index]}"
+        else:
+            target = names[destination] if isinstance(destination, Exchange) else destination
+            assert any(
+                s == index
+                and (f"x{d}" if to_x else f"q{d}") == target
+                and binding_matches(spec.types[index], k, routing_key)
+                for s, to_x, d, k in spec.bindings
+            )
+    reached_by_hops = {destination for _, destination, _ in hops if not isinstance(destination, Exchange)}
+    assert reached_by_hops == set(routed)

@@ -1,0 +1,66 @@
+import { useGet } from "./hooks";
+import { Section, Table, fmt } from "./widgets";
+
+interface Overview {
+  cluster_name?: string;
+  rabbitmq_version?: string;
+  object_totals?: Record<string, number>;
+  queue_totals?: Record<string, number>;
+  listeners?: { protocol: string; ip_address: string; port: number; node: string }[];
+}
+interface NodeRow {
+  name: string;
+  mem_used?: number;
+  mem_limit?: number;
+  mem_alarm?: boolean;
+  disk_free_alarm?: boolean;
+}
+
+const mib = (bytes: number | undefined) => (typeof bytes === "number" ? `${(bytes / 2 ** 20).toFixed(0)} MiB` : "-");
+
+export function OverviewPage() {
+  const overview = useGet<Overview>("/api/overview");
+  const nodes = useGet<NodeRow[]>("/api/nodes");
+  const o = overview.data;
+  if (overview.error) return <p class="error">{overview.error}</p>;
+  if (!o) return <p class="muted">Loading…</p>;
+  const totals = { ...o.queue_totals, ...o.object_totals };
+  return (
+    <div>
+      <h1>Overview</h1>
+      <p class="muted">
+        {o.cluster_name} · version {o.rabbitmq_version}
+      </p>
+      <Section title="Totals">
+        <div class="tiles" id="totals">
+          {Object.entries(totals).filter(([, value]) => typeof value === "number").map(([key, value]) => (
+            <div class="tile">
+              <b>{fmt(value)}</b>
+              <span>{key.replace(/_/g, " ")}</span>
+            </div>
+          ))}
+        </div>
+      </Section>
+      <Section title="Nodes">
+        <Table
+          rows={nodes.data ?? []}
+          columns={[
+            { title: "Name", cell: (n) => n.name },
+            { title: "Memory", cell: (n) => `${mib(n.mem_used)} of ${mib(n.mem_limit)} limit` },
+            { title: "Alarms", cell: (n) => (n.mem_alarm || n.disk_free_alarm ? <span class="error">{[n.mem_alarm && "memory", n.disk_free_alarm && "disk"].filter(Boolean).join(", ")}</span> : "none") },
+          ]}
+        />
+      </Section>
+      <Section title="Listeners">
+        <Table
+          rows={o.listeners ?? []}
+          columns={[
+            { title: "Protocol", cell: (l) => l.protocol },
+            { title: "Bound to", cell: (l) => l.ip_address },
+            { title: "Port", cell: (l) => l.port },
+          ]}
+        />
+      </Section>
+    </div>
+  );
+}
