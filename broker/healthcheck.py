@@ -5,59 +5,19 @@ the broker opened the connection, 1 otherwise. The Docker HEALTHCHECK runs it.
 from __future__ import annotations
 
 import os
-import socket
 import sys
-import time
+from typing import Any
 from urllib.parse import unquote, urlparse
 
-from pamqp import commands, frame, header
-from pamqp.base import Frame
-from pamqp.exceptions import UnmarshalingException
+from broker.ctl.probe import ProbeFailed, open_connection
 
-
-class HealthcheckFailed(Exception):
-    pass
+# One failure type with rabbitmq-diagnostics' probe, whose handshake this shares.
+HealthcheckFailed = ProbeFailed
 
 
 def default_url() -> str:
     port = os.environ.get("WARRENMQ_PORT", "5672")
     return f"amqp://guest:guest@127.0.0.1:{port}/"
-
-
-class _Conn:
-    def __init__(self, host: str, port: int, deadline: float) -> None:
-        self.deadline = deadline
-        self.sock = socket.create_connection((host, port), timeout=max(0.01, deadline - time.monotonic()))
-        # tune-ok and open go back to back: without this, Nagle holds open-ok back by a delayed ACK (40 ms).
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buffer = b""
-
-    def send(self, value: Frame | header.ProtocolHeader) -> None:
-        data = value.marshal() if isinstance(value, header.ProtocolHeader) else frame.marshal(value, 0)
-        self.sock.sendall(data)
-
-    def expect(self, kind: type[Frame]) -> Frame:
-        while True:
-            if self.buffer:
-                try:
-                    consumed, _channel, value = frame.unmarshal(self.buffer)
-                except UnmarshalingException:
-                    pass
-                else:
-                    self.buffer = self.buffer[consumed:]
-                    if isinstance(value, kind):
-                        return value
-                    if isinstance(value, commands.Connection.Close):
-                        raise HealthcheckFailed(f"broker closed the connection: {value.reply_text}")
-                    continue  # heartbeats and anything else before the answer
-            remaining = self.deadline - time.monotonic()
-            if remaining <= 0:
-                raise HealthcheckFailed(f"timed out waiting for {kind.__name__}")
-            self.sock.settimeout(remaining)
-            data = self.sock.recv(65536)
-            if not data:
-                raise HealthcheckFailed(f"connection closed before {kind.__name__}")
-            self.buffer += data
 
 
 def check(url: str, timeout_s: float = 5.0) -> None:
@@ -67,34 +27,13 @@ def check(url: str, timeout_s: float = 5.0) -> None:
         raise HealthcheckFailed(f"not an amqp:// URL: {url}")
     vhost = unquote(parsed.path[1:]) if parsed.path not in ("", "/") else "/"
     user, password = unquote(parsed.username or "guest"), unquote(parsed.password or "guest")
-    conn = _Conn(parsed.hostname or "127.0.0.1", parsed.port or 5672, time.monotonic() + timeout_s)
+    host, port = parsed.hostname or "127.0.0.1", parsed.port or 5672
+    capabilities: dict[str, Any] = {"authentication_failure_close": True}
+    conn = open_connection(host, port, user, password, vhost, "warrenmq-healthcheck", capabilities, timeout_s)
     try:
-        conn.send(header.ProtocolHeader())
-        conn.expect(commands.Connection.Start)
-        conn.send(
-            commands.Connection.StartOk(
-                client_properties={
-                    "product": "warrenmq-healthcheck",
-                    "capabilities": {"authentication_failure_close": True},
-                },
-                mechanism="PLAIN",
-                response=f"\0{user}\0{password}",
-                locale="en_US",
-            )
-        )
-        tune = conn.expect(commands.Connection.Tune)
-        assert isinstance(tune, commands.Connection.Tune)
-        conn.send(
-            commands.Connection.TuneOk(channel_max=tune.channel_max, frame_max=tune.frame_max, heartbeat=0)
-        )
-        conn.send(commands.Connection.Open(virtual_host=vhost))
-        conn.expect(commands.Connection.OpenOk)
-        conn.send(
-            commands.Connection.Close(reply_code=200, reply_text="healthcheck", class_id=0, method_id=0)
-        )
-        conn.expect(commands.Connection.CloseOk)
+        conn.close_cleanly("healthcheck")
     finally:
-        conn.sock.close()
+        conn.close()
 
 
 def main(url: str | None, timeout_s: float) -> int:

@@ -27,6 +27,7 @@ class _Connection:
     def __init__(self, host: str, port: int, deadline: float) -> None:
         self.deadline = deadline
         self.sock = socket.create_connection((host, port), timeout=max(0.01, deadline - time.monotonic()))
+        # tune-ok and open go back to back: without this, Nagle holds open-ok back by a delayed ACK (40 ms).
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buffer = b""
 
@@ -65,6 +66,10 @@ class _Connection:
             if seen is not None:
                 seen.append(value)
 
+    def close_cleanly(self, reply_text: str) -> None:
+        self.send(commands.Connection.Close(reply_code=200, reply_text=reply_text, class_id=0, method_id=0))
+        self.expect(commands.Connection.CloseOk)
+
     def close(self) -> None:
         self.sock.close()
 
@@ -83,23 +88,25 @@ def server_properties(host: str, port: int, timeout_s: float) -> dict[str, Any]:
         conn.close()
 
 
-# No queue can have this name (amq.* is reserved), so the probe's message is dropped unrouted.
-PROBE_ROUTING_KEY = "amq.warrenmq.diagnostics.check_local_alarms"
-
-
-def local_alarms(host: str, port: int, user: str, password: str, vhost: str, timeout_s: float) -> list[str]:
-    """The reasons of the connection.blocked the broker answers a publish with (none: no alarm)."""
+def open_connection(
+    host: str,
+    port: int,
+    user: str,
+    password: str,
+    vhost: str,
+    product: str,
+    capabilities: dict[str, Any],
+    timeout_s: float,
+) -> _Connection:
+    """A connection through start, PLAIN login, tune and open (raises OSError or ProbeFailed); the caller
+    closes it. Shared by rabbitmq-diagnostics and ``warrenmq healthcheck``."""
     conn = _Connection(host, port, time.monotonic() + timeout_s)
     try:
         conn.send(header.ProtocolHeader())
         conn.expect(commands.Connection.Start)
-        capabilities: dict[str, Any] = {"authentication_failure_close": True, "connection.blocked": True}
         conn.send(
             commands.Connection.StartOk(
-                client_properties={
-                    "product": "rabbitmq-diagnostics (WarrenMQ)",
-                    "capabilities": capabilities,
-                },
+                client_properties={"product": product, "capabilities": capabilities},
                 mechanism="PLAIN",
                 response=f"\0{user}\0{password}",
                 locale="en_US",
@@ -111,8 +118,24 @@ def local_alarms(host: str, port: int, user: str, password: str, vhost: str, tim
             commands.Connection.TuneOk(channel_max=tune.channel_max, frame_max=tune.frame_max, heartbeat=0)
         )
         conn.send(commands.Connection.Open(virtual_host=vhost))
+        conn.expect(commands.Connection.OpenOk)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+# No queue can have this name (amq.* is reserved), so the probe's message is dropped unrouted.
+PROBE_ROUTING_KEY = "amq.warrenmq.diagnostics.check_local_alarms"
+
+
+def local_alarms(host: str, port: int, user: str, password: str, vhost: str, timeout_s: float) -> list[str]:
+    """The reasons of the connection.blocked the broker answers a publish with (none: no alarm)."""
+    capabilities: dict[str, Any] = {"authentication_failure_close": True, "connection.blocked": True}
+    product = "rabbitmq-diagnostics (WarrenMQ)"
+    conn = open_connection(host, port, user, password, vhost, product, capabilities, timeout_s)
+    try:
         seen: list[Frame] = []
-        conn.expect(commands.Connection.OpenOk, seen)
         conn.send(commands.Channel.Open(), channel=1)
         conn.expect(commands.Channel.OpenOk, seen)
         conn.send(commands.Basic.Publish(exchange="", routing_key=PROBE_ROUTING_KEY), channel=1)
@@ -126,10 +149,7 @@ def local_alarms(host: str, port: int, user: str, password: str, vhost: str, tim
                 return [str(value.reason)]
             if isinstance(value, commands.Channel.CloseOk):
                 break
-        conn.send(
-            commands.Connection.Close(reply_code=200, reply_text="diagnostics", class_id=0, method_id=0)
-        )
-        conn.expect(commands.Connection.CloseOk)
+        conn.close_cleanly("diagnostics")
     finally:
         conn.close()
     return []
