@@ -371,6 +371,25 @@ def decode_properties(header_payload: bytes) -> commands.Basic.Properties:
     return properties
 
 
+# RabbitMQ's names for the basic properties (AMQP's "type", which pamqp calls message_type), pamqp's name
+# first, in the P_basic record's order: the order rabbit_trace and the management API list them in.
+RABBIT_PROPERTY_NAMES: Final = tuple(
+    (name, "type" if name == "message_type" else name) for name in commands.Basic.Properties.__slots__
+)
+
+
+def set_properties(header_payload: bytes) -> dict[str, Any]:
+    """The properties a content header sets, by RabbitMQ's names, values as pamqp decodes them."""
+    properties = decode_properties(header_payload)
+    table: dict[str, Any] = {}
+    for name, rabbit_name in RABBIT_PROPERTY_NAMES:
+        value = getattr(properties, name, None)
+        # pamqp reads an absent cluster_id as "": RabbitMQ lists only the properties that were set.
+        if value is not None and not (name == "cluster_id" and value == ""):
+            table[rabbit_name] = value
+    return table
+
+
 def encode_header_payload(body_size: int, properties: commands.Basic.Properties) -> bytes:
     """A content-header payload (class 60, weight 0) for a message the broker makes itself."""
     return _CONTENT_PREFIX.pack(60, 0, body_size) + properties.marshal()

@@ -13,24 +13,10 @@ from pamqp import commands
 
 from broker.core.message import Message
 from broker.management.errors import bad_request
-from protocol.codec import decode_properties, encode_header_payload
+from protocol.codec import RABBIT_PROPERTY_NAMES, encode_header_payload, set_properties
 
-_PROPERTY_NAMES = [
-    "content_type",
-    "content_encoding",
-    "headers",
-    "delivery_mode",
-    "priority",
-    "correlation_id",
-    "reply_to",
-    "expiration",
-    "message_id",
-    "timestamp",
-    "type",
-    "user_id",
-    "app_id",
-    "cluster_id",
-]
+# RabbitMQ names to pamqp names, for the properties a publish body may set.
+_PAMQP_NAMES = {rabbit_name: name for name, rabbit_name in RABBIT_PROPERTY_NAMES}
 _INTEGER_PROPERTIES = ("delivery_mode", "priority")
 
 
@@ -58,7 +44,7 @@ def build_message(exchange: str, body: dict[str, Any]) -> Message:
         raise bad_request("properties must be an object and routing_key a string")
     fields: dict[str, Any] = {}
     for name, value in given.items():
-        if name not in _PROPERTY_NAMES:
+        if name not in _PAMQP_NAMES:
             continue  # RabbitMQ ignores keys it does not know
         if name in _INTEGER_PROPERTIES or name == "timestamp":
             if isinstance(value, bool) or not isinstance(value, int):
@@ -71,7 +57,7 @@ def build_message(exchange: str, body: dict[str, Any]) -> Message:
                 raise bad_request("headers must be an object")
             fields[name] = value
         else:
-            fields[name] = str(value)
+            fields[_PAMQP_NAMES[name]] = str(value)
     properties = commands.Basic.Properties(**fields)
     header = encode_header_payload(len(payload), properties)
     return Message(
@@ -102,13 +88,7 @@ def properties_json(header_payload: bytes) -> dict[str, Any]:
     """The properties a message carries, only those set (RabbitMQ omits unset ones)."""
     if not header_payload:
         return {}
-    properties = decode_properties(header_payload)
-    out: dict[str, Any] = {}
-    for name in _PROPERTY_NAMES:
-        value = getattr(properties, name, None)
-        if value is not None and not (name == "cluster_id" and value == ""):  # pamqp's default
-            out[name] = _plain(value)
-    return out
+    return {name: _plain(value) for name, value in set_properties(header_payload).items()}
 
 
 def message_json(

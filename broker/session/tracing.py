@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pamqp import commands
 
 from broker.core.message import Message
-from protocol.codec import decode_properties, encode_header_payload
+from protocol.codec import encode_header_payload, set_properties
 
 if TYPE_CHECKING:
     from broker.core.queue import Envelope, Queue
@@ -21,24 +21,6 @@ if TYPE_CHECKING:
     from broker.session.ports import ChannelPort
 
 TRACE_EXCHANGE = "amq.rabbitmq.trace"
-# rabbit_trace:msg_to_table reads the P_basic record's fields in this order.
-_PROPERTY_NAMES = (
-    "content_type",
-    "content_encoding",
-    "headers",
-    "delivery_mode",
-    "priority",
-    "correlation_id",
-    "reply_to",
-    "expiration",
-    "message_id",
-    "timestamp",
-    "message_type",
-    "user_id",
-    "app_id",
-    "cluster_id",
-)
-_RABBIT_NAMES = {"message_type": "type"}
 
 
 class Tracer:
@@ -88,7 +70,7 @@ class Tracer:
         headers: dict[str, Any] = {
             "exchange_name": message.exchange,
             "routing_keys": _routing_keys(message),
-            "properties": _properties_table(message.header_payload),
+            "properties": set_properties(message.header_payload),
             "node": self.node,
         }
         headers |= extra
@@ -109,14 +91,3 @@ def _routing_keys(message: Message) -> list[str]:
     if isinstance(cc, list):
         keys.extend(key.decode() if isinstance(key, bytes) else str(key) for key in cc)
     return keys
-
-
-def _properties_table(header_payload: bytes) -> dict[str, Any]:
-    properties = decode_properties(header_payload)
-    table: dict[str, Any] = {}
-    for name in _PROPERTY_NAMES:
-        value = getattr(properties, name, None)
-        # pamqp reads an absent cluster_id as "": RabbitMQ lists only the properties that were set.
-        if value is not None and not (name == "cluster_id" and value == ""):
-            table[_RABBIT_NAMES.get(name, name)] = value
-    return table
