@@ -52,7 +52,35 @@ def ensure_cookie_logged() -> str | None:
         return None
 
 
-class ManagementAddon:
+async def _serve(app: web.Application, host: str, port: int, what: str) -> tuple[web.AppRunner, int]:
+    """A runner serving ``app`` on ``host:port`` and the port it bound; StartupError when it cannot listen."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, reuse_address=True)
+    try:
+        await site.start()
+    except OSError as error:
+        await runner.cleanup()
+        raise StartupError(f"cannot listen on {host}:{port} ({what}): {error}") from None
+    sockets = runner.addresses
+    return runner, int(sockets[0][1]) if sockets else port
+
+
+class _HTTPAddon:
+    """An aiohttp application started after the AMQP listener binds, cleaned up at stop."""
+
+    _runner: web.AppRunner | None = None
+
+    async def before_listen(self, server: Server) -> None:
+        return None
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+
+class ManagementAddon(_HTTPAddon):
     """The management HTTP API on ``port`` (0 = ephemeral)."""
 
     def __init__(
@@ -63,10 +91,6 @@ class ManagementAddon:
         # management.ssl.port / management.ssl.*: HTTPS beside HTTP, on the same application.
         self.ssl_port = ssl_port
         self.ssl_options = ssl_options or TLSOptions()
-        self._runner: web.AppRunner | None = None
-
-    async def before_listen(self, server: Server) -> None:
-        return None
 
     async def after_listen(self, server: Server) -> dict[str, Any]:
         context = ManagementContext(
@@ -79,17 +103,7 @@ class ManagementAddon:
             cookie=ensure_cookie_logged(),
             running_plugins=started_plugins(server.config.enabled_plugins),
         )
-        self._runner = web.AppRunner(build_app(context), access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
-        try:
-            await site.start()
-        except OSError as error:
-            await self._runner.cleanup()
-            self._runner = None
-            raise StartupError(f"cannot listen on {self.host}:{self.port} (management): {error}") from None
-        sockets = self._runner.addresses
-        context.http_port = int(sockets[0][1]) if sockets else self.port
+        self._runner, context.http_port = await _serve(build_app(context), self.host, self.port, "management")
         log.info("management_listening", port=context.http_port)
         ready: dict[str, Any] = {"management_port": context.http_port}
         if self.ssl_port is not None:
@@ -117,43 +131,19 @@ class ManagementAddon:
         log.info("management_tls_listening", port=port)
         return port
 
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
 
-
-class PrometheusAddon:
+class PrometheusAddon(_HTTPAddon):
     """rabbitmq_prometheus's endpoint on its own ``port`` (0 = ephemeral), reported as ``prometheus_port``."""
 
     def __init__(self, host: str, port: int) -> None:
         self.host = host
         self.port = port
-        self._runner: web.AppRunner | None = None
-
-    async def before_listen(self, server: Server) -> None:
-        return None
 
     async def after_listen(self, server: Server) -> dict[str, Any]:
         context = ManagementContext(server, http_host=self.host)
-        self._runner = web.AppRunner(build_prometheus_app(context), access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
-        try:
-            await site.start()
-        except OSError as error:
-            await self._runner.cleanup()
-            self._runner = None
-            raise StartupError(f"cannot listen on {self.host}:{self.port} (prometheus): {error}") from None
-        sockets = self._runner.addresses
-        port = int(sockets[0][1]) if sockets else self.port
+        self._runner, port = await _serve(build_prometheus_app(context), self.host, self.port, "prometheus")
         log.info("prometheus_listening", port=port)
         return {"prometheus_port": port}
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
 
 
 def addons_for(config: ServerConfig) -> list[Addon]:
