@@ -3,6 +3,8 @@ only. Invalid regexes and unknown users or vhosts are refused before anything ch
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aiohttp import web
 
 from broker.core.access import AccessError
@@ -38,19 +40,33 @@ async def get_permission(request: web.Request, context: ManagementContext) -> we
     return reply(request, permission_json(permission))
 
 
-async def put_permission(request: web.Request, context: ManagementContext) -> web.Response:
+async def _grant_body(
+    request: web.Request, context: ManagementContext, keys: tuple[str, ...]
+) -> tuple[str, str, list[str]]:
+    """The vhost, user and string fields of a PUT granting a permission; both must exist (400 otherwise)."""
     vhost, user = _target(request, context)
-    body = await body_json(request, ("configure", "write", "read"))
-    configure, write, read = _strings(body, ("configure", "write", "read"))
-    access = context.broker.access
-    if vhost not in context.broker.vhosts or user not in access.users:
+    values = _strings(await body_json(request, keys), keys)
+    if vhost not in context.broker.vhosts or user not in context.broker.access.users:
         raise bad_request("vhost_or_user_not_found")
-    existed = (user, vhost) in access.permissions
+    return vhost, user, values
+
+
+def _granted(existed: bool, grant: Callable[[], object]) -> web.Response:
+    """201 for a new permission, 204 for a replaced one; an invalid one is 400 with the access reason."""
     try:
-        access.set_permission(user, vhost, configure, write, read)
+        grant()
     except AccessError as error:
         raise bad_request(error.reason) from None
     return no_content(204 if existed else 201)
+
+
+async def put_permission(request: web.Request, context: ManagementContext) -> web.Response:
+    vhost, user, (configure, write, read) = await _grant_body(
+        request, context, ("configure", "write", "read")
+    )
+    access = context.broker.access
+    existed = (user, vhost) in access.permissions
+    return _granted(existed, lambda: access.set_permission(user, vhost, configure, write, read))
 
 
 async def delete_permission(request: web.Request, context: ManagementContext) -> web.Response:
@@ -78,18 +94,10 @@ async def get_topic_permissions(request: web.Request, context: ManagementContext
 
 
 async def put_topic_permission(request: web.Request, context: ManagementContext) -> web.Response:
-    vhost, user = _target(request, context)
-    body = await body_json(request, ("exchange", "write", "read"))
-    exchange, write, read = _strings(body, ("exchange", "write", "read"))
+    vhost, user, (exchange, write, read) = await _grant_body(request, context, ("exchange", "write", "read"))
     access = context.broker.access
-    if vhost not in context.broker.vhosts or user not in access.users:
-        raise bad_request("vhost_or_user_not_found")
     existed = (user, vhost, exchange) in access.topic_permissions
-    try:
-        access.set_topic_permission(user, vhost, exchange, write, read)
-    except AccessError as error:
-        raise bad_request(error.reason) from None
-    return no_content(204 if existed else 201)
+    return _granted(existed, lambda: access.set_topic_permission(user, vhost, exchange, write, read))
 
 
 async def delete_topic_permissions(request: web.Request, context: ManagementContext) -> web.Response:
