@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -127,30 +127,24 @@ def apply_definitions(broker: Broker, data: Mapping[str, Any], where: str = "def
         if vhost.get("default_queue_type") not in (None, "undefined"):
             entry["default_queue_type"] = vhost["default_queue_type"]
         broker.set_vhost_metadata(vhost["name"], entry)
-    for index, item in enumerate(data.get("permissions", [])):
-        _known_vhost(broker, "permissions", index, item, where)
-        try:
-            broker.access.set_permission(
-                item["user"],
-                item["vhost"],
-                item.get("configure", ""),
-                item.get("write", ""),
-                item.get("read", ""),
-            )
-        except AccessError as error:
-            raise DefinitionsError(f"{where}: permissions[{index}]: {error.reason}") from None
-    for index, item in enumerate(data.get("topic_permissions", [])):
-        _known_vhost(broker, "topic_permissions", index, item, where)
-        try:
-            broker.access.set_topic_permission(
-                item["user"],
-                item["vhost"],
-                item.get("exchange", ""),
-                item.get("write", ""),
-                item.get("read", ""),
-            )
-        except AccessError as error:
-            raise DefinitionsError(f"{where}: topic_permissions[{index}]: {error.reason}") from None
+    # Both kinds of grant: (user, vhost, configure or exchange, write, read).
+    grants: tuple[tuple[str, str, Callable[[str, str, str, str, str], object]], ...] = (
+        ("permissions", "configure", broker.access.set_permission),
+        ("topic_permissions", "exchange", broker.access.set_topic_permission),
+    )
+    for kind, scope, grant in grants:
+        for index, item in enumerate(data.get(kind, [])):
+            _known_vhost(broker, kind, index, item, where)
+            try:
+                grant(
+                    item["user"],
+                    item["vhost"],
+                    item.get(scope, ""),
+                    item.get("write", ""),
+                    item.get("read", ""),
+                )
+            except AccessError as error:
+                raise DefinitionsError(f"{where}: {kind}[{index}]: {error.reason}") from None
     definitions_parameters.apply(broker, data)
     for kind in ("queues", "exchanges", "bindings"):
         for index, item in enumerate(data.get(kind, [])):
