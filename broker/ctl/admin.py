@@ -101,6 +101,17 @@ def authenticate_user(api: Api, o: Options, out: Output) -> int:
     return 0
 
 
+def _found(api: Api, method: str, path: str, headers: dict[str, str] | None = None) -> tuple[bool, Any]:
+    """Whether the API had ``path`` (False on 404, which each command reports as RabbitMQ does), and its
+    answer; any other failure propagates."""
+    try:
+        return True, api.call(method, path, headers=headers)
+    except ApiFailure as error:
+        if error.status != 404:
+            raise
+        return False, None
+
+
 def add_vhost(api: Api, o: Options, out: Output) -> int:
     out.banner(f'Adding vhost "{o.args[0]}" ...')
     api.call("PUT", f"/api/vhosts/{quote(o.args[0])}", {})
@@ -110,11 +121,7 @@ def add_vhost(api: Api, o: Options, out: Output) -> int:
 def delete_vhost(api: Api, o: Options, out: Output) -> int:
     name = o.args[0]
     out.banner(f'Deleting vhost "{name}" ...')
-    try:
-        api.call("DELETE", f"/api/vhosts/{quote(name)}")
-    except ApiFailure as error:
-        if error.status != 404:
-            raise
+    if not _found(api, "DELETE", f"/api/vhosts/{quote(name)}")[0]:
         out.error(f"Virtual host '{name}' does not exist")
         return EX_DATAERR
     return 0
@@ -148,11 +155,7 @@ def clear_permissions(api: Api, o: Options, out: Output) -> int:
     out.banner(f'Clearing permissions for user "{name}" in vhost "{o.vhost}" ...')
     if _user(api, name) is None:
         return _fail(out, f"User {name} does not exist", EX_NOUSER)
-    try:
-        api.call("DELETE", f"/api/permissions/{quote(o.vhost)}/{quote(name)}")
-    except ApiFailure as error:
-        if error.status != 404:
-            raise
+    _found(api, "DELETE", f"/api/permissions/{quote(o.vhost)}/{quote(name)}")  # none to clear: success
     return 0
 
 
@@ -170,11 +173,8 @@ def _print_table(
 
 def list_permissions(api: Api, o: Options, out: Output) -> int:
     out.banner(f'Listing permissions for vhost "{o.vhost}" ...')
-    try:
-        rows = api.get(f"/api/vhosts/{quote(o.vhost)}/permissions")
-    except ApiFailure as error:
-        if error.status != 404:
-            raise
+    found, rows = _found(api, "GET", f"/api/vhosts/{quote(o.vhost)}/permissions")
+    if not found:
         return _fail(out, f"Virtual host {o.vhost} does not exist", EX_UNAVAILABLE)
     _print_table(o, rows, ("user", *_PERMISSION_COLUMNS))
     return 0
@@ -194,11 +194,7 @@ def list_user_permissions(api: Api, o: Options, out: Output) -> int:
 def purge_queue(api: Api, o: Options, out: Output) -> int:
     name = o.args[0]
     out.banner(f"Purging queue '{name}' in vhost '{o.vhost}' ...")
-    try:
-        api.call("DELETE", f"/api/queues/{quote(o.vhost)}/{quote(name)}/contents")
-    except ApiFailure as error:
-        if error.status != 404:
-            raise
+    if not _found(api, "DELETE", f"/api/queues/{quote(o.vhost)}/{quote(name)}/contents")[0]:
         return _fail(out, "not_found", EX_UNAVAILABLE)
     return 0
 
@@ -269,11 +265,7 @@ def close_connection(api: Api, o: Options, out: Output) -> int:
     """By connection name, as list_connections name shows it (RabbitMQ takes the connection's Erlang pid)."""
     name, reason = o.args[0], o.args[1]
     out.banner(f"Closing connection {name}, reason: {reason}...")
-    try:
-        api.call("DELETE", f"/api/connections/{quote(name)}", headers={"X-Reason": reason})
-    except ApiFailure as error:
-        if error.status != 404:
-            raise
+    if not _found(api, "DELETE", f"/api/connections/{quote(name)}", {"X-Reason": reason})[0]:
         return _fail(out, f'{{:invalid_pid_syntax, "{name}"}}', EX_UNAVAILABLE)
     return 0
 
@@ -282,11 +274,8 @@ def close_all_connections(api: Api, o: Options, out: Output) -> int:
     reason = o.args[0]
     out.banner(f"Closing all connections in vhost {o.vhost}, reason: {reason}...")
     closed = 0
-    try:
-        connections = api.get(f"/api/vhosts/{quote(o.vhost)}/connections")
-    except ApiFailure as error:
-        if error.status != 404:
-            raise
+    found, connections = _found(api, "GET", f"/api/vhosts/{quote(o.vhost)}/connections")
+    if not found:
         connections = []  # no such vhost: nothing to close, as RabbitMQ reports it
     for item in connections:
         try:
