@@ -22,7 +22,7 @@ from broker.management.errors import (
 )
 from broker.management.messages import build_message
 from broker.management.paging import reply, reply_list
-from broker.management.resources.queues import check
+from broker.management.resources.queues import check, check_new_with_target, declare_arguments
 from broker.management.routing import Route, amqp_error, body_json, flag, query_flag
 from broker.management.serialize import vhost_bindings
 from broker.management.serialize_stats import exchange_row
@@ -73,9 +73,7 @@ async def put_exchange(request: web.Request, context: ManagementContext) -> web.
     vhost = context.vhost(request.match_info["vhost"])
     name = exchange_name(request)
     body = await body_json(request)
-    arguments = body.get("arguments") or {}
-    if not isinstance(arguments, dict):
-        raise bad_request("arguments must be an object")
+    arguments = declare_arguments(body)
     type_name = body.get("type", "direct")
     if not isinstance(type_name, str):
         raise bad_request("type must be a string")
@@ -84,10 +82,7 @@ async def put_exchange(request: web.Request, context: ManagementContext) -> web.
     check(request, context, "exchange", name, "configure")
     existed = name in vhost.exchanges
     alternate = arguments.get("alternate-exchange")
-    if not existed and isinstance(alternate, str):
-        # exchange.declare's check for a new exchange with an AE: read on it, write on the AE.
-        check(request, context, "exchange", name, "read")
-        check(request, context, "exchange", alternate, "write")
+    check_new_with_target(request, context, "exchange", name, existed, alternate)
     try:
         vhost.declare_exchange(
             name,

@@ -32,6 +32,24 @@ def check(request: web.Request, context: ManagementContext, kind: str, name: str
         raise access_refused()
 
 
+def declare_arguments(body: dict[str, Any]) -> dict[str, Any]:
+    """A PUT body's ``arguments`` (absent or null: none); anything but an object is 400."""
+    arguments = body.get("arguments") or {}
+    if not isinstance(arguments, dict):
+        raise bad_request("arguments must be an object")
+    return arguments
+
+
+def check_new_with_target(
+    request: web.Request, context: ManagementContext, kind: str, name: str, existed: bool, target: object
+) -> None:
+    """A declare's extra check for a new exchange with an alternate exchange or a new queue with a
+    dead-letter exchange (``target``): read on the new entity, write on the target exchange."""
+    if not existed and isinstance(target, str):
+        check(request, context, kind, name, "read")
+        check(request, context, "exchange", target, "write")
+
+
 def _queue(request: web.Request, context: ManagementContext) -> Queue:
     queue = context.vhost(request.match_info["vhost"]).queues.get(request.match_info["name"])
     if queue is None:
@@ -77,9 +95,7 @@ async def put_queue(request: web.Request, context: ManagementContext) -> web.Res
     vhost = context.vhost(request.match_info["vhost"])
     name = request.match_info["name"]
     body = await body_json(request)
-    arguments = body.get("arguments") or {}
-    if not isinstance(arguments, dict):
-        raise bad_request("arguments must be an object")
+    arguments = declare_arguments(body)
     if len(name.encode()) > 255:
         # rabbit_mgmt_wm_queue's own check, with its text (trailing newline included).
         raise bad_request(f"queue should be less than 255 bytes, actually was {len(name.encode())}\n")
@@ -89,10 +105,7 @@ async def put_queue(request: web.Request, context: ManagementContext) -> web.Res
         arguments = {**arguments, "x-queue-type": default_type}  # RabbitMQ 3.13 applies the vhost default
     existed = name in vhost.queues
     dead_letter_exchange = arguments.get("x-dead-letter-exchange")
-    if not existed and isinstance(dead_letter_exchange, str):
-        # queue.declare's check for a new queue with a DLX: read on the queue, write on the DLX.
-        check(request, context, "queue", name, "read")
-        check(request, context, "exchange", dead_letter_exchange, "write")
+    check_new_with_target(request, context, "queue", name, existed, dead_letter_exchange)
     try:
         vhost.declare_queue(
             name,
