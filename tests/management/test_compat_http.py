@@ -103,6 +103,24 @@ SCENARIO = [
         f"/api/queues/{V}/{QP}",
         values=("name", "vhost", "durable", "auto_delete", "exclusive", "arguments", "type"),
     ),
+    # Properties by RabbitMQ's names both ways ("type" is pamqp's message_type).
+    Step(
+        "POST",
+        f"/api/exchanges/{V}/amq.default/publish",
+        {
+            "routing_key": QP,
+            "properties": {"type": "t", "app_id": "a", "delivery_mode": 2},
+            "payload": "m",
+            "payload_encoding": "string",
+        },
+        values=("*",),
+    ),
+    Step(
+        "POST",
+        f"/api/queues/{V}/{QP}/get",
+        {"count": 1, "ackmode": "ack_requeue_false", "encoding": "auto"},
+        values=("*",),
+    ),
     # authorize() behind the HTTP API, as RabbitMQ's management plugin meets it through its AMQP channel:
     # compat-u's topic permission on amq.topic, and a management user who may only read.
     Step(
