@@ -246,6 +246,9 @@ POLICY_COMMANDS = [
     ("trace_on", "-p", "nov"),
     ("list_vhosts", "name", "tracing"),
     ("delete_user", "tom"),
+    ("clear_policy", "p2"),
+    ("clear_operator_policy", "op2"),  # expires 1 ms on ^q: the queue test's q1, q2 would go
+    ("list_operator_policies", "--formatter", "json"),
 ]
 
 
