@@ -40,6 +40,9 @@ class Options:
     vhost: str = "/"
     no_table_headers: bool = False
     flags: frozenset[str] = frozenset()  # command switches (--if-empty, --offline, -e, ...)
+    priority: str = "0"  # set_policy / set_operator_policy
+    apply_to: str = "all"
+    user: str | None = None  # list_user_limits --user
 
 
 class Output:
@@ -68,6 +71,9 @@ _VALUE_FLAGS = {
     "--formatter": "formatter",
     "-p": "vhost",
     "--vhost": "vhost",
+    "--priority": "priority",
+    "--apply-to": "apply_to",
+    "--user": "user",
 }
 # Switches of rabbitmqctl's and rabbitmq-plugins' commands, kept for the command to read.
 _SWITCHES = frozenset(
@@ -87,6 +93,7 @@ _SWITCHES = frozenset(
         "--minimal",
         "--all",
         "--limit",
+        "--global",
     }
 )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from broker.ctl import admin
+from broker.ctl import admin, limits, policies
 from broker.ctl.api import Api, ApiFailure, Unavailable
 from broker.ctl.diagnostics import COMMANDS as DIAGNOSTICS
 from broker.ctl.diagnostics import UNREACHABLE, Options, Output, parse
@@ -17,7 +17,11 @@ from broker.ctl.tables import render
 from broker.ctl.target import Target, find_target
 
 EX_USAGE, EX_UNAVAILABLE = 64, 69
-ADMIN: dict[str, tuple[int, Callable[[Api, Options, Output], int]]] = admin.COMMANDS
+ADMIN: dict[str, tuple[int, Callable[[Api, Options, Output], int]]] = {
+    **admin.COMMANDS,
+    **policies.COMMANDS,
+    **limits.COMMANDS,
+}
 COMMANDS = ("await_startup", "ping", "status", *sorted(LISTINGS), *sorted(ADMIN))
 
 
