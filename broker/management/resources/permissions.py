@@ -84,7 +84,8 @@ async def put_topic_permission(request: web.Request, context: ManagementContext)
     access = context.broker.access
     if vhost not in context.broker.vhosts or user not in access.users:
         raise bad_request("vhost_or_user_not_found")
-    existed = (user, vhost, exchange) in access.topic_permissions
+    # resource_exists is per (vhost, user): a second exchange's topic permission answers 204, as RabbitMQ.
+    existed = any(key[:2] == (user, vhost) for key in access.topic_permissions)
     try:
         access.set_topic_permission(user, vhost, exchange, write, read)
     except AccessError as error:
