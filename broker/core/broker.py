@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from broker.core.access import ADMINISTRATOR, AccessControl, Change, User
+from broker.core.auth_attempts import AuthAttempts
 from broker.core.clock import Clock, ManualClock
 from broker.core.dead_letter import HeaderRewriter
 from broker.core.dispatcher import Dispatcher
@@ -48,6 +49,7 @@ class Broker:
         # Users, tags and permissions (rabbit_auth_backend_internal). Configured users are administrators with
         # full permissions on the configured vhosts, as RabbitMQ's default user is on "/".
         self.access = AccessControl()
+        self.auth_attempts = AuthAttempts()  # logins over AMQP and HTTP (rabbit_core_metrics)
         # Plugin exchange types not declarable (their plugin is not in enabled_plugins): set_plugin_exchanges.
         self.disabled_exchange_types: frozenset[str] = frozenset()
         # Vhost metadata (description, tags, default_queue_type) as RabbitMQ keeps it, by vhost name.
@@ -142,8 +144,15 @@ class Broker:
         return user
 
     def delete_user(self, name: str) -> bool:
-        """Delete a user with its permissions (in the store too); False if there was none."""
-        return self.access.delete_user(name)
+        """Delete a user with its permissions (in the store too); False if there was none. Its open
+        connections are closed with 320 "user 'u' is deleted", as rabbit_connection_tracking does on
+        user_deleted."""
+        if not self.access.delete_user(name):
+            return False
+        for vhost in self.vhosts.values():
+            for connection in [c for c in vhost.connections if c.username == name]:
+                connection.force_close(f"user '{name}' is deleted")
+        return True
 
     def set_vhost_metadata(self, name: str, metadata: dict[str, Any]) -> None:
         """A vhost's description, tags and default queue type (kept in the store with the vhost)."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import structlog
 from aiohttp import web
 
-from broker.management.auth import USER_KEY, Gate, check_gate, login
+from broker.management.auth import USER_KEY, Gate, authorize
 from broker.management.context import ManagementContext
 from broker.management.errors import ApiError, json_response, not_found
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from broker.core.persistence import Persistence
 
 from broker.management.resources import (
+    actions,
     bindings,
     connections,
     definitions,
@@ -52,6 +53,7 @@ ROUTES: list[Route] = [
     *users.ROUTES,
     *permissions.ROUTES,
     *queues.ROUTES,
+    *actions.ROUTES,
     *exchanges.ROUTES,
     *bindings.ROUTES,
     *connections.ROUTES,
@@ -70,8 +72,7 @@ def _endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespo
     async def endpoint(request: web.Request) -> web.StreamResponse:
         context = request.app[CONTEXT_KEY]
         if route.gate is not Gate.PUBLIC:
-            user = login(context, request)
-            check_gate(context, request, user, route.gate)
+            user = authorize(context, request, route.gate)
             request[USER_KEY] = user
         persistence = context.broker.persistence
         if persistence is None or request.method in ("GET", "HEAD"):

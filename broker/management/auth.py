@@ -71,9 +71,27 @@ def login(context: ManagementContext, request: web.Request) -> User:
         raise ApiError(401, "", "", {"WWW-Authenticate": REALM})
     user = context.broker.access.authenticate(*given)
     if user is None:
+        context.broker.auth_attempts.record("http", False)
         raise ApiError(401, "not_authorized", "Login failed", {"WWW-Authenticate": REALM})
     if not user.is_management:
+        context.broker.auth_attempts.record("http", False)
         raise not_authorised("Not management user")
+    return user
+
+
+def authorize(context: ManagementContext, request: web.Request, gate: Gate) -> User:
+    """login and check_gate, counting the Basic login as rabbit_mgmt_util:is_authorized does (protocol
+    "http": succeeded once the route's check passes, failed otherwise; the CLI's cookie is no login)."""
+    user = login(context, request)
+    internal = user is not context.broker.access.users.get(user.name)  # the cookie's acting user
+    try:
+        check_gate(context, request, user, gate)
+    except ApiError:
+        if not internal:
+            context.broker.auth_attempts.record("http", False)
+        raise
+    if not internal:
+        context.broker.auth_attempts.record("http", True)
     return user
 
 

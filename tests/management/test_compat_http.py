@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pika
+import pika.exceptions
 import pytest
 import requests
 
@@ -200,6 +201,38 @@ SCENARIO = [
     Step("POST", f"/api/bindings/{V}/e/compat-x/q/{QP}", {"routing_key": "a.#"}, headers=("Location",)),
     Step("POST", f"/api/bindings/{V}/e/compat-x/q/{QP}", {"routing_key": "b"}, headers=("Location",)),
     Step("POST", f"/api/bindings/{V}/e/nosuch/q/{QP}", {"routing_key": "k"}, values=("*",)),
+    # A topic source checks the routing key against the user's topic read permission (binding_action).
+    Step(
+        "PUT", f"/api/topic-permissions/{V}/compat-u", {"exchange": "compat-x", "write": ".*", "read": "^a"}
+    ),
+    Step(
+        "POST",
+        f"/api/bindings/{V}/e/compat-x/q/{QP}",
+        {"routing_key": "z.b"},
+        user=("compat-u", "p"),
+        values=("*",),
+    ),
+    Step(
+        "POST",
+        f"/api/bindings/{V}/e/compat-x/q/{QP}",
+        {"routing_key": "a.z"},
+        user=("compat-u", "p"),
+        headers=("Location",),
+    ),
+    Step("DELETE", f"/api/bindings/{V}/e/compat-x/q/{QP}/a.z"),
+    Step("POST", f"/api/queues/{V}/{QP}/actions", {"action": "sync"}, values=("*",)),
+    Step("POST", f"/api/queues/{V}/{QP}/actions", {"action": "cancel_sync"}, values=("*",)),
+    Step("POST", f"/api/queues/{V}/{QP}/actions", {"action": "nope"}, values=("*",)),
+    Step("POST", f"/api/queues/{V}/{QP}/actions", {}, values=("*",)),
+    Step("POST", f"/api/queues/{V}/{QP}/actions", {"action": "sync"}, user=("compat-u", "p"), values=("*",)),
+    Step("GET", f"/api/queues/{V}/{QP}/actions", headers=("Allow",), values=("*",)),
+    Step("POST", "/api/rebalance/queues", values=("*",)),
+    Step("GET", "/api/rebalance/queues", headers=("Allow",), values=("*",)),
+    Step("GET", "/api/auth/attempts/nosuch@nowhere", values=("*",)),
+    Step("GET", "/api/auth/attempts/nosuch@nowhere/source", values=("*",)),
+    Step("PUT", "/api/cluster-name", {"name": "compat-cluster"}, values=("*",)),
+    Step("GET", "/api/cluster-name", values=("*",)),
+    Step("GET", "/api/global-parameters/cluster_name", values=("*",)),
     Step("POST", f"/api/bindings/{V}/e/amq.default/q/{QP}", {}, values=("*",)),
     Step("GET", f"/api/bindings/{V}/e/compat-x/q/{QP}", values=("*",)),
     Step("GET", f"/api/bindings/{V}/e/compat-x/q/{QP}/a.%2523", values=("*",)),
@@ -432,3 +465,45 @@ def test_definitions_travel_both_ways_and_users_log_in_with_their_hashes(bases: 
             f"{target}/api/permissions/compat-defs/{user}", auth=GUEST, timeout=10
         ).json()
         assert permission["read"] == "^r"
+
+
+def test_deleting_a_user_closes_its_connections_as_rabbitmq_does(
+    bases: tuple[str, str], amqp_ports: tuple[int, int]
+) -> None:
+    closes = []
+    for base, port in zip(bases, amqp_ports, strict=True):
+        requests.put(
+            base + "/api/users/compat-doomed", json={"password": "p", "tags": ""}, auth=GUEST, timeout=10
+        )
+        requests.put(
+            base + "/api/permissions/%2F/compat-doomed",
+            json={"configure": ".*", "write": ".*", "read": ".*"},
+            auth=GUEST,
+            timeout=10,
+        )
+        params = pika.ConnectionParameters(
+            "127.0.0.1", port, credentials=pika.PlainCredentials("compat-doomed", "p")
+        )
+        connection = pika.BlockingConnection(params)
+        _poll(base, "/api/connections")  # RabbitMQ tracks the connection once it is registered
+        assert requests.delete(base + "/api/users/compat-doomed", auth=GUEST, timeout=10).status_code == 204
+        with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as closed:
+            connection.process_data_events(10)
+        closes.append((closed.value.reply_code, closed.value.reply_text))
+    assert closes[0] == closes[1] == (320, "CONNECTION_FORCED - user 'compat-doomed' is deleted")
+
+
+def test_auth_attempts_carry_rabbitmqs_keys(bases: tuple[str, str]) -> None:
+    listings = []
+    for base in bases:
+        node = requests.get(base + "/api/overview", auth=GUEST, timeout=10).json()["node"]
+        path = f"{base}/api/auth/attempts/{node}"
+        assert requests.delete(path, auth=GUEST, timeout=10).status_code == 204
+        assert requests.get(base + "/api/overview", auth=("guest", "wrong"), timeout=10).status_code == 401
+        listings.append(
+            (
+                requests.get(path, auth=GUEST, timeout=10).json(),
+                requests.get(path + "/source", auth=GUEST, timeout=10).json(),
+            )
+        )
+    assert listings[0] == listings[1]

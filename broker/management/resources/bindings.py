@@ -8,6 +8,7 @@ from urllib.parse import quote_plus, unquote_plus
 
 from aiohttp import web
 
+from broker.config.cookie import ACTING_USER
 from broker.management.auth import Gate, current_user, visible_vhosts
 from broker.management.context import ManagementContext
 from broker.management.errors import ApiError, access_refused, bad_request, no_content, not_found
@@ -77,6 +78,7 @@ async def create_binding(request: web.Request, context: ManagementContext) -> we
         raise ApiError(404, "not_found", f"no exchange '{destination}' in vhost '{vhost.name}'")
     check(request, context, kind, destination, "write")
     check(request, context, "exchange", source, "read")
+    _check_topic(request, context, vhost.name, source, routing_key)
     try:
         if kind == "queue":
             owner = vhost.queues[destination].exclusive_owner
@@ -89,6 +91,19 @@ async def create_binding(request: web.Request, context: ManagementContext) -> we
     # RabbitMQ answers a Location relative to the POSTed URI: destination/properties_key, form-encoded.
     location = f"{quote_plus(destination, safe='')}/{quote_plus(key, safe='')}"
     return no_content(201, {"Location": location})
+
+
+def _check_topic(
+    request: web.Request, context: ManagementContext, vhost: str, source: str, routing_key: str
+) -> None:
+    """rabbit_channel binding_action: after the vhost permissions, a topic source exchange checks the
+    routing key against the user's topic read permission (check_read_permitted_on_topic)."""
+    user = current_user(request)
+    exchange = context.broker.vhosts[vhost].exchanges[source]
+    if user.name == ACTING_USER or exchange.type_name != "topic":
+        return
+    if not context.broker.access.authorize_topic(user.name, vhost, source, routing_key, "read"):
+        raise access_refused()
 
 
 def _one(request: web.Request, context: ManagementContext) -> dict[str, Any]:

@@ -167,7 +167,9 @@ async def put_cluster_name(request: web.Request, context: ManagementContext) -> 
     body = await body_json(request, ("name",))
     if not isinstance(body["name"], str) or not body["name"]:
         raise bad_request("cluster name must be a non-empty string")
+    # rabbit_nodes:set_cluster_name keeps it as the cluster_name global parameter (stored, survives restart).
     context.cluster_name = body["name"]
+    context.broker.set_global_parameter("cluster_name", body["name"])
     return no_content()
 
 

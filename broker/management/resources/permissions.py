@@ -96,7 +96,8 @@ async def get_topic_permissions(request: web.Request, context: ManagementContext
 async def put_topic_permission(request: web.Request, context: ManagementContext) -> web.Response:
     vhost, user, (exchange, write, read) = await _grant_body(request, context, ("exchange", "write", "read"))
     access = context.broker.access
-    existed = (user, vhost, exchange) in access.topic_permissions
+    # resource_exists is per (vhost, user): a second exchange's topic permission answers 204, as RabbitMQ.
+    existed = any(key[:2] == (user, vhost) for key in access.topic_permissions)
     return _granted(existed, lambda: access.set_topic_permission(user, vhost, exchange, write, read))
 
 

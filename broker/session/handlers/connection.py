@@ -93,6 +93,9 @@ def _start_ok(session: HandshakePort, method: commands.Connection.StartOk) -> No
         username, password = parse_sasl_response(mechanism, response)
         known = session.broker.authenticate(username, password)
     session.mechanism = mechanism
+    # rabbit_reader counts every login, a loopback refusal as a failed one (rabbit_core_metrics).
+    allowed = known and not (username in session.config.loopback_users and not is_loopback(session.peer))
+    session.broker.auth_attempts.record("amqp091", allowed)
     if not known:
         _login_refused(session, capabilities, f"user '{username}' - invalid credentials")
         return
