@@ -76,6 +76,8 @@ def run_event_scenario(url: str) -> list[dict[str, Any]]:
             ch.queue_unbind("ee.q", "ee.x", "k.#", arguments={"a": 1})
             ch.queue_delete("ee.q")
             ch.exchange_delete("ee.x")
+            ch.queue_declare("ee.auto", auto_delete=True)
+            ch.basic_cancel(ch.basic_consume("ee.auto", lambda *_: None, consumer_tag="ee.auto-tag"))
         finally:
             actor.close()
         events = []

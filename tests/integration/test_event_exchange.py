@@ -1,0 +1,80 @@
+"""The event exchange over real sockets, without the oracle: off unless enabled_plugins lists it, internal,
+and every vhost's events land in vhost "/" with the vhost and the acting user in the headers
+(tests/compat/test_event_exchange.py compares the events field by field with RabbitMQ's)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pika
+import pika.exceptions
+import pytest
+
+from tests.conftest import start_broker_process
+
+EVENTS = "amq.rabbitmq.event"
+
+
+@pytest.fixture(scope="module")
+def events_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    plugins = Path(tmp_path_factory.mktemp("events")) / "enabled_plugins"
+    plugins.write_text("[rabbitmq_event_exchange].\n")
+    broker = start_broker_process("--enabled-plugins-file", str(plugins), "--vhost", "/", "--vhost", "other")
+    try:
+        yield broker.url
+    finally:
+        broker.stop()
+
+
+def _close_code(url: str, action: Any) -> int:
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        action(connection.channel())
+        return 0
+    except pika.exceptions.ChannelClosedByBroker as error:
+        return int(error.args[0])
+    finally:
+        if connection.is_open:
+            connection.close()
+
+
+def test_off_without_the_plugin(amqp_url: str) -> None:
+    """The shared broker has no enabled_plugins file: the event exchange is not among its defaults."""
+    assert _close_code(amqp_url, lambda ch: ch.exchange_declare(EVENTS, "topic", passive=True)) == 404
+
+
+def test_clients_cannot_publish_to_it(events_url: str) -> None:
+    def publish(ch: Any) -> None:
+        ch.confirm_delivery()
+        ch.basic_publish(EVENTS, "queue.created", b"")
+
+    assert _close_code(events_url, publish) == 403
+
+
+def test_events_of_another_vhost_and_of_the_broker(events_url: str) -> None:
+    watcher = pika.BlockingConnection(pika.URLParameters(events_url))
+    try:
+        watch = watcher.channel()
+        capture = watch.queue_declare("", exclusive=True).method.queue
+        watch.queue_bind(capture, EVENTS, "queue.*")
+        other = pika.BlockingConnection(pika.URLParameters(events_url.rstrip("/") + "/other"))
+        ch = other.channel()
+        ch.queue_declare("auto", auto_delete=True)
+        tag = ch.basic_consume("auto", lambda *_: None)
+        ch.basic_cancel(tag)  # the last consumer gone: the broker deletes the queue
+        other.close()
+        events = []
+        while (got := watch.basic_get(capture, auto_ack=True))[0] is not None:
+            method, properties, _ = got
+            headers = properties.headers
+            events.append(
+                (method.routing_key, headers["name"], headers["vhost"], headers["user_who_performed_action"])
+            )
+        assert events == [
+            ("queue.created", "auto", "other", "guest"),
+            ("queue.deleted", "auto", "other", "rmq-internal"),  # the broker deleted it
+        ]
+    finally:
+        watcher.close()
