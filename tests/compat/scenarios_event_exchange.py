@@ -3,6 +3,7 @@ queue bound to ``amq.rabbitmq.event`` collects the events; each event reduced to
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pika
@@ -27,6 +28,8 @@ def _event(method: Any, properties: Any, body: bytes) -> dict[str, Any]:
     fields = {
         key: (type(value).__name__ if key in _VOLATILE else _shape(value)) for key, value in headers.items()
     }
+    if fields.get("owner_pid"):
+        fields["owner_pid"] = "a pid"  # an exclusive queue's owner: node-specific
     return {
         "routing_key": method.routing_key,
         "headers": dict(sorted(fields.items())),
@@ -80,11 +83,21 @@ def run_event_scenario(url: str) -> list[dict[str, Any]]:
             ch.basic_cancel(ch.basic_consume("ee.auto", lambda *_: None, consumer_tag="ee.auto-tag"))
         finally:
             actor.close()
-        events = []
-        while True:
+        closing = pika.BlockingConnection(pika.URLParameters(url))
+        ch = closing.channel()
+        ch.queue_declare("ee.excl", exclusive=True)
+        ch.basic_consume("ee.excl", lambda *_: None, consumer_tag="ee.excl-tag")
+        closing.close()  # the broker removes the consumer and deletes the queue
+        events: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
             method, properties, body = watch.basic_get(capture, auto_ack=True)
             if method is None:
-                break
+                # RabbitMQ deletes an exclusive queue asynchronously after its owner closes.
+                if events and events[-1]["headers"].get("name") == "ee.excl":
+                    break
+                watcher.sleep(0.05)
+                continue
             events.append(_event(method, properties, body))
         return events
     finally:

@@ -47,6 +47,9 @@ def warrenmq_events_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
 def test_topology_events_match_rabbitmq(oracle_events_url: str, warrenmq_events_url: str) -> None:
     expected = run_event_scenario(oracle_events_url)
     observed = run_event_scenario(warrenmq_events_url)
+    # The scenario reached its end: the exclusive queue deleted when its connection closed.
+    assert expected[-1]["routing_key"] == "queue.deleted"
+    assert expected[-1]["headers"]["name"] == "ee.excl"
     assert [e["routing_key"] for e in observed] == [e["routing_key"] for e in expected]
     for seen, wanted in zip(observed, expected, strict=True):
         assert _differences(seen, wanted) == {}, seen["routing_key"]
