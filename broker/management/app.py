@@ -73,6 +73,7 @@ def _endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespo
             user = login(context, request)
             check_gate(context, request, user, route.gate)
             request[USER_KEY] = user
+            context.broker.events.actor = user.name  # user_who_performed_action of the event exchange
         persistence = context.broker.persistence
         if persistence is None or request.method in ("GET", "HEAD"):
             return await route.handler(request, context)

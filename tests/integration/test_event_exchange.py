@@ -4,6 +4,8 @@ and every vhost's events land in vhost "/" with the vhost and the acting user in
 
 from __future__ import annotations
 
+import base64
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,20 +14,29 @@ import pika
 import pika.exceptions
 import pytest
 
-from tests.conftest import start_broker_process
+from tests.conftest import BrokerProcess, start_broker_process
 
 EVENTS = "amq.rabbitmq.event"
 
 
 @pytest.fixture(scope="module")
-def events_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def events_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     plugins = Path(tmp_path_factory.mktemp("events")) / "enabled_plugins"
-    plugins.write_text("[rabbitmq_event_exchange].\n")
-    broker = start_broker_process("--enabled-plugins-file", str(plugins), "--vhost", "/", "--vhost", "other")
+    plugins.write_text("[rabbitmq_management,rabbitmq_event_exchange].\n")
+    broker = start_broker_process(
+        "--enabled-plugins-file",
+        str(plugins),
+        *("--vhost", "/", "--vhost", "other", "--user", "guest:guest", "--user", "admin:s3cret"),
+    )
     try:
-        yield broker.url
+        yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="module")
+def events_url(events_broker: BrokerProcess) -> str:
+    return events_broker.url
 
 
 def _close_code(url: str, action: Any) -> int:
@@ -76,5 +87,26 @@ def test_events_of_another_vhost_and_of_the_broker(events_url: str) -> None:
             ("queue.created", "auto", "other", "guest"),
             ("queue.deleted", "auto", "other", "rmq-internal"),  # the broker deleted it
         ]
+    finally:
+        watcher.close()
+
+
+def test_http_api_actions_name_the_http_user(events_broker: BrokerProcess) -> None:
+    """A queue deleted through the management API is reported with the API's user, as RabbitMQ does."""
+    watcher = pika.BlockingConnection(pika.URLParameters(events_broker.url))
+    try:
+        watch = watcher.channel()
+        capture = watch.queue_declare("", exclusive=True).method.queue
+        watch.queue_bind(capture, EVENTS, "queue.deleted")
+        watch.queue_declare("via-http")
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{events_broker.management_port}/api/queues/%2F/via-http", method="DELETE"
+        )
+        request.add_header("Authorization", "Basic " + base64.b64encode(b"admin:s3cret").decode())
+        with urllib.request.urlopen(request) as response:
+            assert response.status == 204
+        method, properties, _ = watch.basic_get(capture, auto_ack=True)
+        assert method is not None
+        assert properties.headers["user_who_performed_action"] == "admin"
     finally:
         watcher.close()
