@@ -110,3 +110,20 @@ def test_http_api_actions_name_the_http_user(events_broker: BrokerProcess) -> No
         assert properties.headers["user_who_performed_action"] == "admin"
     finally:
         watcher.close()
+
+
+def test_event_exchange_vhost_from_rabbitmq_conf(tmp_path: Path) -> None:
+    """rabbitmq.conf ``event_exchange.vhost`` moves the exchange (RabbitMQ's default is "/")."""
+    (tmp_path / "enabled_plugins").write_text("[rabbitmq_event_exchange].\n")
+    (tmp_path / "rabbitmq.conf").write_text("event_exchange.vhost = events\n")
+    broker = start_broker_process(
+        *("--enabled-plugins-file", str(tmp_path / "enabled_plugins")),
+        *("--config-file", str(tmp_path / "rabbitmq.conf"), "--vhost", "/", "--vhost", "events"),
+    )
+    try:
+        url = broker.url.rstrip("/")
+        passive = lambda ch: ch.exchange_declare(EVENTS, "topic", passive=True)  # noqa: E731
+        assert _close_code(url + "/events", passive) == 0
+        assert _close_code(url + "/", passive) == 404
+    finally:
+        broker.stop()
