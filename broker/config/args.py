@@ -287,6 +287,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
             else None
         ),
         collect_statistics_interval_ms=max(value("collect_statistics_interval"), 1),
+        event_exchange_vhost=value("event_exchange_vhost"),
         default_user_tags=tuple(value("default_user_tags")),
         default_permissions=tuple(value("default_permissions")),
         loopback_users=tuple(value("loopback_users")),

@@ -64,6 +64,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("prometheus_port", 15692, ("WARRENMQ_PROMETHEUS_PORT",), int),
     # rabbitmq.conf collect_statistics_interval: milliseconds between statistics samples (RabbitMQ's 5000).
     Setting("collect_statistics_interval", 5000, (), int),
+    # rabbitmq.conf event_exchange.vhost: where rabbitmq_event_exchange declares amq.rabbitmq.event.
+    Setting("event_exchange_vhost", "/", ()),
     # users / vhosts: WarrenMQ's lists; when not given, the one default user / vhost (RabbitMQ's).
     Setting("users", None, ("WARRENMQ_USERS",), _users),
     Setting("default_user", "guest", ("RABBITMQ_DEFAULT_USER",)),

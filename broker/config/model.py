@@ -70,6 +70,7 @@ class ServerConfig:
     # resource alarms); see README "Configuration".
     prometheus_port: int | None = 15692
     collect_statistics_interval_ms: int = 5000
+    event_exchange_vhost: str = "/"  # rabbitmq.conf event_exchange.vhost
     default_user_tags: tuple[str, ...] = ("administrator",)
     default_permissions: tuple[str, str, str] = (".*", ".*", ".*")
     loopback_users: tuple[str, ...] = ()

@@ -17,6 +17,7 @@ from broker.config.sysctl import ConfigFileError
 MANAGEMENT = "rabbitmq_management"
 PROMETHEUS = "rabbitmq_prometheus"
 AUTH_MECHANISM_SSL = "rabbitmq_auth_mechanism_ssl"  # the EXTERNAL mechanism
+EVENT_EXCHANGE = "rabbitmq_event_exchange"  # amq.rabbitmq.event (broker.session.event_exchange)
 # What WarrenMQ implements, each with the plugins RabbitMQ starts with it (its "N plugins started" counts
 # dependencies: rabbitmq_management brings rabbitmq_management_agent and rabbitmq_web_dispatch).
 IMPLEMENTED: dict[str, tuple[str, ...]] = {
@@ -29,7 +30,10 @@ IMPLEMENTED: dict[str, tuple[str, ...]] = {
     AUTH_MECHANISM_SSL: (),
     "rabbitmq_recent_history_exchange": (),
     "rabbitmq_sharding": (),  # its x-modulus-hash exchange type only
+    EVENT_EXCHANGE: (),
 }
+# Implemented but only run when an enabled_plugins file lists them (not part of "every plugin" without one).
+OPT_IN = frozenset({EVENT_EXCHANGE})
 # The exchange types the plugins bring: not declarable unless their plugin is enabled.
 EXCHANGE_TYPE_PLUGINS = {
     "x-consistent-hash": "rabbitmq_consistent_hash_exchange",
@@ -122,7 +126,7 @@ def _line_of(text: str, fragment: str) -> int:
 
 def started_plugins(enabled: tuple[str, ...] | None) -> list[str]:
     """The implemented plugins that run, dependencies included, in RabbitMQ's order (enabled first)."""
-    wanted = [name for name in IMPLEMENTED if IMPLEMENTED[name] or name not in _dependencies()]
+    wanted = _defaults()
     chosen = wanted if enabled is None else [name for name in enabled if name in IMPLEMENTED]
     started: list[str] = []
     for name in chosen:
@@ -143,7 +147,21 @@ def explicit_plugins(enabled: tuple[str, ...] | None) -> tuple[str, ...]:
     """The explicitly enabled plugins; without a file, the implemented ones that are not dependencies."""
     if enabled is not None:
         return enabled
-    return tuple(name for name in IMPLEMENTED if IMPLEMENTED[name] or name not in _dependencies())
+    return tuple(_defaults())
+
+
+def _defaults() -> list[str]:
+    """What runs without an enabled_plugins file: the implemented plugins but dependencies and opt-ins."""
+    return [
+        name
+        for name in IMPLEMENTED
+        if (IMPLEMENTED[name] or name not in _dependencies()) and name not in OPT_IN
+    ]
+
+
+def plugin_enabled(enabled: tuple[str, ...] | None, plugin: str) -> bool:
+    """Whether ``plugin`` runs: listed in the file, or without a file one of the defaults."""
+    return plugin in _defaults() if enabled is None else plugin in enabled
 
 
 def implicit_plugins(enabled: tuple[str, ...]) -> list[str]:

@@ -42,6 +42,7 @@ _STRING_KEYS = {
     "default_vhost": "default_vhost",
     "cluster_name": "cluster_name",
     "load_definitions": "definitions",
+    "event_exchange.vhost": "event_exchange_vhost",
 }
 # Known to RabbitMQ and understood here, but with nothing to configure in WarrenMQ: accepted silently.
 _ACCEPTED = re.compile(

@@ -32,8 +32,8 @@ class Topology(Enum):
     QUEUE_DELETED = "queue_deleted"
     BOUND = "bound"
     UNBOUND = "unbound"
-    CONSUMER_ADDED = "consumer_added"  # detail: queue, consumer_tag
-    CONSUMER_REMOVED = "consumer_removed"  # detail: queue, consumer_tag
+    CONSUMER_ADDED = "consumer_added"  # detail: queue and consumer_detail's fields
+    CONSUMER_REMOVED = "consumer_removed"  # detail: queue and consumer_detail's fields
 
 
 @dataclass(slots=True)
@@ -61,3 +61,15 @@ class Observer(Protocol):
     def on_topology(self, event: TopologyEvent) -> None:
         """Called after a declare, delete, bind or unbind took effect."""
         ...
+
+
+def consumer_detail(consumer: Any) -> dict[str, Any]:
+    """A consumer's fields for its topology events (the event exchange reports them as RabbitMQ does)."""
+    return {
+        "consumer_tag": consumer.consumer_tag,
+        "ack_required": not consumer.no_ack,
+        "exclusive": consumer.exclusive,
+        "prefetch_count": consumer.prefetch_count,
+        "arguments": consumer.arguments,
+        "channel": getattr(consumer.channel, "channel_id", 0),
+    }

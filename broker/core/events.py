@@ -58,7 +58,7 @@ class EventBus:
     with nothing attached they cost what they did before the fast lane existed.
     """
 
-    __slots__ = ("hot_observers", "ids", "journal", "observers", "stepping", "tracer")
+    __slots__ = ("actor", "hot_observers", "ids", "journal", "observers", "stepping", "tracer")
 
     def __init__(self) -> None:
         self.observers: list[Observer] = []
@@ -69,6 +69,9 @@ class EventBus:
         # reach it only behind ``stepping``, so tracing off costs nothing more.
         self.tracer: Any = None
         self.ids = itertools.count(1)  # message ids, shared by observers and the journal
+        # The user whose AMQP method is being handled (set by channels only while observers are attached):
+        # RabbitMQ's user_who_performed_action on topology events.
+        self.actor = ""
 
     def _changed(self) -> None:
         self.stepping = self.journal is not None or bool(self.hot_observers) or self.tracer is not None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 # Envelope is re-exported: callers take it with the Queue it belongs to.
 from broker.core.envelope import Envelope as Envelope  # noqa: PLC0414
 from broker.core.envelope import seq_of
-from broker.core.event_types import Fate, Observer, Topology
+from broker.core.event_types import Fate, Observer, Topology, consumer_detail
 from broker.core.message import Message
 from broker.core.stats import QueueStats
 from protocol.errors import ChannelError, ReplyCode
@@ -349,7 +349,7 @@ class Queue:
         if self.events is None or not self.events.observers:
             return
         kind = Topology.CONSUMER_ADDED if added else Topology.CONSUMER_REMOVED
-        self.events.topology(kind, self.vhost, queue=self.name, consumer_tag=consumer.consumer_tag)
+        self.events.topology(kind, self.vhost, queue=self.name, **consumer_detail(consumer))
 
     def wake(self) -> None:
         """Ask for a dispatch pass: called when messages arrive or a consumer may take more."""

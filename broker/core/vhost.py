@@ -118,6 +118,7 @@ class VirtualHost(VhostTopology):
 
     def auto_delete_queue(self, queue: Queue) -> None:
         if self.queues.get(queue.name) is queue:
+            self.events.actor = ""  # the broker acts: RabbitMQ's events name ?INTERNAL_USER
             self.remove_queue(queue)
 
     def delete_queue(self, name: str, owner: object, if_unused: bool = False, if_empty: bool = False) -> int:
@@ -206,6 +207,7 @@ class VirtualHost(VhostTopology):
 
     def expire_queue(self, queue: Queue) -> None:
         if self.queues.get(queue.name) is queue:
+            self.events.actor = ""
             self.remove_queue(queue)
 
     def with_delivery_count(self, message: Message, count: int) -> Message:

@@ -74,6 +74,7 @@ def _endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespo
         if route.gate is not Gate.PUBLIC:
             user = authorize(context, request, route.gate)
             request[USER_KEY] = user
+            context.broker.events.actor = user.name  # user_who_performed_action of the event exchange
         persistence = context.broker.persistence
         if persistence is None or request.method in ("GET", "HEAD"):
             return await route.handler(request, context)

@@ -13,7 +13,13 @@ from typing import Any, Protocol
 import structlog
 
 from broker.config import ServerConfig
-from broker.config.plugins import disabled_exchange_types, started_plugins, startup_complete_lines
+from broker.config.plugins import (
+    EVENT_EXCHANGE,
+    disabled_exchange_types,
+    plugin_enabled,
+    started_plugins,
+    startup_complete_lines,
+)
 from broker.core.broker import Broker
 from broker.core.clock import Clock
 from broker.journal.service import JournalService, preload
@@ -23,6 +29,7 @@ from broker.server.clock import LoopClock
 from broker.server.flow_control import FlowControl
 from broker.server.runtime import tune_for_serving
 from broker.server.tls import TLSConfigError, server_context
+from broker.session.event_exchange import EventExchange
 from broker.session.faults import SessionFaults
 from broker.storage.base import StorageError, Store
 from broker.storage.recovery import recover
@@ -93,6 +100,9 @@ class Server:
         self.journal: JournalService | None = None
         if config.journal is not None:
             self.journal = JournalService(config.journal, self.broker.events, loop)
+        if plugin_enabled(config.enabled_plugins, EVENT_EXCHANGE):
+            # Not attached at all when off: the topology emit sites then skip on ``events.observers``.
+            EventExchange(self.broker, self.clock, config.event_exchange_vhost).attach()
         self.port = 0  # the bound AMQP port once started
         self.ssl_port: int | None = None  # the bound AMQPS port once started (listeners.ssl.default)
         self._tls_server: asyncio.Server | None = None

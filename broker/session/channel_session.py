@@ -106,9 +106,10 @@ class ChannelSession:
             self.on_method(decode_method(payload))
 
     def on_method(self, method: Frame) -> None:
-        handler = HANDLERS.get(type(method))
+        if (vhost := self.conn.vhost) is not None and vhost.events.observers:
+            vhost.events.actor = self.conn.username  # user_who_performed_action for topology events
         try:
-            if handler is None:
+            if (handler := HANDLERS.get(type(method))) is None:
                 raise HardError(ReplyCode.COMMAND_INVALID, "unimplemented method")
             handler(self, method)
         except AMQPError as error:

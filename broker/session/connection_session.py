@@ -307,6 +307,10 @@ class ConnectionSession:
             self.ack_timeout = None
         channels = list(self.channels.values())
         self.channels.clear()
+        if self.vhost is not None:
+            # Consumers and exclusive queues go because the connection went: rabbit_amqqueue_process's
+            # terminated_by/1 names ?INTERNAL_USER for that.
+            self.vhost.events.actor = ""
         for channel in channels:
             channel.release()
         if self.vhost is not None:

@@ -1,12 +1,19 @@
 """WarrenMQ's own /api/warrenmq/plugins, which rabbitmq-plugins calls after rewriting enabled_plugins (as
 RabbitMQ's applies the new plugin set to the running node): the exchange-type plugins start and stop at
-once; the management and prometheus listeners change at the next start (reported as restart_needed)."""
+once; the management and prometheus listeners and the event exchange change at the next start (reported as
+restart_needed)."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from broker.config.plugins import EXCHANGE_TYPE_PLUGINS, MANAGEMENT, PROMETHEUS, disabled_exchange_types
+from broker.config.plugins import (
+    EVENT_EXCHANGE,
+    EXCHANGE_TYPE_PLUGINS,
+    MANAGEMENT,
+    PROMETHEUS,
+    disabled_exchange_types,
+)
 from broker.management.auth import Gate
 from broker.management.context import ManagementContext
 from broker.management.errors import bad_request, json_response
@@ -29,7 +36,9 @@ async def put_plugins(request: web.Request, context: ManagementContext) -> web.R
     stopped = sorted(name for name in _LIVE if name not in enabled and name in running)
     context.broker.disable_exchange_types(disabled_exchange_types(tuple(enabled)))
     context.running_plugins = sorted((running - set(stopped)) | set(started))
-    restart = [name for name in (MANAGEMENT, PROMETHEUS) if (name in enabled) != (name in running)]
+    restart = [
+        name for name in (MANAGEMENT, PROMETHEUS, EVENT_EXCHANGE) if (name in enabled) != (name in running)
+    ]
     return json_response(
         {
             "running": context.running_plugins,

@@ -1,0 +1,129 @@
+"""The event exchange over real sockets, without the oracle: off unless enabled_plugins lists it, internal,
+and every vhost's events land in vhost "/" with the vhost and the acting user in the headers
+(tests/compat/test_event_exchange.py compares the events field by field with RabbitMQ's)."""
+
+from __future__ import annotations
+
+import base64
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pika
+import pika.exceptions
+import pytest
+
+from tests.conftest import BrokerProcess, start_broker_process
+
+EVENTS = "amq.rabbitmq.event"
+
+
+@pytest.fixture(scope="module")
+def events_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    plugins = Path(tmp_path_factory.mktemp("events")) / "enabled_plugins"
+    plugins.write_text("[rabbitmq_management,rabbitmq_event_exchange].\n")
+    broker = start_broker_process(
+        "--enabled-plugins-file",
+        str(plugins),
+        *("--vhost", "/", "--vhost", "other", "--user", "guest:guest", "--user", "admin:s3cret"),
+    )
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="module")
+def events_url(events_broker: BrokerProcess) -> str:
+    return events_broker.url
+
+
+def _close_code(url: str, action: Any) -> int:
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        action(connection.channel())
+        return 0
+    except pika.exceptions.ChannelClosedByBroker as error:
+        return int(error.args[0])
+    finally:
+        if connection.is_open:
+            connection.close()
+
+
+def test_off_without_the_plugin(amqp_url: str) -> None:
+    """The shared broker has no enabled_plugins file: the event exchange is not among its defaults."""
+    assert _close_code(amqp_url, lambda ch: ch.exchange_declare(EVENTS, "topic", passive=True)) == 404
+
+
+def test_clients_cannot_publish_to_it(events_url: str) -> None:
+    def publish(ch: Any) -> None:
+        ch.confirm_delivery()
+        ch.basic_publish(EVENTS, "queue.created", b"")
+
+    assert _close_code(events_url, publish) == 403
+
+
+def test_events_of_another_vhost_and_of_the_broker(events_url: str) -> None:
+    watcher = pika.BlockingConnection(pika.URLParameters(events_url))
+    try:
+        watch = watcher.channel()
+        capture = watch.queue_declare("", exclusive=True).method.queue
+        watch.queue_bind(capture, EVENTS, "queue.*")
+        other = pika.BlockingConnection(pika.URLParameters(events_url.rstrip("/") + "/other"))
+        ch = other.channel()
+        ch.queue_declare("auto", auto_delete=True)
+        tag = ch.basic_consume("auto", lambda *_: None)
+        ch.basic_cancel(tag)  # the last consumer gone: the broker deletes the queue
+        other.close()
+        events = []
+        while (got := watch.basic_get(capture, auto_ack=True))[0] is not None:
+            method, properties, _ = got
+            headers = properties.headers
+            events.append(
+                (method.routing_key, headers["name"], headers["vhost"], headers["user_who_performed_action"])
+            )
+        assert events == [
+            ("queue.created", "auto", "other", "guest"),
+            ("queue.deleted", "auto", "other", "rmq-internal"),  # the broker deleted it
+        ]
+    finally:
+        watcher.close()
+
+
+def test_http_api_actions_name_the_http_user(events_broker: BrokerProcess) -> None:
+    """A queue deleted through the management API is reported with the API's user, as RabbitMQ does."""
+    watcher = pika.BlockingConnection(pika.URLParameters(events_broker.url))
+    try:
+        watch = watcher.channel()
+        capture = watch.queue_declare("", exclusive=True).method.queue
+        watch.queue_bind(capture, EVENTS, "queue.deleted")
+        watch.queue_declare("via-http")
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{events_broker.management_port}/api/queues/%2F/via-http", method="DELETE"
+        )
+        request.add_header("Authorization", "Basic " + base64.b64encode(b"admin:s3cret").decode())
+        with urllib.request.urlopen(request) as response:
+            assert response.status == 204
+        method, properties, _ = watch.basic_get(capture, auto_ack=True)
+        assert method is not None
+        assert properties.headers["user_who_performed_action"] == "admin"
+    finally:
+        watcher.close()
+
+
+def test_event_exchange_vhost_from_rabbitmq_conf(tmp_path: Path) -> None:
+    """rabbitmq.conf ``event_exchange.vhost`` moves the exchange (RabbitMQ's default is "/")."""
+    (tmp_path / "enabled_plugins").write_text("[rabbitmq_event_exchange].\n")
+    (tmp_path / "rabbitmq.conf").write_text("event_exchange.vhost = events\n")
+    broker = start_broker_process(
+        *("--enabled-plugins-file", str(tmp_path / "enabled_plugins")),
+        *("--config-file", str(tmp_path / "rabbitmq.conf"), "--vhost", "/", "--vhost", "events"),
+    )
+    try:
+        url = broker.url.rstrip("/")
+        passive = lambda ch: ch.exchange_declare(EVENTS, "topic", passive=True)  # noqa: E731
+        assert _close_code(url + "/events", passive) == 0
+        assert _close_code(url + "/", passive) == 404
+    finally:
+        broker.stop()
