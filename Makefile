@@ -29,6 +29,7 @@ run: $(RUN_STAMP)
 	$(VENV)/bin/warrenmq serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 lint: $(STAMP)
+	bash -n .ci/run
 	$(VENV)/bin/ruff check protocol broker tests benchmarks examples setup.py perf/compare.py perf/journal_cost.py
 	$(VENV)/bin/ruff format --check protocol broker tests benchmarks examples setup.py perf/compare.py perf/journal_cost.py
 
