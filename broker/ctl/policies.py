@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from broker.ctl.api import Api, ApiFailure, quote
@@ -108,30 +109,6 @@ def _list_policies(api: Api, o: Options, out: Output, base: str, what: str) -> i
     return 0
 
 
-def set_policy(api: Api, o: Options, out: Output) -> int:
-    return _set_policy(api, o, out, "/api/policies", "policy")
-
-
-def clear_policy(api: Api, o: Options, out: Output) -> int:
-    return _clear_policy(api, o, out, "/api/policies", "policy")
-
-
-def list_policies(api: Api, o: Options, out: Output) -> int:
-    return _list_policies(api, o, out, "/api/policies", "policies")
-
-
-def set_operator_policy(api: Api, o: Options, out: Output) -> int:
-    return _set_policy(api, o, out, "/api/operator-policies", "operator policy override")
-
-
-def clear_operator_policy(api: Api, o: Options, out: Output) -> int:
-    return _clear_policy(api, o, out, "/api/operator-policies", "operator policy")
-
-
-def list_operator_policies(api: Api, o: Options, out: Output) -> int:
-    return _list_policies(api, o, out, "/api/operator-policies", "operator policy overrides")
-
-
 def set_topic_permissions(api: Api, o: Options, out: Output) -> int:
     user, exchange, write, read = o.args[0], o.args[1], o.args[2], o.args[3]
     out.banner(f'Setting topic permissions on "{exchange}" for user "{user}" in vhost "{o.vhost}" ...')
@@ -193,24 +170,19 @@ def _trace(api: Api, o: Options, out: Output, on: bool) -> int:
     return 0
 
 
-def trace_on(api: Api, o: Options, out: Output) -> int:
-    return _trace(api, o, out, True)
-
-
-def trace_off(api: Api, o: Options, out: Output) -> int:
-    return _trace(api, o, out, False)
-
+_POLICIES, _OPERATOR = "/api/policies", "/api/operator-policies"
 
 COMMANDS: dict[str, tuple[int, Callable[[Api, Options, Output], int]]] = {
-    "set_policy": (3, set_policy),
-    "clear_policy": (1, clear_policy),
-    "list_policies": (0, list_policies),
-    "set_operator_policy": (3, set_operator_policy),
-    "clear_operator_policy": (1, clear_operator_policy),
-    "list_operator_policies": (0, list_operator_policies),
+    # Policies and operator policies share their commands; only the API path and the banner's noun differ.
+    "set_policy": (3, partial(_set_policy, base=_POLICIES, what="policy")),
+    "clear_policy": (1, partial(_clear_policy, base=_POLICIES, what="policy")),
+    "list_policies": (0, partial(_list_policies, base=_POLICIES, what="policies")),
+    "set_operator_policy": (3, partial(_set_policy, base=_OPERATOR, what="operator policy override")),
+    "clear_operator_policy": (1, partial(_clear_policy, base=_OPERATOR, what="operator policy")),
+    "list_operator_policies": (0, partial(_list_policies, base=_OPERATOR, what="operator policy overrides")),
     "set_topic_permissions": (4, set_topic_permissions),
     "clear_topic_permissions": (1, clear_topic_permissions),
     "list_topic_permissions": (0, list_topic_permissions),
-    "trace_on": (0, trace_on),
-    "trace_off": (0, trace_off),
+    "trace_on": (0, partial(_trace, on=True)),
+    "trace_off": (0, partial(_trace, on=False)),
 }
