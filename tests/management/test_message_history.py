@@ -1,0 +1,140 @@
+"""/api/warrenmq/message-history/{vhost}, the UI's #/messages: with recording on, a message published by a
+real client (aio-pika) is found by message id, correlation id or routing key, with its path (hops through an
+exchange-to-exchange binding, the queues, the consumer, the ack), and a rejected one with its
+dead-lettering."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aio_pika
+import pytest
+
+from broker.management.message_history import history_of
+from tests.management.conftest import Api
+
+HISTORY = "/api/warrenmq/message-history/%2F"
+
+
+async def _declare(api: Api) -> None:
+    for path, body in [
+        ("/api/exchanges/%2F/front", {"type": "direct"}),
+        ("/api/exchanges/%2F/orders-x", {"type": "topic"}),
+        ("/api/exchanges/%2F/dlx", {"type": "fanout"}),
+        ("/api/queues/%2F/orders", {"arguments": {"x-dead-letter-exchange": "dlx"}}),
+        ("/api/queues/%2F/dead", {}),
+    ]:
+        assert (await api.put(path, json=body)).status == 201
+    for path, key in [
+        ("/api/bindings/%2F/e/front/e/orders-x", "order.new"),
+        ("/api/bindings/%2F/e/orders-x/q/orders", "order.*"),
+        ("/api/bindings/%2F/e/dlx/q/dead", ""),
+    ]:
+        assert (await api.post(path, json={"routing_key": key})).status == 201
+
+
+async def _wait_for_steps(api: Api, query: str, steps: list[str]) -> dict[str, Any]:
+    """The one message the query finds, once its steps are ``steps`` (the consumer acks asynchronously)."""
+    for _ in range(200):
+        found = (await api.json(f"{HISTORY}?{query}"))["messages"]
+        if len(found) == 1 and [step["step"] for step in found[0]["steps"]] == steps:
+            return dict(found[0])
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never reached {steps}: {found}")
+
+
+async def test_recording_is_off_until_an_administrator_turns_it_on(api: Api) -> None:
+    assert await api.json(HISTORY) == {"enabled": False, "capacity": 1000, "messages": []}
+    assert api.server.broker.events.hot_observers == []  # nothing on the hot path while off
+    assert (await api.put("/api/users/watcher", json={"password": "pw", "tags": "monitoring"})).status == 201
+    refused = await api.put(HISTORY, json={"enabled": True}, user=("watcher", "pw"))
+    assert refused.status == 401  # RabbitMQ answers not_authorised with 401
+    bad = await api.put(HISTORY, json={"enabled": "yes"})
+    assert bad.status == 400
+    assert (await bad.json())["reason"] == "enabled must be true or false"
+    assert (await api.put(HISTORY, json={"enabled": True})).status == 204
+    assert (await api.json(HISTORY))["enabled"] is True
+    assert (await api.put(HISTORY, json={"enabled": False})).status == 204
+    assert api.server.broker.events.hot_observers == []
+
+
+async def test_a_consumed_message_shows_its_hops_queue_consumer_and_ack(api: Api) -> None:
+    await _declare(api)
+    assert (await api.put(HISTORY, json={"enabled": True})).status == 204
+    connection = await aio_pika.connect(api.amqp_url)
+    async with connection:
+        channel = await connection.channel()
+        front = await channel.get_exchange("front")
+        message = aio_pika.Message(b"{}", message_id="m-1", correlation_id="c-1")
+        await front.publish(message, routing_key="order.new")
+        await front.publish(aio_pika.Message(b"other", message_id="m-2"), routing_key="order.new")
+        queue = await channel.get_queue("orders")
+        for _ in range(2):
+            incoming = await queue.get(timeout=5)
+            assert incoming is not None
+            await incoming.ack()
+        found = await _wait_for_steps(api, "message_id=m-1", ["published", "routed", "delivered", "acked"])
+    assert found["exchange"] == "front"
+    assert found["routing_key"] == "order.new"
+    assert found["properties"] == {"message_id": "m-1", "correlation_id": "c-1"}
+    published, routed, delivered, acked = found["steps"]
+    assert routed["queues"] == ["orders"]
+    assert routed["hops"] == [
+        {"source": "front", "destination": "orders-x", "destination_type": "exchange", "alternate": False},
+        {"source": "orders-x", "destination": "orders", "destination_type": "queue", "alternate": False},
+    ]
+    assert delivered["queue"] == "orders"
+    assert delivered["redelivered"] is False
+    assert acked["queue"] == "orders"
+    assert published["at"] <= routed["at"] <= delivered["at"] <= acked["at"]
+    by_correlation = (await api.json(f"{HISTORY}?correlation_id=c-1"))["messages"]
+    assert [m["properties"]["message_id"] for m in by_correlation] == ["m-1"]
+    by_key = (await api.json(f"{HISTORY}?routing_key=order.new"))["messages"]
+    assert [m["properties"]["message_id"] for m in by_key] == ["m-2", "m-1"]  # newest first
+    assert (await api.json(f"{HISTORY}?routing_key=nope"))["messages"] == []
+
+
+async def test_a_rejected_message_shows_where_it_was_dead_lettered(api: Api) -> None:
+    await _declare(api)
+    assert (await api.put(HISTORY, json={"enabled": True})).status == 204
+    connection = await aio_pika.connect(api.amqp_url)
+    async with connection:
+        channel = await connection.channel()
+        front = await channel.get_exchange("front")
+        await front.publish(aio_pika.Message(b"bad", message_id="m-bad"), routing_key="order.new")
+        incoming = await (await channel.get_queue("orders")).get(timeout=5)
+        assert incoming is not None
+        await incoming.reject(requeue=False)
+        steps = ["published", "routed", "delivered", "nacked", "dead_lettered"]
+        found = await _wait_for_steps(api, "message_id=m-bad", steps)
+    assert found["steps"][3]["requeue"] is False
+    assert {k: found["steps"][4][k] for k in ("queue", "reason", "exchange", "queues")} == {
+        "queue": "orders",
+        "reason": "rejected",
+        "exchange": "dlx",
+        "queues": ["dead"],
+    }
+
+
+async def test_a_message_published_over_http_is_recorded_and_capacity_bounds_the_history(api: Api) -> None:
+    await _declare(api)
+    assert (await api.put(HISTORY, json={"enabled": True})).status == 204
+    history_of(api.context.broker).capacity = 3  # one recorder per broker
+    for number in range(5):
+        body = {
+            "routing_key": "order.new",
+            "payload": str(number),
+            "payload_encoding": "string",
+            "properties": {"message_id": f"h-{number}"},
+        }
+        assert (await api.post("/api/exchanges/%2F/front/publish", json=body)).status == 200
+    found = (await api.json(HISTORY))["messages"]
+    assert [m["properties"]["message_id"] for m in found] == ["h-4", "h-3", "h-2"]
+    assert [step["step"] for step in found[0]["steps"]] == ["published", "routed"]
+    assert found[0]["steps"][0]["connection"] == "HTTP API"
+
+
+@pytest.mark.parametrize("limit", ["0", "x", "1001"])
+async def test_a_bad_limit_is_400(api: Api, limit: str) -> None:
+    assert (await api.get(f"{HISTORY}?limit={limit}")).status == 400
