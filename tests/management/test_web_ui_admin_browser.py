@@ -1,7 +1,7 @@
 """The web UI's admin and detail screens in headless Chromium against a real broker: users (add, tags,
 password, delete), permissions and topic permissions (set, clear), user and vhost limits, policies (add with
 a definition, delete), with the API's refusals shown to the user; connection and channel pages of a real
-AMQP client; a stream queue's page; the rate charts drawn from the sampler's samples (on a manual clock).
+AMQP client; a stream queue's page; the rate charts and the topology's edge widths drawn from the sampler's samples (on a manual clock).
 Any JavaScript console error or failed request fails a test."""
 
 from __future__ import annotations
@@ -211,4 +211,10 @@ async def test_rate_charts_draw_the_sampled_rates(
         await expect(exchange_rates.locator('polyline[data-label="Publish (in)"]')).to_have_count(1)
         await page.goto(at(page, "#/"))
         await expect(page.locator('figure.chart[data-title="Message rates"] polyline')).not_to_have_count(0)
+        # The topology draws the edge as thick as its live rate (6/s: 1.5 + log2(7) px).
+        await page.goto(at(page, "#/topology"))
+        edge = page.locator('g.edge[data-source="e:rx"][data-target="q:rq"]')
+        await expect(edge).to_have_attribute("data-rate", "6.0")
+        width = await edge.locator("polyline").evaluate("e => getComputedStyle(e).strokeWidth")
+        assert width == "4.30735px"
     assert watched.errors == []
