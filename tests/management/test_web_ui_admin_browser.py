@@ -1,8 +1,8 @@
 """The web UI's admin and detail screens in headless Chromium against a real broker: users (add, tags,
 password, delete), permissions and topic permissions (set, clear), user and vhost limits, policies (add with
 a definition, delete), with the API's refusals shown to the user; connection and channel pages of a real
-AMQP client; a stream queue's page; the rate charts and the topology's edge widths drawn from the sampler's samples (on a manual clock).
-Any JavaScript console error or failed request fails a test."""
+AMQP client; a stream queue's page; the rate charts and the topology's edge widths drawn from the sampler's
+samples (on a manual clock). Any JavaScript console error or failed request fails a test."""
 
 from __future__ import annotations
 
