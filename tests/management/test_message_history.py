@@ -138,3 +138,31 @@ async def test_a_message_published_over_http_is_recorded_and_capacity_bounds_the
 @pytest.mark.parametrize("limit", ["0", "x", "1001"])
 async def test_a_bad_limit_is_400(api: Api, limit: str) -> None:
     assert (await api.get(f"{HISTORY}?limit={limit}")).status == 400
+
+
+async def test_gets_over_http_show_as_basic_get_deliveries_settled_by_the_ack_mode(api: Api) -> None:
+    await _declare(api)
+    assert (await api.put(HISTORY, json={"enabled": True})).status == 204
+    for number in range(3):
+        body = {
+            "routing_key": "order.new",
+            "payload": "x",
+            "payload_encoding": "string",
+            "properties": {"message_id": f"g-{number}"},
+        }
+        assert (await api.post("/api/exchanges/%2F/front/publish", json=body)).status == 200
+    for ackmode in ("ack_requeue_true", "ack_requeue_false", "ack_requeue_false", "reject_requeue_false"):
+        get: dict[str, Any] = {"count": 1, "ackmode": ackmode, "encoding": "auto"}
+        assert (await api.post("/api/queues/%2F/orders/get", json=get)).status == 200
+    found = {m["properties"]["message_id"]: m["steps"] for m in (await api.json(HISTORY))["messages"]}
+    names = {key: [step["step"] for step in steps] for key, steps in found.items()}
+    assert names == {
+        # nacked with requeue, then taken again (redelivered) with auto-ack
+        "g-0": ["published", "routed", "delivered", "nacked", "requeued", "delivered", "acked"],
+        "g-1": ["published", "routed", "delivered", "acked"],
+        # rejected: the queue's dead-letter exchange takes it
+        "g-2": ["published", "routed", "delivered", "nacked", "dead_lettered"],
+    }
+    first, again = found["g-0"][2], found["g-0"][5]
+    assert (first["consumer_tag"], first["redelivered"], again["redelivered"]) == (None, False, True)
+    assert found["g-2"][4]["queues"] == ["dead"]
