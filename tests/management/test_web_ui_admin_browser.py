@@ -72,11 +72,12 @@ async def test_users_permissions_limits_and_the_api_errors(api: Api, browser: Br
     update = page.locator("form[name=update-user]")
     await update.locator("input[name=tags]").fill("management")
     await update.locator("button[type=submit]").click()
+    await expect(update).to_contain_text("Tags saved.")
     await expect(page.locator("#user-tags")).to_have_text("Tags: management")
     assert (await api.get("/api/whoami", user=("alice", "pw1"))).status == 200
     await update.locator("input[name=password]").fill("pw2")
     await update.locator("button[type=submit]").click()
-    await expect(update).to_contain_text("User updated.")
+    await expect(update).to_contain_text("Password changed, tags saved.")
     assert (await api.get("/api/whoami", user=("alice", "pw2"))).status == 200
 
     await page.click("button[name=clear-permission]")
@@ -148,7 +149,7 @@ async def test_connection_and_channel_pages_and_a_stream(api: Api, browser: Brow
         await page.locator("table a").first.click()
         await expect(page.locator("h1")).to_contain_text("Connection")
         await expect(page.locator("#connection-facts")).to_contain_text("ui-client")
-        await page.locator("section", has_text="Channels").locator("table a").first.click()
+        await page.locator("section:has(h2:text-is('Channels'))").locator("table a").first.click()
         await expect(page.locator("h1")).to_contain_text("Channel")
         await expect(page.locator("#channel-facts")).to_contain_text("7")
         consumers = page.locator("section", has_text="Consumers")
@@ -173,6 +174,7 @@ async def clocked_api() -> AsyncIterator[tuple[Api, ManualClock]]:
     context = ManagementContext(server, node="warrenmq@testhost")
     client: TestClient[Any, Any] = TestClient(TestServer(build_app(context)))
     await client.start_server()
+    context.http_port = client.port or 0
     try:
         yield Api(client, server, context), clock
     finally:
@@ -205,12 +207,14 @@ async def test_rate_charts_draw_the_sampled_rates(
         await expect(rates.locator("ul.legend")).to_contain_text("Publish 6")  # 30 in the last 5 s
         lengths = page.locator('figure.chart[data-title="Queued messages"]')
         await expect(lengths.locator("ul.legend")).to_contain_text("Ready 60")
-        await watched.shot("queue-charts")
+        await watched.shot("queue-charts", readme=True)
         await page.goto(at(page, "#/exchanges/%2F/rx"))
         exchange_rates = page.locator('figure.chart[data-title="Message rates"]')
         await expect(exchange_rates.locator('polyline[data-label="Publish (in)"]')).to_have_count(1)
         await page.goto(at(page, "#/"))
         await expect(page.locator('figure.chart[data-title="Message rates"] polyline')).not_to_have_count(0)
+        await expect(page.locator('figure.chart[data-title="Queued messages"] polyline')).not_to_have_count(0)
+        await watched.shot("overview-traffic", readme=True)
         # The topology draws the edge as thick as its live rate (6/s: 1.5 + log2(7) px).
         await page.goto(at(page, "#/topology"))
         edge = page.locator('g.edge[data-source="e:rx"][data-target="q:rq"]')

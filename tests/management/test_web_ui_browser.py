@@ -65,7 +65,7 @@ async def test_queue_binding_publish_get_and_topology_route(api: Api, browser: B
     await expect(page.locator(".payload")).to_have_text("hello from the UI")
     await expect(page.locator(".message")).to_contain_text("routing key order.new")
     await expect(page.locator('figure.chart[data-title="Queued messages"]')).to_be_visible()
-    await watched.shot("queue")
+    await watched.shot("queue", readme=True)
 
     # Through the API: an alternate exchange, an exchange-to-exchange binding and a dead-letter exchange.
     for path, body in [
@@ -103,7 +103,7 @@ async def test_queue_binding_publish_get_and_topology_route(api: Api, browser: B
     await expect(page.locator('g.node.hl[data-id="q:orders"]')).to_be_visible()
     await expect(page.locator('g.edge.hl[data-source="e:events"][data-target="e:amq.topic"]')).to_be_visible()
     assert await page.locator('g.node.hl[data-id="q:billing"]').count() == 0
-    await watched.shot("topology")
+    await watched.shot("topology", readme=True)
     assert (await api.json("/api/queues/%2F/orders"))["messages"] == before  # the dry run enqueued nothing
 
     await page.locator('g.node[data-id="q:orders"]').click()
@@ -132,7 +132,7 @@ async def test_queue_binding_publish_get_and_topology_route(api: Api, browser: B
     await expect(steps.nth(5)).to_contain_text("delivered from orders to basic.get (redelivered)")
     await expect(steps.nth(6)).to_contain_text("acked in orders")
     await expect(history.locator(".outcome")).to_have_text("acked")
-    await watched.shot("messages")
+    await watched.shot("messages", readme=True)
     await page.click("button[name=logout]")
     await expect(page.locator("input[name=username]")).to_be_visible()
     assert watched.errors == []

@@ -56,10 +56,11 @@ class Watched:
         if message.type == "error":
             self.errors.append(f"console: {message.text}")
 
-    async def shot(self, name: str) -> None:
+    async def shot(self, name: str, readme: bool = False) -> None:
+        """Save a full-page artifact; with ``readme``, also the README's image when asked to refresh them."""
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         await self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-        if os.environ.get("WARRENMQ_README_SCREENSHOTS") == "1":
+        if readme and os.environ.get("WARRENMQ_README_SCREENSHOTS") == "1":
             README_IMAGES.mkdir(parents=True, exist_ok=True)
             await self.page.screenshot(path=str(README_IMAGES / f"ui-{name}.png"))
 

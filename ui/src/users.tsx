@@ -221,7 +221,7 @@ export function UserPage({ name }: { name: string }) {
             const secret = password ? { password } : { password_hash: current?.password_hash ?? "", hashing_algorithm: current?.hashing_algorithm };
             await call(session, "PUT", apiPath("users", name), { tags: str(form, "tags"), ...secret });
             setBump(bump + 1);
-            return "User updated.";
+            return password ? "Password changed, tags saved." : "Tags saved.";
           }}
         >
           <Field label="Tags"><input name="tags" value={tagText(user.data.tags)} /></Field>
