@@ -152,15 +152,27 @@ class MessageHistory:
         if vhost is None or exchange is None:
             return []
         _, hops = vhost.router.trace(exchange, message)
-        return [
-            {
-                "source": source.name,
-                "destination": str(getattr(destination, "name", "")),
-                "destination_type": "exchange" if isinstance(destination, Exchange) else "queue",
-                "alternate": alternate,
-            }
-            for source, destination, alternate in hops
-        ]
+        rows: list[dict[str, Any]] = []
+        for source, destination, alternate in hops:
+            # The binding keys joining the two (usually one); an alternate-exchange hop has none, and the
+            # default exchange's implicit binding is the queue's name.
+            if alternate:
+                keys: list[str] = []
+            elif source.is_default:
+                keys = [message.routing_key]
+            else:
+                table = vhost.bindings.by_source(source)
+                keys = sorted({b.routing_key for b in table if b.destination is destination})
+            rows.append(
+                {
+                    "source": source.name,
+                    "destination": str(getattr(destination, "name", "")),
+                    "destination_type": "exchange" if isinstance(destination, Exchange) else "queue",
+                    "alternate": alternate,
+                    "binding_keys": keys,
+                }
+            )
+        return rows
 
     # -- reading --------------------------------------------------------------------------------------------
 

@@ -80,9 +80,13 @@ async def test_a_consumed_message_shows_its_hops_queue_consumer_and_ack(api: Api
     assert found["properties"] == {"message_id": "m-1", "correlation_id": "c-1"}
     published, routed, delivered, acked = found["steps"]
     assert routed["queues"] == ["orders"]
-    assert routed["hops"] == [
-        {"source": "front", "destination": "orders-x", "destination_type": "exchange", "alternate": False},
-        {"source": "orders-x", "destination": "orders", "destination_type": "queue", "alternate": False},
+    assert [(hop["source"], hop["destination"], hop["binding_keys"]) for hop in routed["hops"]] == [
+        ("front", "orders-x", ["order.new"]),
+        ("orders-x", "orders", ["order.*"]),
+    ]
+    assert [(hop["destination_type"], hop["alternate"]) for hop in routed["hops"]] == [
+        ("exchange", False),
+        ("queue", False),
     ]
     assert delivered["queue"] == "orders"
     assert delivered["redelivered"] is False
@@ -166,3 +170,37 @@ async def test_gets_over_http_show_as_basic_get_deliveries_settled_by_the_ack_mo
     first, again = found["g-0"][2], found["g-0"][5]
     assert (first["consumer_tag"], first["redelivered"], again["redelivered"]) == (None, False, True)
     assert found["g-2"][4]["queues"] == ["dead"]
+
+
+async def test_hops_name_the_default_exchange_key_and_the_alternate_exchange(api: Api) -> None:
+    for path, body in [
+        ("/api/exchanges/%2F/ae", {"type": "fanout"}),
+        ("/api/exchanges/%2F/main", {"type": "direct", "arguments": {"alternate-exchange": "ae"}}),
+        ("/api/queues/%2F/lost", {}),
+    ]:
+        assert (await api.put(path, json=body)).status == 201
+    assert (await api.post("/api/bindings/%2F/e/ae/q/lost", json={"routing_key": ""})).status == 201
+    assert (await api.put(HISTORY, json={"enabled": True})).status == 204
+    connection = await aio_pika.connect(api.amqp_url)
+    async with connection:
+        channel = await connection.channel()
+        await channel.default_exchange.publish(aio_pika.Message(b"", message_id="d"), routing_key="lost")
+        main = await channel.get_exchange("main")
+        await main.publish(aio_pika.Message(b"", message_id="a"), routing_key="nowhere")
+        await channel.get_queue("lost")  # a round trip: both publishes handled
+    found = {
+        m["properties"]["message_id"]: m["steps"][1]["hops"] for m in (await api.json(HISTORY))["messages"]
+    }
+    assert found["d"] == [
+        {
+            "source": "",
+            "destination": "lost",
+            "destination_type": "queue",
+            "alternate": False,
+            "binding_keys": ["lost"],
+        }
+    ]
+    assert [(h["source"], h["destination"], h["alternate"], h["binding_keys"]) for h in found["a"]] == [
+        ("main", "ae", True, []),
+        ("ae", "lost", False, [""]),
+    ]

@@ -29,7 +29,8 @@ describe("message history", () => {
 
   it("names exchange hops and alternate exchanges", () => {
     expect(hopText({ source: "", destination: "q", destination_type: "queue", alternate: false })).toBe("(AMQP default) → q");
-    expect(hopText({ source: "main", destination: "ae", destination_type: "exchange", alternate: true })).toBe("main → exchange ae (alternate exchange)");
+    expect(hopText({ source: "main", destination: "ae", destination_type: "exchange", alternate: true, binding_keys: [] })).toBe("main → exchange ae (alternate exchange)");
+    expect(hopText({ source: "amq.topic", destination: "orders", destination_type: "queue", alternate: false, binding_keys: ["order.*", "#"] })).toBe('amq.topic → orders (binding key "order.*", "#")');
   });
 
   it("reads the outcome from the last step", () => {

@@ -4,6 +4,7 @@ export interface Hop {
   destination: string;
   destination_type: "exchange" | "queue";
   alternate: boolean;
+  binding_keys?: string[];
 }
 export interface Step {
   at: number;
@@ -48,7 +49,9 @@ export function clock(ms: number): string {
 }
 
 export function hopText(hop: Hop): string {
-  return `${exchangeName(hop.source)} → ${hop.destination_type === "exchange" ? "exchange " : ""}${hop.destination}${hop.alternate ? " (alternate exchange)" : ""}`;
+  const keys = hop.binding_keys ?? [];
+  const via = hop.alternate ? " (alternate exchange)" : keys.length ? ` (binding key ${keys.map((k) => `"${k}"`).join(", ")})` : "";
+  return `${exchangeName(hop.source)} → ${hop.destination_type === "exchange" ? "exchange " : ""}${hop.destination}${via}`;
 }
 
 export function describeStep(step: Step, record: Pick<HistoryRecord, "exchange" | "routing_key">): string {
