@@ -1,8 +1,9 @@
 """The web UI's admin and detail screens in headless Chromium against a real broker: users (add, tags,
 password, delete), permissions and topic permissions (set, clear), user and vhost limits, policies (add with
 a definition, delete), with the API's refusals shown to the user; connection and channel pages of a real
-AMQP client; a stream queue's page; the rate charts and the topology's edge widths drawn from the sampler's
-samples (on a manual clock). Any JavaScript console error or failed request fails a test."""
+AMQP client; binding from a queue's page; a stream queue's page; the rate charts and the topology's edge
+widths drawn from the sampler's samples (on a manual clock). Any JavaScript console error or failed request
+fails a test."""
 
 from __future__ import annotations
 
@@ -156,6 +157,17 @@ async def test_connection_and_channel_pages_and_a_stream(api: Api, browser: Brow
         await expect(consumers).to_contain_text("c-ui")
         await consumers.locator("a", has_text="work").click()
         await expect(page.locator("h1")).to_contain_text("Queue work")
+        bind = page.locator("form[name=bind-queue]")  # bind and unbind from the queue's page
+        await bind.locator("input[name=source]").fill("amq.direct")
+        await bind.locator("input[name=routing_key]").fill("jobs")
+        await bind.locator("button[type=submit]").click()
+        await expect(bind).to_contain_text("Bound.")
+        bindings = page.locator("section:has(h2:text-is('Bindings')) table")
+        await expect(bindings).to_contain_text("jobs")
+        assert [b["routing_key"] for b in await api.json("/api/queues/%2F/work/bindings")] == ["work", "jobs"]
+        await bindings.locator("button[name=unbind]").click()
+        await expect(bindings).not_to_contain_text("jobs")
+        assert [b["routing_key"] for b in await api.json("/api/queues/%2F/work/bindings")] == ["work"]
         await page.goto(at(page, "#/queues/%2F/events"))
         await expect(page.locator("#stream-info")).to_contain_text("stream")
         await expect(page.locator("#stream-info")).to_contain_text("x-max-age")

@@ -54,6 +54,7 @@ interface BindingRow {
   destination: string;
   routing_key: string;
   arguments?: Record<string, unknown>;
+  properties_key: string;
 }
 
 export function QueuesPage() {
@@ -171,8 +172,29 @@ export function QueuePage({ vhost, name }: { vhost: string; name: string }) {
             { title: "From", cell: (b) => (b.source === "" ? "(default exchange)" : <a href={link("exchanges", vhost, b.source)}>{b.source}</a>) },
             { title: "Routing key", cell: (b) => b.routing_key },
             { title: "Arguments", cell: (b) => JSON.stringify(b.arguments ?? {}) },
+            ...(changes
+              ? [{ title: "", cell: (b: BindingRow) => (b.source === "" ? null : <button name="unbind" onClick={() => void call(session, "DELETE", `${apiPath("bindings", vhost, "e", b.source, "q", name)}/${b.properties_key}`).then(() => setBump(bump + 1))}>Unbind</button>) }]
+              : []),
           ]}
         />
+        {changes && (
+          <ActionForm
+            name="bind-queue"
+            label="Bind"
+            action={async (form) => {
+              await call(session, "POST", apiPath("bindings", vhost, "e", str(form, "source"), "q", name), {
+                routing_key: str(form, "routing_key"),
+                arguments: jsonObject(str(form, "arguments")),
+              });
+              setBump(bump + 1);
+              return "Bound.";
+            }}
+          >
+            <Field label="From exchange"><input name="source" required /></Field>
+            <Field label="Routing key"><input name="routing_key" /></Field>
+            <Field label="Arguments (JSON)"><input name="arguments" /></Field>
+          </ActionForm>
+        )}
       </Section>
       <Section title="Get messages">
         <ActionForm
