@@ -10,7 +10,6 @@ kept, only the properties the UI searches by (message_id, correlation_id) and th
 
 from __future__ import annotations
 
-import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -64,11 +63,11 @@ class MessageHistory:
         self,
         broker: Broker,
         capacity: int = DEFAULT_CAPACITY,
-        clock: Callable[[], float] = time.time,
     ) -> None:
         self.broker = broker
         self.capacity = capacity
-        self.clock = clock
+        # The broker's clock (injectable): steps are dated as x-death times and expiry deadlines are.
+        self.now_ms = broker.clock.now_ms
         self.vhosts: set[str] = set()
         self.records: dict[str, OrderedDict[int, Record]] = {}
         self._detach: Callable[[], None] | None = None
@@ -97,7 +96,7 @@ class MessageHistory:
         if event.vhost not in self.vhosts:
             return
         record = self._record(event)
-        step: dict[str, Any] = {"at": round(self.clock() * 1000), "step": event.fate.value}
+        step: dict[str, Any] = {"at": self.now_ms(), "step": event.fate.value}
         if event.queue is not None:
             step["queue"] = event.queue
         detail = event.detail

@@ -6,12 +6,19 @@ dead-lettering."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aio_pika
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
+from broker.config import ServerConfig
+from broker.core.clock import ManualClock
+from broker.management.app import build_app
+from broker.management.context import ManagementContext
 from broker.management.message_history import history_of
+from broker.server.listener import Server
 from tests.management.conftest import Api
 
 HISTORY = "/api/warrenmq/message-history/%2F"
@@ -204,3 +211,39 @@ async def test_hops_name_the_default_exchange_key_and_the_alternate_exchange(api
         ("main", "ae", True, []),
         ("ae", "lost", False, [""]),
     ]
+
+
+@pytest.fixture
+async def clocked() -> AsyncIterator[tuple[Api, ManualClock]]:
+    clock = ManualClock(start_ms=1_700_000_000_000)
+    server = Server(
+        ServerConfig(host="127.0.0.1", port=0, management_port=None), asyncio.get_running_loop(), clock=clock
+    )
+    await server.start()
+    context = ManagementContext(server, node="warrenmq@testhost")
+    client: TestClient[Any, Any] = TestClient(TestServer(build_app(context)))
+    await client.start_server()
+    try:
+        yield Api(client, server, context), clock
+    finally:
+        await client.close()
+        await server.stop(grace_s=0.5)
+
+
+async def test_an_expired_message_is_dated_by_the_brokers_clock(
+    clocked: tuple[Api, ManualClock],
+) -> None:
+    api, clock = clocked
+    assert (await api.put("/api/queues/%2F/short", json={"arguments": {"x-message-ttl": 1000}})).status == 201
+    assert (await api.put(HISTORY, json={"enabled": True})).status == 204
+    connection = await aio_pika.connect(api.amqp_url)
+    async with connection:
+        channel = await connection.channel()
+        await channel.default_exchange.publish(aio_pika.Message(b"", message_id="old"), routing_key="short")
+        await channel.get_queue("short")  # a round trip: the publish handled
+        clock.advance(2.0)
+        found = await _wait_for_steps(api, "message_id=old", ["published", "routed", "expired", "dropped"])
+    published, _, expired, dropped = found["steps"]
+    assert (expired["queue"], dropped["reason"]) == ("short", "expired")
+    assert published["at"] == 1_700_000_000_000  # the broker's clock dates the steps
+    assert 1000 <= expired["at"] - published["at"] <= 2000
