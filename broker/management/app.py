@@ -28,6 +28,7 @@ from broker.management.resources import (
     exchanges,
     health,
     limits,
+    message_history,
     nodes,
     overview,
     parameters,
@@ -64,6 +65,7 @@ ROUTES: list[Route] = [
     *parameters.ROUTES,
     *limits.ROUTES,
     *dry_run_route.ROUTES,
+    *message_history.ROUTES,
 ]
 _MAX_BODY_BYTES = 64 * 1024 * 1024  # definitions files can be large
 

@@ -1,95 +1,36 @@
 """The web UI end to end in headless Chromium (the Debian package, never a downloaded browser), driven by
 Playwright against a real broker and management port: log in, add a queue and a binding, publish and get a
-message, see the binding's edge in the topology graph and a test key's highlighted path. Any JavaScript
+message, see the binding's edge in the topology graph and a test key's highlighted path, follow a message's
+history. Any JavaScript
 console error or failed request fails the test; screenshots land in test-artifacts/ (and, with
 WARRENMQ_README_SCREENSHOTS=1, refresh docs/images/)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-from playwright.async_api import Browser, ConsoleMessage, Page, async_playwright, expect
+import aio_pika
+from playwright.async_api import Browser, expect
 
 from tests.management.conftest import Api
+from tests.management.ui_browser import BROWSER_MARKS, browser, login, open_ui
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
-README_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+__all__ = ["browser"]  # the fixture
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(),
-        reason="chromium is not installed (apt-get install chromium chromium-driver; .ci/run does it)",
-    ),
-]
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        try:
-            yield launched
-        finally:
-            await launched.close()
-
-
-class Watched:
-    """A page whose console errors, page errors and failed requests are collected."""
-
-    def __init__(self, page: Page) -> None:
-        self.page = page
-        self.errors: list[str] = []
-        page.on("console", self._console)
-        page.on("pageerror", lambda error: self.errors.append(f"pageerror: {error}"))
-        page.on("requestfailed", lambda request: self.errors.append(f"requestfailed: {request.url}"))
-
-    def _console(self, message: ConsoleMessage) -> None:
-        if message.type == "error":
-            self.errors.append(f"console: {message.text}")
-
-    async def shot(self, name: str) -> None:
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        await self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-        if os.environ.get("WARRENMQ_README_SCREENSHOTS") == "1":
-            README_IMAGES.mkdir(parents=True, exist_ok=True)
-            await self.page.screenshot(path=str(README_IMAGES / f"ui-{name}.png"))
-
-
-async def _open(api: Api, browser: Browser) -> Watched:
-    page = await browser.new_page(viewport={"width": 1280, "height": 800})
-    watched = Watched(page)
-    api_requests: list[str] = []
-    page.on("request", lambda request: api_requests.append(request.url) if "/api/" in request.url else None)
-    await page.goto(f"http://127.0.0.1:{api.client.port}/")
-    await expect(page.locator("input[name=username]")).to_be_visible()
-    assert api_requests == []  # no API call before login, so a fresh visit logs no failed request
-    return watched
-
-
-async def _login(watched: Watched, user: str, password: str) -> None:
-    page = watched.page
-    await page.fill("input[name=username]", user)
-    await page.fill("input[name=password]", password)
-    await page.click("form.login button[type=submit]")
-    await expect(page.locator("header")).to_contain_text(f"User {user}")
+pytestmark = BROWSER_MARKS
 
 
 async def test_queue_binding_publish_get_and_topology_route(api: Api, browser: Browser) -> None:
-    watched = await _open(api, browser)
+    watched = await open_ui(api, browser)
     page = watched.page
-    await _login(watched, "guest", "guest")
+    await login(watched, "guest", "guest")
     await expect(page.locator("#totals")).to_contain_text("exchanges")
+    await expect(page.locator('figure.chart[data-title="Message rates"]')).to_be_visible()
     await watched.shot("overview")
+
+    # Message history is recorded only once switched on (as RabbitMQ's firehose): switch it on in the UI.
+    await page.goto(page.url.split("#")[0] + "#/messages")
+    await expect(page.locator("main")).to_contain_text("Recording off")
+    await page.click("button[name=history-switch]")
+    await expect(page.locator("main")).to_contain_text("Recording on")
 
     await page.goto(page.url.split("#")[0] + "#/queues")
     form = page.locator("form[name=add-queue]")
@@ -112,6 +53,7 @@ async def test_queue_binding_publish_get_and_topology_route(api: Api, browser: B
 
     publish = page.locator("form[name=publish]")
     await publish.locator("input[name=routing_key]").fill("order.new")
+    await publish.locator("input[name=message_id]").fill("ui-1")
     await publish.locator("textarea[name=payload]").fill("hello from the UI")
     await publish.locator("button[type=submit]").click()
     await expect(publish).to_contain_text("Message published.")
@@ -122,7 +64,8 @@ async def test_queue_binding_publish_get_and_topology_route(api: Api, browser: B
     await get.locator("button[type=submit]").click()
     await expect(page.locator(".payload")).to_have_text("hello from the UI")
     await expect(page.locator(".message")).to_contain_text("routing key order.new")
-    await watched.shot("queue")
+    await expect(page.locator('figure.chart[data-title="Queued messages"]')).to_be_visible()
+    await watched.shot("queue", readme=True)
 
     # Through the API: an alternate exchange, an exchange-to-exchange binding and a dead-letter exchange.
     for path, body in [
@@ -160,11 +103,36 @@ async def test_queue_binding_publish_get_and_topology_route(api: Api, browser: B
     await expect(page.locator('g.node.hl[data-id="q:orders"]')).to_be_visible()
     await expect(page.locator('g.edge.hl[data-source="e:events"][data-target="e:amq.topic"]')).to_be_visible()
     assert await page.locator('g.node.hl[data-id="q:billing"]').count() == 0
-    await watched.shot("topology")
+    await watched.shot("topology", readme=True)
     assert (await api.json("/api/queues/%2F/orders"))["messages"] == before  # the dry run enqueued nothing
 
     await page.locator('g.node[data-id="q:orders"]').click()
     await expect(page.locator("h1")).to_contain_text("Queue orders")
+
+    # A consumer (a real AMQP client) takes the message and acks it; its history shows the whole path.
+    connection = await aio_pika.connect(api.amqp_url)
+    async with connection:
+        channel = await connection.channel()
+        incoming = await (await channel.get_queue("orders")).get(timeout=5)
+        assert incoming is not None
+        assert incoming.message_id == "ui-1"
+        await incoming.ack()
+        await channel.get_queue("orders")  # a round trip: the ack has been handled
+    await page.goto(page.url.split("#")[0] + "#/messages?message_id=ui-1")
+    history = page.locator('.history[data-id="ui-1"]')
+    await expect(history.locator("li.step")).to_have_count(7)
+    steps = history.locator("li.step")
+    await expect(steps.nth(0)).to_contain_text('published to amq.topic with routing key "order.new"')
+    await expect(steps.nth(1)).to_contain_text("routed to orders")
+    await expect(steps.nth(1)).to_contain_text('amq.topic → orders (binding key "order.*")')
+    # The UI's own get (nack, requeue true), then the AMQP client's.
+    await expect(steps.nth(2)).to_contain_text("delivered from orders to basic.get")
+    await expect(steps.nth(3)).to_contain_text("nacked in orders, requeued")
+    await expect(steps.nth(4)).to_contain_text("requeued in orders")
+    await expect(steps.nth(5)).to_contain_text("delivered from orders to basic.get (redelivered)")
+    await expect(steps.nth(6)).to_contain_text("acked in orders")
+    await expect(history.locator(".outcome")).to_have_text("acked")
+    await watched.shot("messages", readme=True)
     await page.click("button[name=logout]")
     await expect(page.locator("input[name=username]")).to_be_visible()
     assert watched.errors == []
@@ -175,9 +143,9 @@ async def test_monitoring_user_sees_no_change_buttons(api: Api, browser: Browser
     body = {"configure": ".*", "write": ".*", "read": ".*"}
     assert (await api.put("/api/permissions/%2F/watcher", json=body)).status == 201
     assert (await api.put("/api/queues/%2F/watched", json={})).status == 201
-    watched = await _open(api, browser)
+    watched = await open_ui(api, browser)
     page = watched.page
-    await _login(watched, "watcher", "pw")
+    await login(watched, "watcher", "pw")
     await page.goto(page.url.split("#")[0] + "#/queues")
     await expect(page.locator("table")).to_contain_text("watched")
     assert await page.locator("form[name=add-queue]").count() == 0
@@ -191,7 +159,7 @@ async def test_monitoring_user_sees_no_change_buttons(api: Api, browser: Browser
 
 
 async def test_wrong_password_shows_login_failed(api: Api, browser: Browser) -> None:
-    watched = await _open(api, browser)
+    watched = await open_ui(api, browser)
     page = watched.page
     await page.fill("input[name=username]", "guest")
     await page.fill("input[name=password]", "wrong")
@@ -209,9 +177,9 @@ async def test_a_vhost_of_1000_queues_and_5000_bindings_stays_responsive(api: Ap
         vhost.declare_queue(f"q{number:04}", owner=None)
         for exchange in range(5):
             vhost.bind_queue(f"q{number:04}", f"x{(number + exchange) % 10}", f"k.{number}.#", None, None)
-    watched = await _open(api, browser)
+    watched = await open_ui(api, browser)
     page = watched.page
-    await _login(watched, "guest", "guest")
+    await login(watched, "guest", "guest")
     # Times are measured in the page and reported, never asserted (the machine is shared).
     await page.evaluate("window.__t0 = performance.now()")
     await page.goto(page.url.split("#")[0] + "#/queues")

@@ -1,5 +1,7 @@
 import { useState } from "preact/hooks";
 import { call } from "./api";
+import { WINDOW } from "./chart";
+import { RatesChart } from "./charts";
 import { useCtx, useGet } from "./hooks";
 import { apiPath, link } from "./routes";
 import { ActionForm, Field, Section, Table, jsonObject, str } from "./widgets";
@@ -12,6 +14,7 @@ interface ExchangeRow {
   internal: boolean;
   auto_delete: boolean;
   arguments?: Record<string, unknown>;
+  message_stats?: Record<string, unknown>;
 }
 interface BindingRow {
   source: string;
@@ -97,7 +100,7 @@ export function ExchangePage({ vhost, name }: { vhost: string; name: string }) {
   const { session, changes } = useCtx();
   const [bump, setBump] = useState(0);
   const path = apiPath("exchanges", vhost, name);
-  const exchange = useGet<ExchangeRow>(path, bump);
+  const exchange = useGet<ExchangeRow>(`${path}?${WINDOW}`, bump);
   const outgoing = useGet<BindingRow[]>(`${path}/bindings/source`, bump);
   const incoming = useGet<BindingRow[]>(`${path}/bindings/destination`, bump);
   const e = exchange.data;
@@ -115,6 +118,7 @@ export function ExchangePage({ vhost, name }: { vhost: string; name: string }) {
       <p class="muted">
         {e.type} · {e.durable ? "durable" : "transient"} · arguments {JSON.stringify(e.arguments ?? {})} · <a href={`${link("topology")}?${encodeURIComponent(e.name)}`}>topology</a>
       </p>
+      <div class="charts"><RatesChart stats={e.message_stats} keys={[["publish_in", "Publish (in)"], ["publish_out", "Publish (out)"]]} /></div>
       <Section title="Bindings from this exchange">
         <BindingsTable rows={outgoing.data ?? []} vhost={vhost} side="out" onUnbind={unbind} />
       </Section>
@@ -156,7 +160,11 @@ export function ExchangePage({ vhost, name }: { vhost: string; name: string }) {
                 routing_key: str(form, "routing_key"),
                 payload: str(form, "payload"),
                 payload_encoding: "string",
-                properties: { delivery_mode: Number(str(form, "delivery_mode")), ...(Object.keys(headers).length ? { headers } : {}) },
+                properties: {
+                  delivery_mode: Number(str(form, "delivery_mode")),
+                  ...(str(form, "message_id") ? { message_id: str(form, "message_id") } : {}),
+                  ...(Object.keys(headers).length ? { headers } : {}),
+                },
               });
               return answer.routed ? "Message published." : "Message published, but not routed.";
             }}
@@ -165,6 +173,7 @@ export function ExchangePage({ vhost, name }: { vhost: string; name: string }) {
             <Field label="Delivery mode">
               <select name="delivery_mode"><option value="1">1 - Non-persistent</option><option value="2">2 - Persistent</option></select>
             </Field>
+            <Field label="Message id"><input name="message_id" size={10} /></Field>
             <Field label="Headers (JSON)"><input name="headers" /></Field>
             <Field label="Payload"><textarea name="payload" rows={3} /></Field>
           </ActionForm>

@@ -70,3 +70,34 @@ describe("tags", () => {
     expect(canChange(parseTags("management, monitoring"))).toBe(true);
   });
 });
+
+describe("edge widths from live rates", () => {
+  it("caps an edge's rate by what enters either end; dead-letter edges carry none", async () => {
+    const { edgeRates, edgeWidth } = await import("./graph");
+    const rated = [
+      { name: "main", type: "direct", arguments: { "alternate-exchange": "ae" }, message_stats: { publish_in_details: { rate: 40 } } },
+      { name: "ae", type: "fanout", message_stats: { publish_in_details: { rate: 2 } } },
+      { name: "dlx", type: "fanout" },
+    ];
+    const rq = [
+      { name: "orders", arguments: { "x-dead-letter-exchange": "dlx" }, message_stats: { publish_details: { rate: 30 } } },
+      { name: "lost", message_stats: { publish_details: { rate: 2 } } },
+    ];
+    const rb = [
+      { source: "main", destination: "orders", destination_type: "queue" as const, routing_key: "k" },
+      { source: "ae", destination: "lost", destination_type: "queue" as const, routing_key: "" },
+    ];
+    const graph = buildGraph(rated, rq, rb);
+    const rates = edgeRates(graph, rated, rq);
+    const byPair = Object.fromEntries(graph.edges.map((e) => [`${e.kind}:${e.source}->${e.target}`, rates.get(e.id)]));
+    expect(byPair).toEqual({
+      "binding:e:main->q:orders": 30,
+      "binding:e:ae->q:lost": 2,
+      "alternate:e:main->e:ae": 2,
+      "dead-letter:q:orders->e:dlx": 0,
+    });
+    expect(edgeWidth(0)).toBe(1.5);
+    expect(edgeWidth(3)).toBe(3.5);
+    expect(edgeWidth(1e6)).toBe(9);
+  });
+});

@@ -4,6 +4,7 @@ export interface ExchangeRow {
   name: string;
   type: string;
   arguments?: Record<string, unknown>;
+  message_stats?: { publish_in_details?: { rate?: number } };
 }
 export interface QueueRow {
   name: string;
@@ -128,4 +129,24 @@ export function highlight(graph: Graph, start: string, hops: Hop[]): { nodes: Se
     for (const edge of graph.edges) if (edge.source === source && edge.target === target && edge.kind === kind) edges.add(edge.id);
   }
   return { nodes, edges };
+}
+
+/** Messages per second along each edge, from the live rates the API gives per object (there is no per-binding
+ *  counter): what enters the source exchange, capped by what enters the destination (a queue's publish rate, an
+ *  exchange's publish_in), so an edge is never drawn thicker than the traffic at either end. */
+export function edgeRates(graph: Graph, exchanges: ExchangeRow[], queues: QueueRow[]): Map<string, number> {
+  const rate = new Map<string, number>();
+  for (const e of exchanges) rate.set(exchangeId(e.name), e.message_stats?.publish_in_details?.rate ?? 0);
+  for (const q of queues) rate.set(queueId(q.name), q.message_stats?.publish_details?.rate ?? 0);
+  const out = new Map<string, number>();
+  for (const edge of graph.edges) {
+    // A dead-letter edge starts at a queue, whose publish rate says nothing about what it dead-letters.
+    out.set(edge.id, edge.kind === "dead-letter" ? 0 : Math.min(rate.get(edge.source) ?? 0, rate.get(edge.target) ?? 0));
+  }
+  return out;
+}
+
+/** Stroke width for a rate: 1.5 px idle, growing with the logarithm of the rate, at most 9 px. */
+export function edgeWidth(rate: number): number {
+  return Math.min(9, 1.5 + Math.log2(1 + Math.max(0, rate)));
 }

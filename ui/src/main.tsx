@@ -1,11 +1,13 @@
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { ChannelsPage, ConnectionsPage, PoliciesPage, UsersPage, VhostsPage } from "./admin";
+import { ChannelPage, ChannelsPage, ConnectionPage, ConnectionsPage, PoliciesPage, VhostPage, VhostsPage } from "./admin";
 import { call, canChange, isAdmin, loadSession, parseTags, saveSession, type Session } from "./api";
 import { ExchangePage, ExchangesPage } from "./exchanges";
 import { AppCtx, useGet } from "./hooks";
+import { MessagesPage } from "./messages";
 import { OverviewPage } from "./overview";
 import { QueuePage, QueuesPage } from "./queues";
+import { UserPage, UsersPage } from "./users";
 import { link, parseHash } from "./routes";
 import "./style.css";
 
@@ -50,6 +52,7 @@ const TABS: [string, string][] = [
   ["exchanges", "Exchanges"],
   ["queues", "Queues"],
   ["topology", "Topology"],
+  ["messages", "Messages"],
 ];
 const ADMIN_TABS: [string, string][] = [
   ["users", "Users"],
@@ -72,6 +75,11 @@ function Page({ hash }: { hash: string }) {
   const key = `${page}/${args.join("/")}`;
   if (page === "queues" && args.length === 2) return <QueuePage key={key} vhost={args[0]} name={args[1]} />;
   if (page === "exchanges" && args.length === 2) return <ExchangePage key={key} vhost={args[0]} name={args[1]} />;
+  if (args.length === 1) {
+    const detail: Record<string, (p: { name: string }) => preact.JSX.Element> = { connections: ConnectionPage, channels: ChannelPage, users: UserPage, vhosts: VhostPage };
+    const Detail = detail[page];
+    if (Detail) return <Detail key={key} name={args[0]} />;
+  }
   const pages: Record<string, () => preact.JSX.Element> = {
     overview: OverviewPage,
     connections: ConnectionsPage,
@@ -79,6 +87,7 @@ function Page({ hash }: { hash: string }) {
     exchanges: ExchangesPage,
     queues: QueuesPage,
     topology: () => <LazyTopology initialFilter={decodeURIComponent(query)} />,
+    messages: () => <MessagesPage initialQuery={query} />,
     users: UsersPage,
     vhosts: VhostsPage,
     policies: PoliciesPage,

@@ -1,3 +1,5 @@
+import { WINDOW } from "./chart";
+import { TotalsCharts } from "./charts";
 import { useGet } from "./hooks";
 import { Section, Table, fmt } from "./widgets";
 
@@ -5,8 +7,9 @@ interface Overview {
   cluster_name?: string;
   rabbitmq_version?: string;
   object_totals?: Record<string, number>;
-  queue_totals?: Record<string, number>;
+  queue_totals?: Record<string, unknown>;
   listeners?: { protocol: string; ip_address: string; port: number; node: string }[];
+  message_stats?: Record<string, unknown>;
 }
 interface NodeRow {
   name: string;
@@ -15,11 +18,10 @@ interface NodeRow {
   mem_alarm?: boolean;
   disk_free_alarm?: boolean;
 }
-
 const mib = (bytes: number | undefined) => (typeof bytes === "number" ? `${(bytes / 2 ** 20).toFixed(0)} MiB` : "-");
 
 export function OverviewPage() {
-  const overview = useGet<Overview>("/api/overview");
+  const overview = useGet<Overview>(`/api/overview?${WINDOW}`);
   const nodes = useGet<NodeRow[]>("/api/nodes");
   const o = overview.data;
   if (overview.error) return <p class="error">{overview.error}</p>;
@@ -40,6 +42,9 @@ export function OverviewPage() {
             </div>
           ))}
         </div>
+      </Section>
+      <Section title="Last minute">
+        <TotalsCharts stats={o.message_stats} lengths={o.queue_totals} />
       </Section>
       <Section title="Nodes">
         <Table

@@ -1,5 +1,7 @@
 import { useState } from "preact/hooks";
 import { call } from "./api";
+import { WINDOW } from "./chart";
+import { TotalsCharts } from "./charts";
 import { useCtx, useGet } from "./hooks";
 import { apiPath, link } from "./routes";
 import { ActionForm, Field, Section, Table, fmt, jsonObject, str } from "./widgets";
@@ -15,7 +17,30 @@ interface QueueRow {
   consumers?: number;
   durable?: boolean;
   arguments?: Record<string, unknown>;
-  consumer_details?: { consumer_tag: string; ack_required: boolean; prefetch_count: number; channel_details?: { name?: string } }[];
+  consumer_details?: { consumer_tag: string; ack_required: boolean; prefetch_count: number; arguments?: Record<string, unknown>; channel_details?: { name?: string } }[];
+  message_stats?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+// What a stream's page shows besides its type: its retention arguments and, where the API gives them,
+// its offsets (RabbitMQ 3.13 lists committed_offset / first_offset / segments for streams).
+const STREAM_KEYS = ["x-max-length-bytes", "x-max-age", "x-stream-max-segment-size-bytes", "x-stream-filter-size-bytes"];
+const STREAM_FIELDS = ["first_offset", "committed_offset", "segments", "readers"];
+
+export function StreamInfo({ q }: { q: QueueRow }) {
+  const args = STREAM_KEYS.filter((key) => q.arguments?.[key] !== undefined);
+  const fields = STREAM_FIELDS.filter((key) => q[key] !== undefined && q[key] !== null);
+  return (
+    <Section title="Stream">
+      <table id="stream-info">
+        <tbody>
+          <tr><th>Type</th><td>stream (an append-only log: consumers read from an offset and nothing is removed by consuming)</td></tr>
+          {fields.map((key) => <tr><th>{key.replace(/_/g, " ")}</th><td>{typeof q[key] === "object" ? JSON.stringify(q[key]) : String(q[key])}</td></tr>)}
+          {args.map((key) => <tr><th>{key}</th><td>{String(q.arguments?.[key])}</td></tr>)}
+        </tbody>
+      </table>
+    </Section>
+  );
 }
 interface Page<T> {
   items: T[];
@@ -29,6 +54,7 @@ interface BindingRow {
   destination: string;
   routing_key: string;
   arguments?: Record<string, unknown>;
+  properties_key: string;
 }
 
 export function QueuesPage() {
@@ -109,7 +135,7 @@ export function QueuePage({ vhost, name }: { vhost: string; name: string }) {
   const [bump, setBump] = useState(0);
   const [got, setGot] = useState<Got[] | null>(null);
   const path = apiPath("queues", vhost, name);
-  const queue = useGet<QueueRow>(path, bump);
+  const queue = useGet<QueueRow>(`${path}?${WINDOW}`, bump);
   const bindings = useGet<BindingRow[]>(`${path}/bindings`, bump);
   const q = queue.data;
   if (queue.error) return <p class="error">{queue.error}</p>;
@@ -124,15 +150,18 @@ export function QueuePage({ vhost, name }: { vhost: string; name: string }) {
         <div class="tile"><b>{q.type ?? "classic"}</b><span>{q.durable ? "durable" : "transient"}</span></div>
       </div>
       <p class="muted">Arguments: {JSON.stringify(q.arguments ?? {})}</p>
+      <TotalsCharts stats={q.message_stats} lengths={q} />
+      {q.type === "stream" && <StreamInfo q={q} />}
       <Section title="Consumers">
         <Table
           rows={q.consumer_details ?? []}
           empty="No consumers."
           columns={[
-            { title: "Channel", cell: (c) => c.channel_details?.name ?? "" },
+            { title: "Channel", cell: (c) => (c.channel_details?.name ? <a href={link("channels", c.channel_details.name)}>{c.channel_details.name}</a> : "") },
             { title: "Tag", cell: (c) => c.consumer_tag },
             { title: "Ack required", cell: (c) => String(c.ack_required) },
             { title: "Prefetch", cell: (c) => c.prefetch_count },
+            { title: "Arguments", cell: (c) => JSON.stringify(c.arguments ?? {}) },
           ]}
         />
       </Section>
@@ -143,8 +172,29 @@ export function QueuePage({ vhost, name }: { vhost: string; name: string }) {
             { title: "From", cell: (b) => (b.source === "" ? "(default exchange)" : <a href={link("exchanges", vhost, b.source)}>{b.source}</a>) },
             { title: "Routing key", cell: (b) => b.routing_key },
             { title: "Arguments", cell: (b) => JSON.stringify(b.arguments ?? {}) },
+            ...(changes
+              ? [{ title: "", cell: (b: BindingRow) => (b.source === "" ? null : <button name="unbind" onClick={() => void call(session, "DELETE", `${apiPath("bindings", vhost, "e", b.source, "q", name)}/${b.properties_key}`).then(() => setBump(bump + 1))}>Unbind</button>) }]
+              : []),
           ]}
         />
+        {changes && (
+          <ActionForm
+            name="bind-queue"
+            label="Bind"
+            action={async (form) => {
+              await call(session, "POST", apiPath("bindings", vhost, "e", str(form, "source"), "q", name), {
+                routing_key: str(form, "routing_key"),
+                arguments: jsonObject(str(form, "arguments")),
+              });
+              setBump(bump + 1);
+              return "Bound.";
+            }}
+          >
+            <Field label="From exchange"><input name="source" required /></Field>
+            <Field label="Routing key"><input name="routing_key" /></Field>
+            <Field label="Arguments (JSON)"><input name="arguments" /></Field>
+          </ActionForm>
+        )}
       </Section>
       <Section title="Get messages">
         <ActionForm

@@ -2,7 +2,7 @@ import ELK from "elkjs/lib/elk.bundled.js";
 import type { ElkNode, ElkExtendedEdge } from "elkjs/lib/elk-api";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { call } from "./api";
-import { buildGraph, highlight, type BindingRow, type ExchangeRow, type Graph, type Hop, type QueueRow } from "./graph";
+import { buildGraph, edgeRates, edgeWidth, highlight, type BindingRow, type ExchangeRow, type Graph, type Hop, type QueueRow } from "./graph";
 import { useCtx, useGet } from "./hooks";
 import { apiPath, link } from "./routes";
 
@@ -72,6 +72,8 @@ export function TopologyPage({ initialFilter }: { initialFilter: string }) {
     };
   }, [graph]);
   const lit = graph && route ? highlight(graph, route.start, route.hops) : null;
+  // Widths follow the live rates on every refresh, without laying the graph out again.
+  const rates = graph ? edgeRates(graph, exchanges.data ?? [], queues.data ?? []) : new Map<string, number>();
   const routable = (exchanges.data ?? []).map((e) => e.name || "amq.default");
   return (
     <div>
@@ -123,8 +125,8 @@ export function TopologyPage({ initialFilter }: { initialFilter: string }) {
             const label = placedEdge?.label ?? points[0];
             const on = lit?.edges.has(edge.id) ?? false;
             return (
-              <g class={`edge ${edge.kind}${on ? " hl" : ""}`} data-source={edge.source} data-target={edge.target}>
-                <polyline points={points.map((p) => `${p.x},${p.y}`).join(" ")} marker-end="url(#arrow)" />
+              <g class={`edge ${edge.kind}${on ? " hl" : ""}`} data-source={edge.source} data-target={edge.target} data-rate={(rates.get(edge.id) ?? 0).toFixed(1)}>
+                <polyline points={points.map((p) => `${p.x},${p.y}`).join(" ")} marker-end="url(#arrow)" style={on ? undefined : { strokeWidth: edgeWidth(rates.get(edge.id) ?? 0) }} />
                 {edge.label && <text x={label.x} y={label.y} text-anchor="middle">{edge.label}</text>}
               </g>
             );

@@ -41,6 +41,7 @@ export function ActionForm({ label, action, children, name }: { label: string; a
       onSubmit={(event) => {
         event.preventDefault();
         const form = event.currentTarget;
+        setNote(null); // a note left from the last submit must not pass for this one's
         action(new FormData(form)).then(
           (text) => setNote({ ok: true, text: text ?? "Done." }),
           (error: Error) => setNote({ ok: false, text: error.message }),

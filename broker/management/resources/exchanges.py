@@ -26,6 +26,7 @@ from broker.management.resources.queues import check, check_new_with_target, dec
 from broker.management.routing import Route, amqp_error, body_json, flag, query_flag
 from broker.management.serialize import vhost_bindings
 from broker.management.serialize_stats import exchange_row
+from broker.session.fates import published_events
 from protocol.errors import AMQPError, ChannelError, ReplyCode
 
 DEFAULT_EXCHANGE_ALIAS = "amq.default"
@@ -155,6 +156,8 @@ async def publish(request: web.Request, context: ManagementContext) -> web.Respo
         if message.expiration is not None:
             parse_expiration(message.expiration)  # basic.publish's check: 406 "invalid expiration ..."
         queues, _ = vhost.publish(name, message)
+        if vhost.events.hot_observers:  # RabbitMQ publishes through a channel: observers see it as one
+            published_events(vhost.events, vhost.name, message, queues, False, 0, "HTTP API")
     except AMQPError as error:
         # rabbit_mgmt_wm_exchange_publish reports the channel error as "<code> <reply text>".
         raise ApiError(400, "bad_request", f"{int(error.code)} {error.reply_text}") from None

@@ -12,6 +12,7 @@ from broker.core.queue import Queue
 from broker.management.auth import Gate, current_user, visible_vhosts
 from broker.management.context import ManagementContext
 from broker.management.errors import access_refused, bad_request, json_response, no_content, not_found
+from broker.management.get_fates import got_events
 from broker.management.messages import message_json
 from broker.management.paging import reply, reply_list
 from broker.management.routing import Route, amqp_error, body_json, flag, query_flag
@@ -185,6 +186,7 @@ async def get_messages(request: web.Request, context: ManagementContext) -> web.
         for envelope, redelivered, remaining in taken
     ]
     envelopes = [envelope for envelope, _, _ in taken]
+    got_events(queue, envelopes, ackmode)
     if ackmode.endswith("requeue_true"):
         queue.requeue(envelopes)
     elif envelopes:
