@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from broker.core.envelope import Envelope
 from broker.core.message import Message
 from broker.core.stream_filter import StreamFilter, consumer_filter
-from broker.core.stream_log import Segment, StreamLog
+from broker.core.stream_log import StreamLog
 from broker.core.stream_offset import start_offset
 from protocol.errors import ChannelError, HardError, ReplyCode
 
@@ -32,31 +32,6 @@ def not_supported(queue: Queue, operation: str) -> HardError:
     return HardError(
         ReplyCode.NOT_IMPLEMENTED, f"{operation} not supported by stream queues {_resource(queue)}"
     )
-
-
-class StoredEntry(Envelope):
-    """A log entry as the store keeps it: ``seq`` is offset + 1 (0 means "not stored" to the store), and the
-    append time rides in the store's expiry column (``expires_at``), which streams do not otherwise use."""
-
-    __slots__ = ("expires_at",)
-
-    def __init__(self, seq: int, message: Message, appended_ms: int) -> None:
-        super().__init__(seq, message)
-        self.expires_at = appended_ms
-
-
-# The store removes rows only of persistent messages (a classic queue never stores transient ones); a
-# stream stores every message, so its removals name the rows through this persistent stand-in.
-_STORED_ROW = Message("", "", b"", b"", None, 2)
-
-
-def _entries(segments: list[Segment]) -> list[Envelope]:
-    """The store rows of segments retention dropped."""
-    return [
-        StoredEntry(segment.first_offset + index + 1, _STORED_ROW, 0)
-        for segment in segments
-        for index in range(len(segment.messages))
-    ]
 
 
 class StreamPath:
@@ -92,20 +67,31 @@ class StreamPath:
 
     def enqueue(self, message: Message) -> bool:
         now_ms = self.host.clock.now_ms()
-        offset = self.log.append(message, now_ms)
+        log = self.log
+        offset = log.append(message, now_ms)
         store = self.queue.store
         if store is not None:
             # Every message of a stream is kept, transient or not; the channel's confirm waits for the commit.
-            store.message_added(self.queue, StoredEntry(offset + 1, message, now_ms))
-        dropped = self.log.apply_retention(self.settings.max_length_bytes, self.settings.max_age_ms, now_ms)
-        if dropped and store is not None:
-            store.messages_removed(self.queue, _entries(dropped))
-        for consumer, offset in self.cursors.items():
-            if offset < self.log.first_offset:
-                self.cursors[consumer] = self.log.first_offset
+            store.stream_appended(self.queue, log.segments[-1].first_offset, offset, now_ms, message)
+        self.apply_retention(now_ms)
         if self.cursors:
             self.queue.dispatcher.wake(self.queue)
         return True
+
+    def apply_retention(self, now_ms: int) -> None:
+        """Whole segments over x-max-length-bytes or older than x-max-age go (on append, and when a policy
+        changes the limits); cursors behind the new head move to it."""
+        settings = self.settings
+        dropped = self.log.apply_retention(settings.max_length_bytes, settings.max_age_ms, now_ms)
+        if not dropped:
+            return
+        store = self.queue.store
+        if store is not None:
+            store.stream_segments_dropped(self.queue, [segment.first_offset for segment in dropped])
+        head = self.log.first_offset
+        for consumer, offset in self.cursors.items():
+            if offset < head:
+                self.cursors[consumer] = head
 
     def requeue(self, envelopes: Iterable[Envelope]) -> None:
         """A closed channel's outstanding deliveries: a stream keeps every message, nothing to put back."""
@@ -114,15 +100,17 @@ class StreamPath:
         raise not_supported(self.queue, "basic.get")
 
     def recover(self, envelopes: list[Envelope]) -> None:
-        """The stored entries, in offset order: offsets and append times as they were."""
-        if not envelopes:
-            return
-        self.log = StreamLog(self.settings.max_segment_size_bytes, first_offset=envelopes[0].seq - 1)
-        now_ms = self.host.clock.now_ms()
-        for envelope in envelopes:
-            if envelope.seq - 1 != self.log.next_offset:  # a gap (lost transient rows): keep offsets
-                self.log = StreamLog(self.settings.max_segment_size_bytes, first_offset=envelope.seq - 1)
-            self.log.append(envelope.message, getattr(envelope, "expires_at", None) or now_ms)
+        """Streams come back through `recover_segments` (their log is not kept as message rows)."""
+
+    def recover_segments(self, segments: Iterable[tuple[int, list[tuple[Message, int]]]]) -> None:
+        """The stored segments in order, each as its first offset and (message, append time) pairs: offsets,
+        times and segment boundaries as they were."""
+        log = StreamLog(self.settings.max_segment_size_bytes)
+        for first_offset, entries in segments:
+            if log.segments[-1].messages and first_offset != log.next_offset:
+                log = StreamLog(self.settings.max_segment_size_bytes)  # a gap: keep what follows it
+            log.restore_segment(first_offset, [e[0] for e in entries], [e[1] for e in entries])
+        self.log = log
 
     def purged(self) -> None:
         raise not_supported(self.queue, "queue.purge")

@@ -20,6 +20,7 @@ from broker.core.policies import PolicyError, parse_policy
 from broker.core.queue import Envelope, Queue
 from broker.core.queue_features import TimedEnvelope
 from broker.core.runtime_parameters import ParameterError
+from broker.core.stream_queue import StreamPath
 from broker.core.typed_json import decode_table
 from broker.storage.base import (
     KEY_SEQ_BITS,
@@ -174,6 +175,9 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
         writer.replaying = False
     store_configured_grants(broker, definitions)
     for queue, row in queues:
+        if isinstance(queue.features, StreamPath):
+            report.messages += _recover_stream(queue.features, store, row.id)
+            continue
         envelopes = [_envelope(message) for message in store.messages(row.id)]
         report.messages += len(envelopes)
         report.redelivered += sum(1 for envelope in envelopes if envelope.redelivered)
@@ -210,10 +214,23 @@ def _restore_parameter(broker: Broker, row: ParameterRow) -> None:
         )
 
 
-def _envelope(row: MessageRow) -> Envelope:
-    key, exchange, routing_key, header, body, expires_at, delivered = row
+def _recover_stream(stream: StreamPath, store: Store, queue_id: int) -> int:
+    """A stream's segments, read back from its segment files; returns how many entries it holds."""
+    count = 0
+    segments: list[tuple[int, list[tuple[Message, int]]]] = []
+    for first_offset, records in store.stream_segments(queue_id):
+        entries = [
+            (_message(exchange, key, header, body), ts) for _o, ts, exchange, key, header, body in records
+        ]
+        segments.append((first_offset, entries))
+        count += len(entries)
+    stream.recover_segments(segments)
+    return count
+
+
+def _message(exchange: str, routing_key: str, header: bytes, body: bytes) -> Message:
     info = parse_content_header(header)
-    message = Message(
+    return Message(
         exchange,
         routing_key,
         header,
@@ -223,6 +240,11 @@ def _envelope(row: MessageRow) -> Envelope:
         info.priority,
         info.expiration,
     )
+
+
+def _envelope(row: MessageRow) -> Envelope:
+    key, exchange, routing_key, header, body, expires_at, delivered = row
+    message = _message(exchange, routing_key, header, body)
     seq = key & _SEQ_MASK
     if expires_at is not None:
         return TimedEnvelope(seq, message, expires_at, bool(delivered))
