@@ -64,6 +64,10 @@ class StreamLog:
         tail.size_bytes += len(message.body)
         return offset
 
+    def segment_of(self, offset: int) -> Segment:
+        """The segment holding ``offset`` (between the head and the tail)."""
+        return self.segments[bisect_right(self.segments, offset, key=lambda s: s.first_offset) - 1]
+
     def read(self, offset: int) -> tuple[Message, int] | None:
         """The message at ``offset`` and its append time, or None past the tail or before the head."""
         if offset < self.first_offset or offset >= self.next_offset:
@@ -98,6 +102,8 @@ class StreamLog:
         """Drop whole closed segments over ``max_bytes`` in total or older than ``max_age_ms`` (by their last
         append); the active (last) segment always stays. Returns the segments dropped."""
         dropped: list[Segment] = []
+        if max_bytes is None and max_age_ms is None:
+            return dropped
         while len(self.segments) > 1:
             head = self.segments[0]
             too_big = max_bytes is not None and self.size_bytes > max_bytes

@@ -253,9 +253,25 @@ class SqliteStore:
     # -- writing (the writer thread)
 
     def apply(self, batch: Batch) -> None:
-        db = self.db
         stale_streams: list[int] = []  # new queues' ids: a crash mid-delete may have left their files
         gone_streams = list(batch.dropped_queues)
+        if batch.topology or batch.added or batch.delivered or batch.removed or batch.dropped_queues:
+            self._apply_rows(batch, stale_streams, gone_streams)
+        # Stream files after the commit: a crash in between leaves the queue without the entries of this
+        # batch, which nobody was told were confirmed.
+        streams = self.streams
+        for queue_id in stale_streams:
+            streams.drop_queue(queue_id)
+        if batch.stream_appends:
+            streams.append(batch.stream_appends)
+        for queue_id, first in batch.stream_dropped:
+            streams.drop_segments(queue_id, [first])
+        for queue_id in gone_streams:
+            streams.drop_queue(queue_id)
+
+    def _apply_rows(self, batch: Batch, stale_streams: list[int], gone_streams: list[int]) -> None:
+        """The batch's SQLite part, one transaction."""
+        db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
             for op, row in batch.topology:
@@ -291,17 +307,6 @@ class SqliteStore:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-        # Stream files after the commit: a crash in between leaves the queue without the entries of this
-        # batch, which nobody was told were confirmed.
-        streams = self.streams
-        for queue_id in stale_streams:
-            streams.drop_queue(queue_id)
-        if batch.stream_appends:
-            streams.append(batch.stream_appends)
-        for queue_id, first in batch.stream_dropped:
-            streams.drop_segments(queue_id, [first])
-        for queue_id in gone_streams:
-            streams.drop_queue(queue_id)
 
     def close(self) -> None:
         try:

@@ -279,6 +279,8 @@ class StoreWriter:
             self._call_soon(self._flush)
 
     def message_delivered(self, queue: Queue, envelope: Envelope) -> None:
+        if not envelope.seq:
+            return  # never stored as a row (a stream's delivery: its log is not marked)
         key = (queue.store_id << KEY_SEQ_BITS) | envelope.seq
         batch = self._batch
         row = batch.added.get(key)
