@@ -48,10 +48,20 @@ def segment_name(first_offset: int) -> str:
 
 def encode_chunk(records: list[StreamRecord]) -> bytes:
     parts: list[bytes] = []
+    add, pack = parts.append, RECORD.pack
+    names: dict[str, bytes] = {}  # a chunk's entries mostly share their exchange and routing key
     for _offset, timestamp, exchange, routing_key, header, body in records:
-        exchange_bytes, key_bytes = exchange.encode(), routing_key.encode()
-        parts.append(RECORD.pack(timestamp, len(exchange_bytes), len(key_bytes), len(header), len(body)))
-        parts += (exchange_bytes, key_bytes, header, body)
+        exchange_bytes = names.get(exchange)
+        if exchange_bytes is None:
+            exchange_bytes = names[exchange] = exchange.encode()
+        key_bytes = names.get(routing_key)
+        if key_bytes is None:
+            key_bytes = names[routing_key] = routing_key.encode()
+        add(pack(timestamp, len(exchange_bytes), len(key_bytes), len(header), len(body)))
+        add(exchange_bytes)
+        add(key_bytes)
+        add(header)
+        add(body)
     payload = b"".join(parts)
     first_offset, first_timestamp = records[0][0], records[0][1]
     tail = CHUNK.pack(0, 0, first_offset, first_timestamp, len(records))[8:] + payload
