@@ -49,6 +49,18 @@ METRICS = {
         "msg/s",
         True,
     ),
+    "stream-append-cpu": (
+        "stream: broker CPU per confirmed append",
+        lambda d: d["append_cpu_us_per_msg"] if d["append_cpu_us_per_msg"] > 0 else None,
+        "µs",
+        False,
+    ),
+    "stream-replay-cpu": (
+        "stream: broker CPU per replayed message",
+        lambda d: d["replay_cpu_us_per_msg"] if d["replay_cpu_us_per_msg"] > 0 else None,
+        "µs",
+        False,
+    ),
     "stream-attach-offset": (
         "stream of 1 M: attach by offset, to first delivery",
         lambda d: d["attach_offset_ms"],
@@ -84,7 +96,14 @@ METRICS = {
 }
 # A run.sh scenario that yields several rows: the rows it fills (the others fill the row of their name).
 ROWS = {
-    "stream": ["stream-append", "stream-replay", "stream-attach-offset", "stream-attach-timestamp"],
+    "stream": [
+        "stream-append",
+        "stream-replay",
+        "stream-append-cpu",
+        "stream-replay-cpu",
+        "stream-attach-offset",
+        "stream-attach-timestamp",
+    ],
     "stream-small": ["stream-small-attach-offset", "stream-small-attach-timestamp"],
 }
 DEFAULT = [name for name in METRICS if not name.startswith("stream")] + list(ROWS)

@@ -143,6 +143,9 @@ class FeaturedPath(Protocol):
     @property
     def message_count(self) -> int: ...
 
+    def apply_settings(self, settings: QueueSettings) -> None:
+        """A policy changed the queue's effective settings: apply them to what it holds now."""
+
     def enqueue(self, message: Message) -> bool: ...
 
     def requeue(self, envelopes: Iterable[Envelope]) -> None: ...

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from broker.core.envelope import Envelope
 from broker.core.message import Message
 from broker.core.stream_filter import StreamFilter, consumer_filter
-from broker.core.stream_log import StreamLog
+from broker.core.stream_log import DEFAULT_SEGMENT_SIZE_BYTES, StreamLog
 from broker.core.stream_offset import start_offset
 from protocol.errors import ChannelError, HardError, ReplyCode
 
@@ -58,6 +58,13 @@ class StreamPath:
     @property
     def message_count(self) -> int:
         return self.log.message_count
+
+    def apply_settings(self, settings: QueueSettings) -> None:
+        """A policy changed max-age, max-length-bytes or the segment size: retention runs now on the closed
+        segments, and a new segment size applies from the next roll (osiris keeps written segments)."""
+        self.settings = settings
+        self.log.max_segment_size_bytes = settings.max_segment_size_bytes or DEFAULT_SEGMENT_SIZE_BYTES
+        self.apply_retention(self.host.clock.now_ms())
 
     def check_consume(self, prefetch_count: int, no_ack: bool, arguments: Mapping[str, Any]) -> None:
         """rabbit_stream_queue:consume's refusals, in its order, and the offset spec's own crash."""
