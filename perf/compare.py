@@ -136,6 +136,9 @@ def _warrenmq_cmd(port: int, data_dir: str) -> list[str]:
         "error",
         "--data-dir",
         data_dir,
+        # e.g. WARRENMQ_ARGS="--fsync batch": confirm once written to the OS, as osiris confirms a stream
+        # chunk once written (RabbitMQ relies on replication, not fsync, for streams).
+        *os.environ.get("WARRENMQ_ARGS", "").split(),
     ]
 
 
