@@ -14,7 +14,7 @@ import aiormq.exceptions
 import pytest
 
 TIMEOUT_S = 5.0
-STREAM = {"x-queue-type": "stream"}
+STREAM: dict[str, Any] = {"x-queue-type": "stream"}
 
 
 async def _stream(channel: aio_pika.abc.AbstractChannel, bodies: list[str]) -> aio_pika.abc.AbstractQueue:
@@ -98,7 +98,7 @@ async def test_filtering_with_aio_pika(amqp_url: str) -> None:
             f"aio-filter-{uuid.uuid4().hex[:8]}", durable=True, arguments=STREAM
         )
         for body, value in (("ca", "california"), ("tx", "texas"), ("plain", None), ("ca2", "california")):
-            headers = {} if value is None else {"x-stream-filter-value": value}
+            headers: dict[str, Any] = {} if value is None else {"x-stream-filter-value": value}
             await channel.default_exchange.publish(
                 aio_pika.Message(body.encode(), headers=headers), routing_key=queue.name
             )
@@ -128,7 +128,12 @@ async def test_nack_with_requeue_closes_the_connection_with_540(amqp_url: str) -
     await channel.set_qos(prefetch_count=1)
     queue = await _stream(channel, ["m0"])
     closed = asyncio.get_running_loop().create_future()
-    connection.close_callbacks.add(lambda _sender, error: closed.done() or closed.set_result(error))
+
+    def on_close(_sender: Any, error: BaseException | None) -> None:
+        if not closed.done():
+            closed.set_result(error)
+
+    connection.close_callbacks.add(on_close)
 
     async def on_message(message: aio_pika.abc.AbstractIncomingMessage) -> None:
         await message.nack(requeue=True)
