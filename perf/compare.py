@@ -166,11 +166,19 @@ def run_scenario(broker: str, scenario: str, port: int) -> dict[str, object]:
         return _amqpperf(port, scenario, env)
     if broker == "warrenmq":
         with tempfile.TemporaryDirectory(prefix="warrenmq-perf-") as data_dir:
-            process = subprocess.Popen(
-                _warrenmq_cmd(port, data_dir), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-            )
-            assert process.stdout is not None
-            process.stdout.readline()
+            for _attempt in range(5):
+                process = subprocess.Popen(
+                    _warrenmq_cmd(port, data_dir),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                )
+                assert process.stdout is not None
+                if process.stdout.readline():
+                    break
+                # No ready line: it could not listen yet (the RabbitMQ node just stopped on this port).
+                process.wait(timeout=30)
+                time.sleep(2)
             try:
                 env["BROKER_PID"] = str(process.pid)
                 return _amqpperf(port, scenario, env)
