@@ -197,7 +197,7 @@ class StreamPath:
             self.templates[message.header_payload] = template
         headers = dict(message.headers) if message.headers else {}
         headers["x-stream-offset"] = offset
-        return Message(
+        copy = Message(
             message.exchange,
             message.routing_key,
             template[0] + offset.to_bytes(8, "big", signed=True) + template[1],
@@ -208,6 +208,9 @@ class StreamPath:
             message.expiration,
             message.ttl,
         )
+        # The same message to the journal and the event bus: every replay's delivery is journaled against it.
+        copy.journal, copy.message_id = message.journal, message.message_id
+        return copy
 
     def touch(self) -> None:
         """Streams have no x-expires."""

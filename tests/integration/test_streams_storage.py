@@ -1,15 +1,19 @@
 """A stream's log through the store across embedded restarts: segments come back as they were written, and a
-stream stored as message rows (before segment files) is read back at its offsets and moved to segments."""
+stream stored as message rows (before segment files) is read back at its offsets and moved to segments;
+and each replay of a stream lands in the journal."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pika
+import pyarrow.parquet as pq
 
 from broker.storage.base import message_key
 from broker.storage.memory import MemoryStore
 from broker.testing.embed import BrokerThread
+from tests.conftest import start_broker_process
 
 STREAM = {"x-queue-type": "stream", "x-stream-max-segment-size-bytes": 4}
 
@@ -75,3 +79,24 @@ def test_a_stream_stored_as_rows_is_read_back_and_moved_to_segments() -> None:
         3,
         4,
     ]
+
+
+def test_every_replay_of_a_stream_is_journaled_as_deliveries(tmp_path: Path) -> None:
+    journal = tmp_path / "journal"
+    broker = start_broker_process("--journal-dir", str(journal), "--journal-mode", "compact")
+    try:
+        connection = pika.BlockingConnection(pika.URLParameters(broker.url))
+        channel = connection.channel()
+        channel.queue_declare("journaled", durable=True, arguments={"x-queue-type": "stream"})
+        channel.confirm_delivery()
+        for index in range(3):
+            channel.basic_publish("", "journaled", b"j%d" % index)
+        connection.close()
+        assert len(_replay(broker.url, "journaled", 3)) == 3
+        assert len(_replay(broker.url, "journaled", 3)) == 3  # a second reader of the same entries
+    finally:
+        assert broker.stop() == 0  # the journal completes its files at shutdown
+    rows = pq.read_table(journal / "deliveries").to_pylist()
+    acked = [row for row in rows if row["queue"] == "journaled" and row["outcome"] == "ack"]
+    assert len(acked) == 6
+    assert len({row["msg_seq"] for row in acked}) == 3
