@@ -110,3 +110,29 @@ def test_stream_is_kept_in_segment_files_that_retention_deletes_whole(durable: D
     connection.close()
     durable.stop()  # a clean stop commits what is pending
     assert not directories[0].exists()
+
+
+def test_with_fsync_batch_confirmed_stream_messages_survive_kill_9(durable: DurableBroker) -> None:
+    """--fsync batch confirms once a commit's chunks are written to the OS (no fsync), as osiris confirms a
+    written chunk: a process crash loses nothing confirmed."""
+    durable.stop()
+    durable.start("--fsync", "batch")
+    connection = durable.connect()
+    ch = connection.channel()
+    ch.queue_declare(QUEUE, durable=True, arguments=STREAM)
+    ch.confirm_delivery()
+    confirmed: list[str] = []
+    killer = threading.Timer(0.5, durable.kill)
+    killer.start()
+    try:
+        for index in range(1_000_000):
+            ch.basic_publish("", QUEUE, f"c{index}".encode())
+            confirmed.append(f"c{index}")
+    except (pika.exceptions.AMQPError, OSError):
+        pass  # the broker died: the message in flight is unconfirmed
+    killer.join()
+    durable.start("--fsync", "batch")
+    after = _replay(durable)
+    assert [offset for offset, _body in after] == list(range(len(after)))
+    assert confirmed == [body for _offset, body in after][: len(confirmed)]
+    assert len(confirmed) > 0, "nothing was confirmed before the kill: the test proved nothing"
