@@ -37,6 +37,54 @@ METRICS = {
     "topic": ("topic, 10,000 bindings", lambda d: d["rate"], "msg/s", True),
     "confirm": ("persistent 1 KiB + confirms, 1,000 in flight", lambda d: d["rate"], "msg/s", True),
     "confirm1": ("persistent 1 KiB + confirms, 1 in flight", lambda d: d["rate"], "msg/s", True),
+    "stream-append": (
+        "stream: confirmed 1 KiB appends, 1,000 in flight",
+        lambda d: d["append_rate"],
+        "msg/s",
+        True,
+    ),
+    "stream-replay": (
+        "stream: replay 1 M messages of 1 KiB from first",
+        lambda d: d["replay_rate"],
+        "msg/s",
+        True,
+    ),
+    "stream-append-cpu": (
+        "stream: broker CPU per confirmed append",
+        lambda d: d["append_cpu_us_per_msg"] if d["append_cpu_us_per_msg"] > 0 else None,
+        "µs",
+        False,
+    ),
+    "stream-replay-cpu": (
+        "stream: broker CPU per replayed message",
+        lambda d: d["replay_cpu_us_per_msg"] if d["replay_cpu_us_per_msg"] > 0 else None,
+        "µs",
+        False,
+    ),
+    "stream-attach-offset": (
+        "stream of 1 M: attach by offset, to first delivery",
+        lambda d: d["attach_offset_ms"],
+        "ms",
+        False,
+    ),
+    "stream-attach-timestamp": (
+        "stream of 1 M: attach by timestamp, to first delivery",
+        lambda d: d["attach_timestamp_ms"],
+        "ms",
+        False,
+    ),
+    "stream-small-attach-offset": (
+        "stream of 10 k: attach by offset, to first delivery",
+        lambda d: d["attach_offset_ms"],
+        "ms",
+        False,
+    ),
+    "stream-small-attach-timestamp": (
+        "stream of 10 k: attach by timestamp, to first delivery",
+        lambda d: d["attach_timestamp_ms"],
+        "ms",
+        False,
+    ),
     "pubsub-lat": ("p99 latency at 10k msg/s", lambda d: d["lat_us"]["p99"], "µs", False),
     "conns": ("memory per idle connection (1,000)", lambda d: d["kb_per_conn"], "KiB", False),
     "coldstart": (
@@ -46,7 +94,19 @@ METRICS = {
         False,
     ),
 }
-DEFAULT = list(METRICS)
+# A run.sh scenario that yields several rows: the rows it fills (the others fill the row of their name).
+ROWS = {
+    "stream": [
+        "stream-append",
+        "stream-replay",
+        "stream-append-cpu",
+        "stream-replay-cpu",
+        "stream-attach-offset",
+        "stream-attach-timestamp",
+    ],
+    "stream-small": ["stream-small-attach-offset", "stream-small-attach-timestamp"],
+}
+DEFAULT = [name for name in METRICS if not name.startswith("stream")] + list(ROWS)
 # Rows whose comparison is not like-for-like yet, with the reason printed under the table.
 CAVEATS: dict[str, str] = {}
 
@@ -76,6 +136,9 @@ def _warrenmq_cmd(port: int, data_dir: str) -> list[str]:
         "error",
         "--data-dir",
         data_dir,
+        # e.g. WARRENMQ_ARGS="--fsync batch": confirm once written to the OS, as osiris confirms a stream
+        # chunk once written (RabbitMQ relies on replication, not fsync, for streams).
+        *os.environ.get("WARRENMQ_ARGS", "").split(),
     ]
 
 
@@ -85,7 +148,7 @@ def _amqpperf(port: int, scenario: str, env: dict[str, str]) -> dict[str, object
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=600,
         check=False,
     ).stdout
     lines = [line for line in out.splitlines() if line.startswith("{")]
@@ -103,11 +166,19 @@ def run_scenario(broker: str, scenario: str, port: int) -> dict[str, object]:
         return _amqpperf(port, scenario, env)
     if broker == "warrenmq":
         with tempfile.TemporaryDirectory(prefix="warrenmq-perf-") as data_dir:
-            process = subprocess.Popen(
-                _warrenmq_cmd(port, data_dir), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-            )
-            assert process.stdout is not None
-            process.stdout.readline()
+            for _attempt in range(5):
+                process = subprocess.Popen(
+                    _warrenmq_cmd(port, data_dir),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                )
+                assert process.stdout is not None
+                if process.stdout.readline():
+                    break
+                # No ready line: it could not listen yet (the RabbitMQ node just stopped on this port).
+                process.wait(timeout=30)
+                time.sleep(2)
             try:
                 env["BROKER_PID"] = str(process.pid)
                 return _amqpperf(port, scenario, env)
@@ -197,13 +268,14 @@ def main() -> int:
                 if args.raw:
                     with args.raw.open("a") as raw:
                         raw.write(json.dumps(data) + "\n")
-                try:
-                    value = float(METRICS[scenario][1](data))  # type: ignore[no-untyped-call]
-                except (KeyError, TypeError, ValueError):
-                    print(f"{broker} {scenario}: no figure ({data.get('error', data)})", file=sys.stderr)
-                    continue
-                results.setdefault(scenario, {}).setdefault(broker, []).append(value)
-                print(f"round {round_index + 1} {broker:8} {scenario:10} {value:,.1f}", flush=True)
+                for row in ROWS.get(scenario, [scenario]):
+                    try:
+                        value = float(METRICS[row][1](data))  # type: ignore[no-untyped-call]
+                    except (KeyError, TypeError, ValueError):
+                        print(f"{broker} {row}: no figure ({data.get('error', data)})", file=sys.stderr)
+                        continue
+                    results.setdefault(row, {}).setdefault(broker, []).append(value)
+                    print(f"round {round_index + 1} {broker:8} {row:10} {value:,.1f}", flush=True)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(render(results, args.rounds, sys.argv[1:]))
     print(f"wrote {args.output}")

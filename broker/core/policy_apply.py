@@ -20,7 +20,7 @@ from broker.core.policies import PolicyTable, effective_definition
 from broker.core.profile import Profile
 from broker.core.queue import Queue, QueueHost
 from broker.core.queue_features import QueueFeatures
-from broker.core.queue_settings import PLAIN, QUORUM, STREAM, QueueSettings, compile_settings
+from broker.core.queue_settings import PLAIN, QUORUM, STREAM, QueueSettings, compile_settings, max_age
 
 # policy key -> (QueueSettings field, queue argument)
 _MIN_KEYS = {
@@ -28,6 +28,12 @@ _MIN_KEYS = {
     "message-ttl": ("message_ttl", "x-message-ttl"),
     "max-length": ("max_length", "x-max-length"),
     "max-length-bytes": ("max_length_bytes", "x-max-length-bytes"),
+}
+# A stream's policy keys: max-length-bytes, max-age and the segment size (retention applies at once).
+_STREAM_KEYS = {
+    "max-length-bytes": "max_length_bytes",
+    "max-age": "max_age_ms",
+    "stream-max-segment-size-bytes": "max_segment_size_bytes",
 }
 _ARG_KEYS = {
     "dead-letter-exchange": ("dead_letter_exchange", "x-dead-letter-exchange"),
@@ -49,10 +55,16 @@ def merge_settings(
             continue
         current = getattr(base, field)
         changes[field] = value if arg not in args or current is None else min(current, value)
-    if stream and "max-length-bytes" in definition:
-        current = base.max_length_bytes
-        value = definition["max-length-bytes"]
-        changes["max_length_bytes"] = value if current is None else min(current, value)
+    if stream:
+        # rabbit_stream_queue:update_stream_conf: argument and policy both set -> the smaller wins.
+        for key, field in _STREAM_KEYS.items():
+            if key not in definition:
+                continue
+            value = definition[key]
+            if key == "max-age":
+                value = max_age({"x-max-age": value}, "policy")
+            current = getattr(base, field)
+            changes[field] = value if current is None else min(current, value)
     if not stream:
         for key, (field, arg) in _ARG_KEYS.items():
             if key in definition and arg not in args:
@@ -97,9 +109,7 @@ def apply_to_queue(
         return True
     if queue.features is None:
         queue.features = QueueFeatures(queue, settings, host)
-        queue.features.apply_settings(settings)
-    elif isinstance(queue.features, QueueFeatures):
-        queue.features.apply_settings(settings)
+    queue.features.apply_settings(settings)  # a stream's retention and segment size too
     return True
 
 

@@ -92,6 +92,15 @@ class QueueStore(Protocol):
     def messages_removed(self, queue: Queue, envelopes: Iterable[Envelope]) -> None:
         """Acked, rejected, dead-lettered out, expired, dropped, purged or delivered with no_ack."""
 
+    def stream_appended(
+        self, queue: Queue, segment_first: int, offset: int, appended_ms: int, message: Message
+    ) -> None:
+        """A stream queue appended ``message`` at ``offset`` in the segment starting at ``segment_first``
+        (every message of a stream is stored, transient or not; confirms wait for the commit)."""
+
+    def stream_segments_dropped(self, queue: Queue, segment_firsts: list[int]) -> None:
+        """Retention removed these whole segments of a stream queue."""
+
 
 class DeliveryJournal(Protocol):
     """The journal's fast lane as a delivery meets it (see `JournalHook`)."""
@@ -133,6 +142,9 @@ class FeaturedPath(Protocol):
 
     @property
     def message_count(self) -> int: ...
+
+    def apply_settings(self, settings: QueueSettings) -> None:
+        """A policy changed the queue's effective settings: apply them to what it holds now."""
 
     def enqueue(self, message: Message) -> bool: ...
 

@@ -64,6 +64,10 @@ class StreamLog:
         tail.size_bytes += len(message.body)
         return offset
 
+    def segment_of(self, offset: int) -> Segment:
+        """The segment holding ``offset`` (between the head and the tail)."""
+        return self.segments[bisect_right(self.segments, offset, key=lambda s: s.first_offset) - 1]
+
     def read(self, offset: int) -> tuple[Message, int] | None:
         """The message at ``offset`` and its append time, or None past the tail or before the head."""
         if offset < self.first_offset or offset >= self.next_offset:
@@ -74,16 +78,32 @@ class StreamLog:
         return segment.messages[position], segment.timestamps_ms[position]
 
     def offset_at(self, timestamp_ms: int) -> int:
-        """The first offset appended at or after ``timestamp_ms`` (the tail when none is)."""
-        for segment in self.segments:
-            if segment.timestamps_ms and segment.timestamps_ms[-1] >= timestamp_ms:
-                return segment.first_offset + bisect_left(segment.timestamps_ms, timestamp_ms)
-        return self.next_offset
+        """The first offset appended at or after ``timestamp_ms`` (the tail when none is): binary search over
+        the segments by their last append, then within the segment, as osiris seeks by its timestamp index."""
+        segments = self.segments
+        index = bisect_left(
+            segments, timestamp_ms, key=lambda s: s.timestamps_ms[-1] if s.timestamps_ms else 0
+        )
+        if index >= len(segments) or not segments[index].timestamps_ms:
+            return self.next_offset
+        segment = segments[index]
+        return segment.first_offset + bisect_left(segment.timestamps_ms, timestamp_ms)
+
+    def restore_segment(self, first_offset: int, messages: list[Message], timestamps_ms: list[int]) -> None:
+        """Recovery: a stored segment, in order after the ones restored before it (the empty initial segment
+        is replaced by the first)."""
+        segment = Segment(first_offset, messages, timestamps_ms, sum(len(m.body) for m in messages))
+        if len(self.segments) == 1 and not self.segments[0].messages:
+            self.segments[0] = segment
+        else:
+            self.segments.append(segment)
 
     def apply_retention(self, max_bytes: int | None, max_age_ms: int | None, now_ms: int) -> list[Segment]:
         """Drop whole closed segments over ``max_bytes`` in total or older than ``max_age_ms`` (by their last
         append); the active (last) segment always stays. Returns the segments dropped."""
         dropped: list[Segment] = []
+        if max_bytes is None and max_age_ms is None:
+            return dropped
         while len(self.segments) > 1:
             head = self.segments[0]
             too_big = max_bytes is not None and self.size_bytes > max_bytes

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from broker.core.envelope import Envelope
 from broker.core.message import Message
 from broker.core.stream_filter import StreamFilter, consumer_filter
-from broker.core.stream_log import Segment, StreamLog
+from broker.core.stream_log import DEFAULT_SEGMENT_SIZE_BYTES, StreamLog
 from broker.core.stream_offset import start_offset
 from protocol.errors import ChannelError, HardError, ReplyCode
 
@@ -34,35 +34,16 @@ def not_supported(queue: Queue, operation: str) -> HardError:
     )
 
 
-class StoredEntry(Envelope):
-    """A log entry as the store keeps it: ``seq`` is offset + 1 (0 means "not stored" to the store), and the
-    append time rides in the store's expiry column (``expires_at``), which streams do not otherwise use."""
-
-    __slots__ = ("expires_at",)
-
-    def __init__(self, seq: int, message: Message, appended_ms: int) -> None:
-        super().__init__(seq, message)
-        self.expires_at = appended_ms
-
-
-# The store removes rows only of persistent messages (a classic queue never stores transient ones); a
-# stream stores every message, so its removals name the rows through this persistent stand-in.
-_STORED_ROW = Message("", "", b"", b"", None, 2)
-
-
-def _entries(segments: list[Segment]) -> list[Envelope]:
-    """The store rows of segments retention dropped."""
-    return [
-        StoredEntry(segment.first_offset + index + 1, _STORED_ROW, 0)
-        for segment in segments
-        for index in range(len(segment.messages))
-    ]
+# The offset the header template is written with, found back by its bytes (a long, as RabbitMQ types it).
+_PLACEHOLDER = 0x5753_4F46_4653_4554
+_PLACEHOLDER_ENTRY = b"\x0fx-stream-offsetl" + _PLACEHOLDER.to_bytes(8, "big")
+_TEMPLATES = 1024  # distinct content headers remembered per stream
 
 
 class StreamPath:
     """The log, and where each consumer reads next."""
 
-    __slots__ = ("cursors", "filters", "host", "log", "queue", "settings", "stamp")
+    __slots__ = ("cursors", "filters", "host", "log", "queue", "settings", "stamp", "templates")
 
     def __init__(self, queue: Queue, settings: QueueSettings, host: QueueHost, stamp: Stamp) -> None:
         self.queue = queue
@@ -72,10 +53,18 @@ class StreamPath:
         self.log = StreamLog(settings.max_segment_size_bytes)
         self.cursors: dict[Consumer, int] = {}
         self.filters: dict[Consumer, StreamFilter] = {}
+        self.templates: dict[bytes, tuple[bytes, bytes]] = {}
 
     @property
     def message_count(self) -> int:
         return self.log.message_count
+
+    def apply_settings(self, settings: QueueSettings) -> None:
+        """A policy changed max-age, max-length-bytes or the segment size: retention runs now on the closed
+        segments, and a new segment size applies from the next roll (osiris keeps written segments)."""
+        self.settings = settings
+        self.log.max_segment_size_bytes = settings.max_segment_size_bytes or DEFAULT_SEGMENT_SIZE_BYTES
+        self.apply_retention(self.host.clock.now_ms())
 
     def check_consume(self, prefetch_count: int, no_ack: bool, arguments: Mapping[str, Any]) -> None:
         """rabbit_stream_queue:consume's refusals, in its order, and the offset spec's own crash."""
@@ -92,20 +81,31 @@ class StreamPath:
 
     def enqueue(self, message: Message) -> bool:
         now_ms = self.host.clock.now_ms()
-        offset = self.log.append(message, now_ms)
+        log = self.log
+        offset = log.append(message, now_ms)
         store = self.queue.store
         if store is not None:
             # Every message of a stream is kept, transient or not; the channel's confirm waits for the commit.
-            store.message_added(self.queue, StoredEntry(offset + 1, message, now_ms))
-        dropped = self.log.apply_retention(self.settings.max_length_bytes, self.settings.max_age_ms, now_ms)
-        if dropped and store is not None:
-            store.messages_removed(self.queue, _entries(dropped))
-        for consumer, offset in self.cursors.items():
-            if offset < self.log.first_offset:
-                self.cursors[consumer] = self.log.first_offset
+            store.stream_appended(self.queue, log.segments[-1].first_offset, offset, now_ms, message)
+        self.apply_retention(now_ms)
         if self.cursors:
             self.queue.dispatcher.wake(self.queue)
         return True
+
+    def apply_retention(self, now_ms: int) -> None:
+        """Whole segments over x-max-length-bytes or older than x-max-age go (on append, and when a policy
+        changes the limits); cursors behind the new head move to it."""
+        settings = self.settings
+        dropped = self.log.apply_retention(settings.max_length_bytes, settings.max_age_ms, now_ms)
+        if not dropped:
+            return
+        store = self.queue.store
+        if store is not None:
+            store.stream_segments_dropped(self.queue, [segment.first_offset for segment in dropped])
+        head = self.log.first_offset
+        for consumer, offset in self.cursors.items():
+            if offset < head:
+                self.cursors[consumer] = head
 
     def requeue(self, envelopes: Iterable[Envelope]) -> None:
         """A closed channel's outstanding deliveries: a stream keeps every message, nothing to put back."""
@@ -114,15 +114,17 @@ class StreamPath:
         raise not_supported(self.queue, "basic.get")
 
     def recover(self, envelopes: list[Envelope]) -> None:
-        """The stored entries, in offset order: offsets and append times as they were."""
-        if not envelopes:
-            return
-        self.log = StreamLog(self.settings.max_segment_size_bytes, first_offset=envelopes[0].seq - 1)
-        now_ms = self.host.clock.now_ms()
-        for envelope in envelopes:
-            if envelope.seq - 1 != self.log.next_offset:  # a gap (lost transient rows): keep offsets
-                self.log = StreamLog(self.settings.max_segment_size_bytes, first_offset=envelope.seq - 1)
-            self.log.append(envelope.message, getattr(envelope, "expires_at", None) or now_ms)
+        """Streams come back through `recover_segments` (their log is not kept as message rows)."""
+
+    def recover_segments(self, segments: Iterable[tuple[int, list[tuple[Message, int]]]]) -> None:
+        """The stored segments in order, each as its first offset and (message, append time) pairs: offsets,
+        times and segment boundaries as they were."""
+        log = StreamLog(self.settings.max_segment_size_bytes)
+        for first_offset, entries in segments:
+            if log.segments[-1].messages and first_offset != log.next_offset:
+                log = StreamLog(self.settings.max_segment_size_bytes)  # a gap: keep what follows it
+            log.restore_segment(first_offset, [e[0] for e in entries], [e[1] for e in entries])
+        self.log = log
 
     def purged(self) -> None:
         raise not_supported(self.queue, "queue.purge")
@@ -142,33 +144,73 @@ class StreamPath:
             self.filters.pop(consumer, None)
 
     def dispatch(self, budget: int) -> bool:
-        """Round-robin over consumers, each from its own cursor, while their prefetch allows; ``work``
-        counts deliveries and filtered-out skips."""
+        """Each consumer in turn reads a burst from its cursor, within one segment, while its prefetch allows;
+        ``work`` counts deliveries and filtered-out skips (they take no credit but cost a turn's budget)."""
         log, queue = self.log, self.queue
         work = 0
         progress = True
         while work < budget and progress:
             progress = False
-            for consumer, offset in list(self.cursors.items()):
-                if offset >= log.next_offset or not consumer.channel.can_deliver(consumer):
+            for consumer, cursor in list(self.cursors.items()):
+                if cursor >= log.next_offset:
                     continue
-                entry = log.read(offset)
-                if entry is None:  # retention passed the cursor: resume at the head
-                    self.cursors[consumer] = log.first_offset
-                    progress = True
+                channel = consumer.channel
+                if not channel.can_deliver(consumer):
                     continue
-                self.cursors[consumer] = offset + 1
+                offset = max(cursor, log.first_offset)  # retention passed the cursor: resume at the head
+                segment = log.segment_of(offset)
+                messages, first = segment.messages, segment.first_offset
                 wanted = self.filters.get(consumer)
-                if wanted is not None and not wanted.accepts(entry[0]):
-                    work += 1  # skipped: no credit spent, but it counts against the turn's budget
-                    progress = True
-                    continue
-                # seq 0: the store never marks or removes anything for a stream delivery or its ack.
-                envelope = Envelope(0, self.stamp(entry[0], offset))
-                consumer.channel.deliver(consumer, queue, envelope)
-                work += 1
+                position = offset - first
+                end = min(len(messages), position + budget - work)
+                while position < end:
+                    message = messages[position]
+                    position += 1
+                    work += 1
+                    if wanted is not None and not wanted.accepts(message):
+                        continue
+                    # seq 0: the store never marks or removes anything for a stream delivery or its ack.
+                    channel.deliver(consumer, queue, Envelope(0, self.stamped(message, first + position - 1)))
+                    if not channel.can_deliver(consumer):
+                        break
+                self.cursors[consumer] = first + position
                 progress = True
         return work >= budget
+
+    def stamped(self, message: Message, offset: int) -> Message:
+        """``message`` with the x-stream-offset header, as the vhost's rewriter would write it. The rewrite is
+        done once per distinct content header with a placeholder offset; each delivery then only splices its
+        offset's 8 bytes in (messages of a stream mostly share their properties)."""
+        template = self.templates.get(message.header_payload)
+        if template is None:
+            probe = self.stamp(message, _PLACEHOLDER)
+            if probe is message:  # no rewriter (embedded without a session layer): deliver as is
+                return message
+            raw = probe.header_payload
+            at = raw.find(_PLACEHOLDER_ENTRY)
+            if at < 0:  # pragma: no cover - the rewriter always writes the entry as a long
+                return self.stamp(message, offset)
+            cut = at + len(_PLACEHOLDER_ENTRY) - 8
+            template = raw[:cut], raw[cut + 8 :]
+            if len(self.templates) >= _TEMPLATES:
+                self.templates.clear()
+            self.templates[message.header_payload] = template
+        headers = dict(message.headers) if message.headers else {}
+        headers["x-stream-offset"] = offset
+        copy = Message(
+            message.exchange,
+            message.routing_key,
+            template[0] + offset.to_bytes(8, "big", signed=True) + template[1],
+            message.body,
+            headers,
+            message.delivery_mode,
+            message.priority,
+            message.expiration,
+            message.ttl,
+        )
+        # The same message to the journal and the event bus: every replay's delivery is journaled against it.
+        copy.journal, copy.message_id = message.journal, message.message_id
+        return copy
 
     def touch(self) -> None:
         """Streams have no x-expires."""

@@ -17,6 +17,7 @@ import psutil
 
 from broker.management import live
 from broker.management.serialize import queue_type
+from broker.management.stream_info import ready_messages, stream_bytes, stream_of
 
 if TYPE_CHECKING:
     from broker.config import ServerConfig
@@ -37,6 +38,10 @@ AMQP = {"protocol": "amqp091"}
 
 
 def _queue_bytes(queue: Any) -> tuple[int, int, int]:
+    stream = stream_of(queue)
+    if stream is not None:  # every entry of its log is kept on disk
+        size = stream_bytes(stream)
+        return size, stream.log.message_count, size
     total = persistent = persistent_bytes = 0
     for envelope in queue.ready:
         size = len(envelope.message.body)
@@ -53,7 +58,7 @@ def queue_samples(context: ManagementContext, out: Samples, vhost_filter: str | 
             continue
         for queue in vhost.queues.values():
             labels = {"vhost": vhost.name, "queue": queue.name}
-            ready, unacked = len(queue.ready), queue.unacked
+            ready, unacked = ready_messages(queue), queue.unacked
             ready_bytes, persistent, persistent_bytes = _queue_bytes(queue)
             consumers = len(queue.consumers)
             for name, value in (

@@ -14,6 +14,7 @@ from broker.core.exchange import Exchange
 from broker.core.policies import effective_definition
 from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
+from broker.management.stream_info import ready_messages, stream_bytes, stream_keys, stream_of
 
 RATE = {"rate": 0.0}
 # The garbage_collection object of an Erlang process; WarrenMQ has no per-entity process, so neutral values.
@@ -37,6 +38,10 @@ def queue_json(queue: Queue, node: str) -> dict[str, Any]:
         if envelope.message.delivery_mode == 2:
             persistent += 1
             persistent_bytes += size
+    stream = stream_of(queue)
+    if stream is not None:  # every entry of its log is on disk
+        ready = persistent = stream.log.message_count
+        ready_bytes = persistent_bytes = stream_bytes(stream)
     consumers = len(queue.consumers)
     exclusive_tag = next((c.consumer_tag for c in queue.consumers if c.exclusive), None)
     single_active = queue.arguments.get("x-single-active-consumer") is True
@@ -61,7 +66,7 @@ def queue_json(queue: Queue, node: str) -> dict[str, Any]:
         "message_bytes_ram": ready_bytes,
         "message_bytes_ready": ready_bytes,
         "message_bytes_unacknowledged": 0,
-        "messages": ready + unacked,
+        "messages": ready + unacked if stream is None else ready,  # a stream's deliveries stay in its log
         "messages_details": dict(RATE),
         "messages_paged_out": 0,
         "messages_persistent": persistent,
@@ -86,6 +91,7 @@ def queue_json(queue: Queue, node: str) -> dict[str, Any]:
         "storage_version": 2,
         "type": queue_type(queue),
         "vhost": queue.vhost,
+        **(stream_keys(stream, node) if stream is not None else {}),
     }
 
 
@@ -166,7 +172,7 @@ def vhost_bindings(vhost: VirtualHost) -> list[dict[str, Any]]:
 
 
 def vhost_json(vhost: VirtualHost, node: str, metadata: dict[str, Any]) -> dict[str, Any]:
-    ready = sum(len(queue.ready) for queue in vhost.queues.values())
+    ready = sum(ready_messages(queue) for queue in vhost.queues.values())
     unacked = sum(queue.unacked for queue in vhost.queues.values())
     description = str(metadata.get("description", ""))
     tags = list(metadata.get("tags", []))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from broker.core.clock import TimerHandle
 from broker.core.stats import ChannelStats, ChurnStats, ExchangeStats, QueueStats, Series, values
 from broker.management import live
+from broker.management.stream_info import ready_messages
 
 if TYPE_CHECKING:
     from broker.core.queue import Queue
@@ -34,7 +35,7 @@ Key = tuple[str, ...]
 
 
 def queue_lengths(queue: Queue) -> tuple[int, int, int]:
-    ready = len(queue.ready)
+    ready = ready_messages(queue)
     return ready + queue.unacked, ready, queue.unacked
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from broker.core.persistence import CommitWaiter
+from broker.storage.stream_files import StreamRecord, StreamRow
 
 KEY_SEQ_BITS = 40  # 10^12 messages per queue before a key would spill into the queue id
 
@@ -54,11 +55,23 @@ class Batch:
     delivered: list[int] = field(default_factory=list)
     removed: list[int] = field(default_factory=list)
     dropped_queues: list[int] = field(default_factory=list)
+    # Stream logs (broker.storage.stream_files): appended entries in order, and retention's dropped segments
+    # as (queue id, segment first offset). Applied after the messages, before the dropped queues.
+    stream_appends: list[StreamRow] = field(default_factory=list)
+    stream_dropped: list[tuple[int, int]] = field(default_factory=list)
     waiters: dict[CommitWaiter, None] = field(default_factory=dict)
     committed: bool = False  # set by whoever applied it, so shutdown never applies it twice
 
     def empty(self) -> bool:
-        return not (self.topology or self.added or self.delivered or self.removed or self.dropped_queues)
+        return not (
+            self.topology
+            or self.added
+            or self.delivered
+            or self.removed
+            or self.dropped_queues
+            or self.stream_appends
+            or self.stream_dropped
+        )
 
 
 @dataclass(frozen=True)
@@ -160,6 +173,10 @@ class Store(Protocol):
         ...
 
     def max_queue_id(self) -> int: ...
+
+    def stream_segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord]]]:
+        """A stream queue's log: each segment's first offset and its entries in offset order."""
+        ...
 
     def apply(self, batch: Batch) -> None:
         """Apply and commit ``batch`` (fsync per the store's policy); raise on failure."""

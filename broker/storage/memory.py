@@ -21,6 +21,7 @@ from broker.storage.base import (
     UserRow,
     queue_key_range,
 )
+from broker.storage.stream_files import StreamRecord
 
 
 class MemoryStore:
@@ -37,6 +38,7 @@ class MemoryStore:
         self.bindings: dict[BindingRow, None] = {}
         self.rows: dict[int, MessageRow] = {}
         self.parameters: dict[tuple[str, str, str], ParameterRow] = {}
+        self.streams: dict[int, dict[int, list[StreamRecord]]] = {}  # queue id -> segment first -> entries
         self.commits = 0
 
     def load(self) -> Definitions:
@@ -60,6 +62,10 @@ class MemoryStore:
         # As SqliteStore: a queue id that still has stored messages is taken, even without its queue row.
         return max(max(self.queues, default=0), max(self.rows, default=0) >> KEY_SEQ_BITS)
 
+    def stream_segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord]]]:
+        segments = self.streams.get(queue_id, {})
+        return iter([(first, list(segments[first])) for first in sorted(segments)])
+
     def apply(self, batch: Batch) -> None:
         for op, row in batch.topology:
             self._topology(op, row)
@@ -70,6 +76,10 @@ class MemoryStore:
                 self.rows[key] = (*stored[:6], 1)
         for key in batch.removed:
             self.rows.pop(key, None)
+        for queue_id, first, *record in batch.stream_appends:
+            self.streams.setdefault(queue_id, {}).setdefault(first, []).append(tuple(record))  # type: ignore[arg-type]
+        for queue_id, first in batch.stream_dropped:
+            self.streams.get(queue_id, {}).pop(first, None)
         for queue_id in batch.dropped_queues:
             self._drop_messages(queue_id)
         self.commits += 1
@@ -142,6 +152,7 @@ class MemoryStore:
             self._drop_messages(queue.id)
 
     def _drop_messages(self, queue_id: int) -> None:
+        self.streams.pop(queue_id, None)
         low, high = queue_key_range(queue_id)
         for key in [key for key in self.rows if low <= key < high]:
             del self.rows[key]

@@ -20,6 +20,7 @@ from broker.core.policies import PolicyError, parse_policy
 from broker.core.queue import Envelope, Queue
 from broker.core.queue_features import TimedEnvelope
 from broker.core.runtime_parameters import ParameterError
+from broker.core.stream_queue import StreamPath
 from broker.core.typed_json import decode_table
 from broker.storage.base import (
     KEY_SEQ_BITS,
@@ -174,6 +175,9 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
         writer.replaying = False
     store_configured_grants(broker, definitions)
     for queue, row in queues:
+        if isinstance(queue.features, StreamPath):
+            report.messages += _recover_stream(queue, queue.features, store, writer)
+            continue
         envelopes = [_envelope(message) for message in store.messages(row.id)]
         report.messages += len(envelopes)
         report.redelivered += sum(1 for envelope in envelopes if envelope.redelivered)
@@ -210,10 +214,53 @@ def _restore_parameter(broker: Broker, row: ParameterRow) -> None:
         )
 
 
-def _envelope(row: MessageRow) -> Envelope:
-    key, exchange, routing_key, header, body, expires_at, delivered = row
+def _recover_stream(queue: Queue, stream: StreamPath, store: Store, writer: StoreWriter) -> int:
+    """A stream's segments, read back from its segment files; returns how many entries it holds."""
+    segments: list[tuple[int, list[tuple[Message, int]]]] = []
+    for first_offset, records in store.stream_segments(queue.store_id):
+        entries = [
+            (_message(exchange, key, header, body), ts) for _o, ts, exchange, key, header, body in records
+        ]
+        segments.append((first_offset, entries))
+    legacy = list(store.messages(queue.store_id))
+    if legacy and not segments:
+        segments = _legacy_segments(legacy)
+    stream.recover_segments(segments)
+    if legacy:
+        _migrate_legacy(queue, stream, legacy, writer)
+    return stream.log.message_count
+
+
+def _legacy_segments(rows: list[MessageRow]) -> list[tuple[int, list[tuple[Message, int]]]]:
+    """A stream stored as message rows (before segment files): the row key's seq is offset + 1 and the
+    append time rode in expires_at. Each run of consecutive offsets becomes a segment (the log keeps what
+    follows a gap, as it did)."""
+    segments: list[tuple[int, list[tuple[Message, int]]]] = []
+    for key, exchange, routing_key, header, body, appended_ms, _delivered in rows:
+        offset = (key & _SEQ_MASK) - 1
+        if not segments or segments[-1][0] + len(segments[-1][1]) != offset:
+            segments.append((offset, []))
+        segments[-1][1].append((_message(exchange, routing_key, header, body), appended_ms or 0))
+    return segments
+
+
+def _migrate_legacy(queue: Queue, stream: StreamPath, rows: list[MessageRow], writer: StoreWriter) -> None:
+    """Write a row-stored stream out as segment files and delete its rows, in the first commit."""
+    for segment in stream.log.segments:
+        pairs = zip(segment.messages, segment.timestamps_ms, strict=True)
+        for index, (message, appended_ms) in enumerate(pairs):
+            writer.stream_appended(
+                queue, segment.first_offset, segment.first_offset + index, appended_ms, message
+            )
+    # messages_removed names rows through persistent envelopes (it skips transient ones, which a classic
+    # queue never stores; a stream stored every message).
+    stand_in = Message("", "", b"", b"", None, 2)
+    writer.messages_removed(queue, [Envelope(row[0] & _SEQ_MASK, stand_in) for row in rows])
+
+
+def _message(exchange: str, routing_key: str, header: bytes, body: bytes) -> Message:
     info = parse_content_header(header)
-    message = Message(
+    return Message(
         exchange,
         routing_key,
         header,
@@ -223,6 +270,11 @@ def _envelope(row: MessageRow) -> Envelope:
         info.priority,
         info.expiration,
     )
+
+
+def _envelope(row: MessageRow) -> Envelope:
+    key, exchange, routing_key, header, body, expires_at, delivered = row
+    message = _message(exchange, routing_key, header, body)
     seq = key & _SEQ_MASK
     if expires_at is not None:
         return TimedEnvelope(seq, message, expires_at, bool(delivered))

@@ -30,8 +30,10 @@ from broker.storage.base import (
     UserRow,
     queue_key_range,
 )
+from broker.storage.stream_files import StreamFiles, StreamRecord
 
 DB_NAME = "warrenmq.db"
+STREAMS_DIR = "streams"  # stream queues' segment files (broker.storage.stream_files), one directory each
 APPLICATION_ID = 0x57524D51  # "WRMQ"
 # fsync policy -> PRAGMA synchronous. always: each group commit is fsynced before its confirms go out.
 # batch: WAL with synchronous=NORMAL, fsync at checkpoints; a process crash loses nothing committed, a power
@@ -153,6 +155,7 @@ class SqliteStore:
         except OSError as error:
             raise StorageError(f"cannot create data directory {self.directory}: {error}") from error
         self._lock = self._lock_directory()
+        self.streams = StreamFiles(self.directory / STREAMS_DIR, fsync=fsync == "always")
         db: sqlite3.Connection | None = None
         try:
             # Used by the loop thread at start-up and by the writer thread afterwards, never both at once.
@@ -242,15 +245,40 @@ class SqliteStore:
     def max_queue_id(self) -> int:
         row = self.db.execute("SELECT max(id) FROM queues").fetchone()
         top_message = self.db.execute("SELECT max(key) FROM messages").fetchone()
-        return max(row[0] or 0, (top_message[0] or 0) >> KEY_SEQ_BITS)
+        return max(row[0] or 0, (top_message[0] or 0) >> KEY_SEQ_BITS, self.streams.max_queue_id())
+
+    def stream_segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord]]]:
+        return self.streams.segments(queue_id)
 
     # -- writing (the writer thread)
 
     def apply(self, batch: Batch) -> None:
+        stale_streams: list[int] = []  # new queues' ids: a crash mid-delete may have left their files
+        gone_streams = list(batch.dropped_queues)
+        if batch.topology or batch.added or batch.delivered or batch.removed or batch.dropped_queues:
+            self._apply_rows(batch, stale_streams, gone_streams)
+        # Stream files after the commit: a crash in between leaves the queue without the entries of this
+        # batch, which nobody was told were confirmed.
+        streams = self.streams
+        for queue_id in stale_streams:
+            streams.drop_queue(queue_id)
+        if batch.stream_appends:
+            streams.append(batch.stream_appends)
+        for queue_id, first in batch.stream_dropped:
+            streams.drop_segments(queue_id, [first])
+        for queue_id in gone_streams:
+            streams.drop_queue(queue_id)
+
+    def _apply_rows(self, batch: Batch, stale_streams: list[int], gone_streams: list[int]) -> None:
+        """The batch's SQLite part, one transaction."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
             for op, row in batch.topology:
+                if op == "queue+":
+                    stale_streams.append(row[0])
+                elif op == "vhost-":
+                    gone_streams += [r[0] for r in db.execute("SELECT id FROM queues WHERE vhost = ?", row)]
                 if op == "vhost-":
                     for statement in _DELETE_VHOST:
                         db.execute(statement, row)
@@ -282,6 +310,7 @@ class SqliteStore:
 
     def close(self) -> None:
         try:
+            self.streams.close()
             self.db.close()
         finally:
             self._lock.close()

@@ -25,6 +25,7 @@ from broker.storage.base import KEY_SEQ_BITS, Batch, Store
 if TYPE_CHECKING:
     from broker.core.bindings import Binding
     from broker.core.exchange import Exchange
+    from broker.core.message import Message
     from broker.core.queue import Envelope, Queue
 
 log = structlog.get_logger("warrenmq.storage")
@@ -278,6 +279,8 @@ class StoreWriter:
             self._call_soon(self._flush)
 
     def message_delivered(self, queue: Queue, envelope: Envelope) -> None:
+        if not envelope.seq:
+            return  # never stored as a row (a stream's delivery: its log is not marked)
         key = (queue.store_id << KEY_SEQ_BITS) | envelope.seq
         batch = self._batch
         row = batch.added.get(key)
@@ -301,3 +304,27 @@ class StoreWriter:
             changed = True
         if changed:
             self._dirty()
+
+    def stream_appended(
+        self, queue: Queue, segment_first: int, offset: int, appended_ms: int, message: Message
+    ) -> None:
+        self._batch.stream_appends.append(
+            (
+                queue.store_id,
+                segment_first,
+                offset,
+                appended_ms,
+                message.exchange,
+                message.routing_key,
+                message.header_payload,
+                message.body,
+            )
+        )
+        self.writes += 1
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._call_soon(self._flush)
+
+    def stream_segments_dropped(self, queue: Queue, segment_firsts: list[int]) -> None:
+        self._batch.stream_dropped.extend((queue.store_id, first) for first in segment_firsts)
+        self._dirty()

@@ -84,3 +84,55 @@ def test_confirmed_stream_messages_survive_kill_9_at_stable_offsets(durable: Dur
 
 def process_alive(durable: DurableBroker) -> bool:
     return durable.process is not None and durable.process.process.poll() is None
+
+
+def test_stream_is_kept_in_segment_files_that_retention_deletes_whole(durable: DurableBroker) -> None:
+    connection = durable.connect()
+    ch = connection.channel()
+    args = {**STREAM, "x-stream-max-segment-size-bytes": 100, "x-max-length-bytes": 250}
+    ch.queue_declare(QUEUE, durable=True, arguments=args)
+    ch.confirm_delivery()
+    for index in range(40):  # 10 bytes each: segments of 10 entries, retention keeps the newest 250 bytes
+        ch.basic_publish("", QUEUE, f"m{index:09d}".encode())
+    connection.close()
+    directories = list((durable.data_dir / "streams").iterdir())
+    assert len(directories) == 1
+    segments = sorted(path.name for path in directories[0].glob("*.segment"))
+    assert segments == [f"{first:020d}.segment" for first in (20, 30)]
+    assert sorted(path.name for path in directories[0].glob("*.index")) == [
+        name.replace(".segment", ".index") for name in segments
+    ]
+    durable.restart(crash=True)
+    after = _replay(durable)
+    assert after == [(index, f"m{index:09d}") for index in range(20, 40)]
+    connection = durable.connect()
+    connection.channel().queue_delete(QUEUE)
+    connection.close()
+    durable.stop()  # a clean stop commits what is pending
+    assert not directories[0].exists()
+
+
+def test_with_fsync_batch_confirmed_stream_messages_survive_kill_9(durable: DurableBroker) -> None:
+    """--fsync batch confirms once a commit's chunks are written to the OS (no fsync), as osiris confirms a
+    written chunk: a process crash loses nothing confirmed."""
+    durable.stop()
+    durable.start("--fsync", "batch")
+    connection = durable.connect()
+    ch = connection.channel()
+    ch.queue_declare(QUEUE, durable=True, arguments=STREAM)
+    ch.confirm_delivery()
+    confirmed: list[str] = []
+    killer = threading.Timer(0.5, durable.kill)
+    killer.start()
+    try:
+        for index in range(1_000_000):
+            ch.basic_publish("", QUEUE, f"c{index}".encode())
+            confirmed.append(f"c{index}")
+    except (pika.exceptions.AMQPError, OSError):
+        pass  # the broker died: the message in flight is unconfirmed
+    killer.join()
+    durable.start("--fsync", "batch")
+    after = _replay(durable)
+    assert [offset for offset, _body in after] == list(range(len(after)))
+    assert confirmed == [body for _offset, body in after][: len(confirmed)]
+    assert len(confirmed) > 0, "nothing was confirmed before the kill: the test proved nothing"

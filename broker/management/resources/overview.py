@@ -15,6 +15,7 @@ from broker.management.paging import reply
 from broker.management.routing import Route, body_json
 from broker.management.serialize import RATE
 from broker.management.serialize_stats import add_overview_stats
+from broker.management.stream_info import ready_messages
 
 # The exchange types WarrenMQ implements, described as RabbitMQ describes them.
 EXCHANGE_TYPES = [
@@ -92,7 +93,7 @@ async def get_overview(request: web.Request, context: ManagementContext) -> web.
         for protocol in context.open_connections()
         if user.is_monitor or protocol.session.username == user.name
     ]
-    ready = sum(len(queue.ready) for queue in queues)
+    ready = sum(ready_messages(queue) for queue in queues)
     unacked = sum(queue.unacked for queue in queues)
     journal = context.server.journal
     # The release the version profile emulates, or WarrenMQ's own with --report-as warrenmq (as

@@ -1,0 +1,315 @@
+"""Stream logs on disk, as RabbitMQ's osiris keeps them: per stream queue a directory of append-only segment
+files, each with a sparse index, written by the store's writer thread inside the group commit.
+
+Layout: ``<data>/streams/<queue id>/<first offset:020>.segment`` and ``.index`` beside it. A segment holds
+the entries of one in-memory segment of the core's `StreamLog` (the core decides when a segment rolls, at
+x-stream-max-segment-size-bytes), so retention deletes exactly the files of the segments it dropped.
+
+A segment is a sequence of chunks, one per stream per commit (osiris writes a chunk per batch too)::
+
+    chunk  = crc32 u32 | payload length u32 | first offset u64 | first timestamp ms i64 | count u32 | records
+    record = timestamp ms i64 | exchange len u16 | routing key len u16 | header len u32 | body len u32 | bytes
+
+The crc covers everything after the length, so a chunk torn by a crash (never confirmed: confirms wait for
+the write) is recognised and cut off at recovery. The index has an entry (chunk first offset u64, chunk first
+timestamp i64, file position u64) for the first chunk and then whenever ``INDEX_INTERVAL_BYTES`` were written
+since the last entry, so attaching at an offset or a timestamp is a binary search in the index plus a read
+of at most that many bytes (`SegmentReader`), whatever the length of the stream.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import zlib
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+CHUNK = struct.Struct(">IIQqI")
+RECORD = struct.Struct(">qHHII")
+INDEX_ENTRY = struct.Struct(">QqQ")
+INDEX_INTERVAL_BYTES = 64 * 1024
+SEGMENT_SUFFIX = ".segment"
+INDEX_SUFFIX = ".index"
+
+# (queue id, segment first offset, offset, appended ms, exchange, routing key, content header, body)
+StreamRow = tuple[int, int, int, int, str, str, bytes, bytes]
+# (offset, appended ms, exchange, routing key, content header, body)
+StreamRecord = tuple[int, int, str, str, bytes, bytes]
+
+
+def segment_name(first_offset: int) -> str:
+    return f"{first_offset:020d}"
+
+
+def encode_chunk(records: list[StreamRecord]) -> bytes:
+    parts: list[bytes] = []
+    add, pack = parts.append, RECORD.pack
+    names: dict[str, bytes] = {}  # a chunk's entries mostly share their exchange and routing key
+    for _offset, timestamp, exchange, routing_key, header, body in records:
+        exchange_bytes = names.get(exchange)
+        if exchange_bytes is None:
+            exchange_bytes = names[exchange] = exchange.encode()
+        key_bytes = names.get(routing_key)
+        if key_bytes is None:
+            key_bytes = names[routing_key] = routing_key.encode()
+        add(pack(timestamp, len(exchange_bytes), len(key_bytes), len(header), len(body)))
+        add(exchange_bytes)
+        add(key_bytes)
+        add(header)
+        add(body)
+    payload = b"".join(parts)
+    first_offset, first_timestamp = records[0][0], records[0][1]
+    tail = CHUNK.pack(0, 0, first_offset, first_timestamp, len(records))[8:] + payload
+    return struct.pack(">II", zlib.crc32(tail), len(tail)) + tail
+
+
+def decode_chunks(data: bytes) -> tuple[list[tuple[int, int, int, list[StreamRecord]]], int]:
+    """The whole chunks in ``data`` as (position, first offset, first timestamp, records), and the length of
+    the valid prefix (a torn or corrupt chunk ends it)."""
+    chunks: list[tuple[int, int, int, list[StreamRecord]]] = []
+    position = 0
+    while position + CHUNK.size <= len(data):
+        crc, length, first_offset, first_timestamp, count = CHUNK.unpack_from(data, position)
+        end = position + 8 + length
+        if end > len(data) or zlib.crc32(data[position + 8 : end]) != crc:
+            break
+        records: list[StreamRecord] = []
+        cursor = position + CHUNK.size
+        for index in range(count):
+            timestamp, exchange_len, key_len, header_len, body_len = RECORD.unpack_from(data, cursor)
+            cursor += RECORD.size
+            exchange = data[cursor : cursor + exchange_len].decode()
+            cursor += exchange_len
+            routing_key = data[cursor : cursor + key_len].decode()
+            cursor += key_len
+            header = data[cursor : cursor + header_len]
+            cursor += header_len
+            body = data[cursor : cursor + body_len]
+            cursor += body_len
+            records.append((first_offset + index, timestamp, exchange, routing_key, header, body))
+        chunks.append((position, first_offset, first_timestamp, records))
+        position = end
+    return chunks, position
+
+
+@dataclass
+class _Tail:
+    """The segment a stream appends to: open handles and where its next index entry is due."""
+
+    first_offset: int
+    segment: BinaryIO
+    index: BinaryIO
+    size: int
+    indexed_at: int  # file position of the last index entry (-1: none yet)
+
+
+class StreamFiles:
+    """The writer thread's side: appends chunks, drops segments and whole streams, reads them back at boot."""
+
+    def __init__(self, root: Path, fsync: bool) -> None:
+        self.root = root
+        self.fsync = fsync
+        self._tails: dict[int, _Tail] = {}
+
+    def directory(self, queue_id: int) -> Path:
+        return self.root / str(queue_id)
+
+    def max_queue_id(self) -> int:
+        """A stream directory keeps its id taken, even if its queue row is gone (a crash mid-delete)."""
+        if not self.root.is_dir():
+            return 0
+        return max((int(entry.name) for entry in self.root.iterdir() if entry.name.isdigit()), default=0)
+
+    # -- writing
+
+    def append(self, rows: list[StreamRow]) -> None:
+        """One chunk per run of rows of the same stream segment; fsync'd before returning when asked."""
+        touched: dict[int, _Tail] = {}
+        run: list[StreamRecord] = []
+        key: tuple[int, int] | None = None
+        for row in rows:
+            row_key = (row[0], row[1])
+            if row_key != key and run and key is not None:
+                touched[key[0]] = self._write(key[0], key[1], run)
+                run = []
+            key = row_key
+            run.append(row[2:])
+        if run and key is not None:
+            touched[key[0]] = self._write(key[0], key[1], run)
+        for tail in touched.values():
+            tail.segment.flush()
+            tail.index.flush()
+            if self.fsync:
+                os.fsync(tail.segment.fileno())
+
+    def _write(self, queue_id: int, segment_first: int, records: list[StreamRecord]) -> _Tail:
+        tail = self._tails.get(queue_id)
+        if tail is None or tail.first_offset != segment_first:
+            if tail is not None:
+                self._close_tail(tail)
+            tail = self._open(queue_id, segment_first)
+            self._tails[queue_id] = tail
+        chunk = encode_chunk(records)
+        if tail.indexed_at < 0 or tail.size - tail.indexed_at >= INDEX_INTERVAL_BYTES:
+            tail.index.write(INDEX_ENTRY.pack(records[0][0], records[0][1], tail.size))
+            tail.indexed_at = tail.size
+        tail.segment.write(chunk)
+        tail.size += len(chunk)
+        return tail
+
+    def _open(self, queue_id: int, segment_first: int) -> _Tail:
+        directory = self.directory(queue_id)
+        created = not directory.is_dir()
+        directory.mkdir(parents=True, exist_ok=True)
+        base = directory / segment_name(segment_first)
+        segment_path = base.with_suffix(SEGMENT_SUFFIX)
+        new_file = not segment_path.exists()
+        segment = open(segment_path, "ab")  # noqa: SIM115 - kept open while the segment is the tail
+        index = open(base.with_suffix(INDEX_SUFFIX), "ab")  # noqa: SIM115
+        size = segment.tell()
+        entries = index.tell() // INDEX_ENTRY.size
+        indexed_at = -1
+        if entries:
+            with open(base.with_suffix(INDEX_SUFFIX), "rb") as reader:
+                reader.seek((entries - 1) * INDEX_ENTRY.size)
+                indexed_at = INDEX_ENTRY.unpack(reader.read(INDEX_ENTRY.size))[2]
+        if self.fsync and new_file:  # the new name must survive a power loss too
+            _fsync_directory(directory)
+            if created:
+                _fsync_directory(self.root)
+        return _Tail(segment_first, segment, index, size, indexed_at)
+
+    def _close_tail(self, tail: _Tail) -> None:
+        tail.segment.close()
+        tail.index.close()
+
+    def drop_segments(self, queue_id: int, firsts: list[int]) -> None:
+        """Retention: the whole files of the segments the core dropped."""
+        directory = self.directory(queue_id)
+        for first in firsts:
+            tail = self._tails.get(queue_id)
+            if tail is not None and tail.first_offset == first:
+                self._close_tail(self._tails.pop(queue_id))
+            base = directory / segment_name(first)
+            base.with_suffix(SEGMENT_SUFFIX).unlink(missing_ok=True)
+            base.with_suffix(INDEX_SUFFIX).unlink(missing_ok=True)
+
+    def drop_queue(self, queue_id: int) -> None:
+        tail = self._tails.pop(queue_id, None)
+        if tail is not None:
+            self._close_tail(tail)
+        shutil.rmtree(self.directory(queue_id), ignore_errors=True)
+
+    def close(self) -> None:
+        for tail in self._tails.values():
+            self._close_tail(tail)
+        self._tails.clear()
+
+    # -- recovery
+
+    def segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord]]]:
+        """Each segment's first offset and records, in order. A torn chunk is cut off (with every later
+        segment: they were written by the same unconfirmed commit), and each index is rebuilt if it does not
+        match its segment."""
+        directory = self.directory(queue_id)
+        if not directory.is_dir():
+            return
+        paths = sorted(directory.glob("*" + SEGMENT_SUFFIX))
+        for number, path in enumerate(paths):
+            data = path.read_bytes()
+            chunks, valid = decode_chunks(data)
+            if valid < len(data):
+                with open(path, "r+b") as segment:
+                    segment.truncate(valid)
+                for later in paths[number + 1 :]:
+                    later.unlink()
+                    later.with_suffix(INDEX_SUFFIX).unlink(missing_ok=True)
+            _repair_index(path.with_suffix(INDEX_SUFFIX), chunks)
+            records = [record for chunk in chunks for record in chunk[3]]
+            if records or number == 0:
+                yield int(path.stem), records
+            if valid < len(data):
+                return
+
+
+def _repair_index(path: Path, chunks: list[tuple[int, int, int, list[StreamRecord]]]) -> None:
+    entries: list[bytes] = []
+    indexed_at = -1
+    for position, first_offset, first_timestamp, _records in chunks:
+        if indexed_at < 0 or position - indexed_at >= INDEX_INTERVAL_BYTES:
+            entries.append(INDEX_ENTRY.pack(first_offset, first_timestamp, position))
+            indexed_at = position
+    wanted = b"".join(entries)
+    if not path.exists() or path.read_bytes() != wanted:
+        path.write_bytes(wanted)
+
+
+def _fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+class SegmentReader:
+    """Attach to a segment at an offset or a timestamp through its sparse index: a binary search over the
+    index entries, then a read from the entry's position (at most ``INDEX_INTERVAL_BYTES`` plus a chunk
+    before the wanted record), never a scan from the start of the segment."""
+
+    def __init__(self, segment_path: Path) -> None:
+        self.path = segment_path
+        raw = segment_path.with_suffix(INDEX_SUFFIX).read_bytes()
+        entries = [INDEX_ENTRY.unpack_from(raw, at) for at in range(0, len(raw), INDEX_ENTRY.size)]
+        self._offsets = [entry[0] for entry in entries]
+        self._timestamps = [entry[1] for entry in entries]
+        self._positions = [entry[2] for entry in entries]
+        self.bytes_read = 0  # what the last read cost (tests check it stays bounded)
+
+    def position_of_offset(self, offset: int) -> int:
+        at = bisect_right(self._offsets, offset) - 1
+        return self._positions[max(at, 0)] if self._positions else 0
+
+    def position_of_timestamp(self, timestamp_ms: int) -> int:
+        """The indexed chunk before the first one that starts at or after ``timestamp_ms`` (appends are in
+        time order, so the first record at or after it is in that chunk or later)."""
+        at = bisect_right(self._timestamps, timestamp_ms - 1) - 1
+        return self._positions[max(at, 0)] if self._positions else 0
+
+    def read_from_offset(self, offset: int, limit: int) -> list[StreamRecord]:
+        return list(self._read(self.position_of_offset(offset), offset, None, limit))
+
+    def read_from_timestamp(self, timestamp_ms: int, limit: int) -> list[StreamRecord]:
+        return list(self._read(self.position_of_timestamp(timestamp_ms), None, timestamp_ms, limit))
+
+    def _read(
+        self, position: int, offset: int | None, timestamp_ms: int | None, limit: int
+    ) -> Iterator[StreamRecord]:
+        self.bytes_read = 0
+        produced = 0
+        with open(self.path, "rb") as segment:
+            segment.seek(position)
+            while produced < limit:
+                head = segment.read(CHUNK.size)
+                if len(head) < CHUNK.size:
+                    return
+                length = CHUNK.unpack(head)[1]
+                data = head + segment.read(length + 8 - CHUNK.size)
+                self.bytes_read += len(data)
+                chunks, _valid = decode_chunks(data)
+                if not chunks:
+                    return
+                for record in chunks[0][3]:
+                    if offset is not None and record[0] < offset:
+                        continue
+                    if timestamp_ms is not None and record[1] < timestamp_ms:
+                        continue
+                    yield record
+                    produced += 1
+                    if produced >= limit:
+                        return
