@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
 from broker.core import topology_events
+from broker.core.acting import INTERNAL, acting
 from broker.core.clock import Clock, ManualClock
 from broker.core.dead_letter import HeaderRewriter, publish_dead_letters
 from broker.core.dispatcher import Dispatcher
@@ -118,8 +119,8 @@ class VirtualHost(VhostTopology):
 
     def auto_delete_queue(self, queue: Queue) -> None:
         if self.queues.get(queue.name) is queue:
-            self.events.actor = ""  # the broker acts: RabbitMQ's events name ?INTERNAL_USER
-            self.remove_queue(queue)
+            with acting(INTERNAL):  # the broker acts: RabbitMQ's events name ?INTERNAL_USER
+                self.remove_queue(queue)
 
     def delete_queue(self, name: str, owner: object, if_unused: bool = False, if_empty: bool = False) -> int:
         """queue.delete: the ready count dropped; a missing queue is fine (RabbitMQ is idempotent here)."""
@@ -207,8 +208,8 @@ class VirtualHost(VhostTopology):
 
     def expire_queue(self, queue: Queue) -> None:
         if self.queues.get(queue.name) is queue:
-            self.events.actor = ""
-            self.remove_queue(queue)
+            with acting(INTERNAL):
+                self.remove_queue(queue)
 
     def with_delivery_count(self, message: Message, count: int) -> Message:
         """The message as quorum queues redeliver it: with the ``x-delivery-count`` header set."""

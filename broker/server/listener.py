@@ -102,7 +102,7 @@ class Server:
             self.journal = JournalService(config.journal, self.broker.events, loop)
         if plugin_enabled(config.enabled_plugins, EVENT_EXCHANGE):
             # Not attached at all when off: the topology emit sites then skip on ``events.observers``.
-            EventExchange(self.broker, self.clock, config.event_exchange_vhost).attach()
+            EventExchange(self.broker, self.clock, config.event_exchange_vhost, config.node_name).attach()
         self.port = 0  # the bound AMQP port once started
         self.ssl_port: int | None = None  # the bound AMQPS port once started (listeners.ssl.default)
         self._tls_server: asyncio.Server | None = None
