@@ -232,19 +232,17 @@ class Broker:
     def put_policy(self, policy: Policy, operator: bool = False) -> None:
         self.policies.put(policy, operator)
         self._store_parameter(policy.vhost, _component(operator), policy.name, policy.as_json())
-        lifecycle_notices.policy_set(self.events, policy, operator)
         vhost = self.vhosts.get(policy.vhost)
-        if vhost is not None:
-            vhost.policies_changed()
+        changed = vhost.policies_changed() if vhost is not None else []
+        lifecycle_notices.policy_set(self.events, policy, operator, changed)
 
     def delete_policy(self, vhost_name: str, name: str, operator: bool = False) -> bool:
         if self.policies.delete(vhost_name, name, operator) is None:
             return False
         self._store_parameter(vhost_name, _component(operator), name, None)
-        lifecycle_notices.policy_cleared(self.events, vhost_name, name, operator)
         vhost = self.vhosts.get(vhost_name)
-        if vhost is not None:
-            vhost.policies_changed()
+        changed = vhost.policies_changed() if vhost is not None else []
+        lifecycle_notices.policy_cleared(self.events, vhost_name, name, operator, changed)
         return True
 
     def set_vhost_limits(self, vhost: str, limits: Mapping[str, Any] | None) -> None:
@@ -265,10 +263,12 @@ class Broker:
         self._store_parameter("", "user-limits", user, dict(limits) if limits else None)
         lifecycle_notices.user_limits(self.events, user, limits)
 
-    def set_global_parameter(self, name: str, value: Any) -> None:
+    def set_global_parameter(self, name: str, value: Any, notify: bool = True) -> None:
+        """Set a global parameter; ``notify`` False for what RabbitMQ sets at boot, before any listener."""
         self.parameters.set_global(name, value)
         self._store_parameter("", "global", name, value)
-        lifecycle_notices.global_parameter(self.events, name, value)
+        if notify:
+            lifecycle_notices.global_parameter(self.events, name, value)
 
     def clear_global_parameter(self, name: str) -> bool:
         if not self.parameters.clear_global(name):

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from broker.core.events import EventBus
     from broker.core.exchange import Exchange
     from broker.core.policies import Policy
+    from broker.core.queue import Queue
 
 LIMITS = "limits"  # the name RabbitMQ gives every vhost-limits and user-limits parameter
 
@@ -52,10 +53,16 @@ def vhost_saved(events: EventBus, name: str, metadata: Mapping[str, Any], create
     events.notify("vhost.created" if created else "vhost.updated", fields)
 
 
+# The order rabbit_vhost:do_add declares a new vhost's exchanges in.
+_DECLARED = ("", "amq.direct", "amq.topic", "amq.match", "amq.headers", "amq.fanout", "amq.rabbitmq.trace")
+
+
 def exchanges_created(events: EventBus, vhost: str, exchanges: list[Exchange]) -> None:
-    """A new vhost's own exchanges, each an exchange.created (rabbit_vhost:do_add declares them)."""
+    """A new vhost's own exchanges, each an exchange.created, in the order rabbit_vhost:do_add declares
+    them."""
     if events.observers:
-        for exchange in exchanges:
+        rank = {name: index for index, name in enumerate(_DECLARED)}
+        for exchange in sorted(exchanges, key=lambda exchange: rank.get(exchange.name, len(rank))):
             events.topology(
                 Topology.EXCHANGE_DECLARED,
                 vhost,
@@ -93,33 +100,58 @@ def vhost_deleted(
     if limits:
         vhost_limits(events, vhost, None)
     for policy, operator in policies:
-        policy_cleared(events, vhost, policy.name, operator)
+        policy_cleared(events, vhost, policy.name, operator, [])
     events.notify("vhost.down", {"name": vhost}, actor=INTERNAL)
 
 
-def policy_set(events: EventBus, policy: Policy, operator: bool) -> None:
-    if not events.notices:
-        return
-    value = {
+def _policy_value(policy: Policy) -> dict[str, Any]:
+    return {
         "pattern": policy.pattern,
         "definition": dict(policy.definition),
         "priority": policy.priority,
         "apply-to": policy.apply_to,
     }
+
+
+def policy_set(events: EventBus, policy: Policy, operator: bool, queues: list[Queue]) -> None:
+    """rabbit_policy: an operator policy's parameter.set, the ``queues`` it changed (update_matched_objects),
+    then policy.set (an operator policy's too)."""
+    if not events.notices:
+        return
+    value = _policy_value(policy)
     if operator:
         fields = {"vhost": policy.vhost, "component": "operator_policy", "name": policy.name, "value": value}
         events.notify("parameter.set", fields)
+    queue_policies(events, queues, policy)
     events.notify("policy.set", {"name": policy.name, "vhost": policy.vhost, **value})
 
 
-def policy_cleared(events: EventBus, vhost: str, name: str, operator: bool) -> None:
+def policy_cleared(events: EventBus, vhost: str, name: str, operator: bool, queues: list[Queue]) -> None:
+    """The same order when a policy is cleared; an operator policy's is operator.policy.cleared."""
     if not events.notices:
         return
     if operator:
         events.notify("parameter.cleared", {"vhost": vhost, "component": "operator_policy", "name": name})
+    queue_policies(events, queues, None)
+    if operator:
         events.notify("operator.policy.cleared", {"name": name, "vhost": vhost})
     else:
         events.notify("policy.cleared", {"name": name, "vhost": vhost})
+
+
+def queue_policies(events: EventBus, queues: list[Queue], policy: Policy | None) -> None:
+    """rabbit_policy:maybe_notify_of_policy_change: each queue whose policy changed, queue.policy.updated
+    with the policy just set, or queue.policy.cleared when one was cleared."""
+    if not events.notices:
+        return
+    for queue in queues:
+        settings = queue.features.settings if queue.features is not None else None
+        kind = settings.queue_type if settings is not None else "classic"
+        fields = {"name": queue.name, "vhost": queue.vhost, "type": f"rabbit_{kind}_queue"}
+        if policy is None:
+            events.notify("queue.policy.cleared", fields)
+        else:
+            events.notify("queue.policy.updated", {**fields, **_policy_value(policy)})
 
 
 def vhost_limits(events: EventBus, vhost: str, limits: Mapping[str, Any] | None) -> None:

@@ -234,12 +234,14 @@ class VirtualHost(VhostTopology):
             self.parameters.vhost_limit(self.name, "max-connections") if self.parameters is not None else None
         )
 
-    def policies_changed(self) -> None:
-        """A policy or operator policy of this vhost was set, changed or cleared: apply it now."""
-        if self.policies is not None:
-            reapply(
-                self.policies, self.name, self.queues.values(), self.exchanges.values(), self, self.profile
-            )
+    def policies_changed(self) -> list[Queue]:
+        """A policy or operator policy of this vhost was set, changed or cleared: apply it now; the queues
+        whose policy changed."""
+        if self.policies is None:
+            return []
+        return reapply(
+            self.policies, self.name, self.queues.values(), self.exchanges.values(), self, self.profile
+        )
 
     def plain_features(self, queue: Queue) -> QueueFeatures:
         return QueueFeatures(queue, PLAIN, self)
