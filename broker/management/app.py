@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import structlog
 from aiohttp import web
 
+from broker.config.cookie import ACTING_USER
 from broker.core.acting import acting
 from broker.management.auth import USER_KEY, Gate, authorize
 from broker.management.context import ManagementContext
@@ -66,6 +67,8 @@ ROUTES: list[Route] = [
     *limits.ROUTES,
     *dry_run_route.ROUTES,
 ]
+# The CLI tools log in with the node cookie (ACTING_USER); RabbitMQ's CLI commands act as "rmq-cli" in events.
+CLI_ACTOR = "rmq-cli"
 _MAX_BODY_BYTES = 64 * 1024 * 1024  # definitions files can be large
 
 
@@ -78,7 +81,7 @@ def _endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespo
         request[USER_KEY] = user
         # user_who_performed_action of what this request does: set in the request task's own context, so
         # other requests and AMQP channels running while it awaits never see it (broker.core.acting).
-        with acting(user.name):
+        with acting(CLI_ACTOR if user.name == ACTING_USER else user.name):
             return await _handle(route, request, context)
 
     endpoint.__name__ = route.handler.__name__
