@@ -223,14 +223,15 @@ def run_admin_scenario(url: str, http: str) -> list[dict[str, Any]]:
             pika.BlockingConnection(pika.URLParameters(evu.replace("evu:pw2", "evu:wrong")))
         except pika.exceptions.AMQPError:
             pass
-        for method, path, body in (
+        cleanup: tuple[tuple[str, str, Any], ...] = (
             ("DELETE", "/api/user-limits/evu/max-channels", None),
             ("DELETE", "/api/vhost-limits/evv/max-connections", None),
             ("PUT", "/api/vhost-limits/evv/max-queues", {"value": 5}),
             ("DELETE", "/api/global-parameters/ee-gp", None),
             ("DELETE", "/api/operator-policies/evv/op1", None),
             ("DELETE", "/api/topic-permissions/evv/evu", None),
-        ):
+        )
+        for method, path, body in cleanup:
             assert _http(http, method, path, body) == 204, (method, path)
         # Left open: deleting the vhost closes it, its channel first.
         lingering = pika.BlockingConnection(pika.URLParameters(url.rstrip("/") + "/evv"))
