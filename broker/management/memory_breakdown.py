@@ -153,3 +153,83 @@ def _module_files() -> Iterator[str]:
         path = getattr(module, "__cached__", None)
         if isinstance(path, str) and path.endswith(".pyc"):
             yield path
+
+
+# /metrics/memory-breakdown (rabbitmq_prometheus 4.1+, the node_memory table): metric name, help text and the
+# rabbit_vm:memory/0 key it reads. RabbitMQ 3.x and 4.0 have no such registry.
+MEMORY_BREAKDOWN: tuple[tuple[str, str, str], ...] = (
+    ("memory_code_module_bytes", "Code module memory footprint", "code"),
+    (
+        "memory_client_connection_reader_bytes",
+        "Client connection reader processes footprint in bytes",
+        "connection_readers",
+    ),
+    (
+        "memory_client_connection_writer_bytes",
+        "Client connection writer processes footprint in bytes",
+        "connection_writers",
+    ),
+    (
+        "memory_client_connection_channel_bytes",
+        "Client connection channel processes footprint in bytes",
+        "connection_channels",
+    ),
+    (
+        "memory_client_connection_other_bytes",
+        "Client connection other processes footprint in bytes",
+        "connection_other",
+    ),
+    (
+        "memory_classic_queue_erlang_process_bytes",
+        "Classic queue processes footprint in bytes",
+        "queue_procs",
+    ),
+    (
+        "memory_quorum_queue_erlang_process_bytes",
+        "Quorum queue processes footprint in bytes",
+        "quorum_queue_procs",
+    ),
+    (
+        "memory_quorum_queue_dlx_erlang_process_bytes",
+        "Quorum queue DLX worker processes footprint in bytes",
+        "quorum_queue_dlx_procs",
+    ),
+    ("memory_stream_erlang_process_bytes", "Stream processes footprint in bytes", "stream_queue_procs"),
+    (
+        "memory_stream_replica_reader_erlang_process_bytes",
+        "Stream replica reader processes footprint in bytes",
+        "stream_queue_replica_reader_procs",
+    ),
+    (
+        "memory_stream_coordinator_erlang_process_bytes",
+        "Stream coordinator processes footprint in bytes",
+        "stream_queue_coordinator_procs",
+    ),
+    ("memory_plugin_bytes", "Total plugin footprint in bytes", "plugins"),
+    ("memory_modern_metadata_store_bytes", "Modern metadata store footprint in bytes", "metadata_store"),
+    ("memory_other_erlang_process_bytes", "Other processes footprint in bytes", "other_proc"),
+    ("memory_metrics_bytes", "Metric table footprint in bytes", "metrics"),
+    ("memory_management_stats_db_bytes", "Management stats database footprint in bytes", "mgmt_db"),
+    ("memory_classic_metadata_store_bytes", "Classic metadata store footprint in bytes", "mnesia"),
+    ("memory_quorum_queue_ets_table_bytes", "Quorum queue ETS tables footprint in bytes", "quorum_ets"),
+    (
+        "memory_modern_metadata_store_ets_table_bytes",
+        "Modern metadata store ETS tables footprint in bytes",
+        "metadata_store_ets",
+    ),
+    ("memory_other_ets_table_bytes", "Other ETS tables footprint in bytes", "other_ets"),
+    ("memory_binary_heap_bytes", "Binary heap size in bytes", "binary"),
+    ("memory_message_index_bytes", "Message index footprint in bytes", "msg_index"),
+    ("memory_atom_table_bytes", "Atom table size in bytes", "atom"),
+    ("memory_other_system_bytes", "Other runtime footprint in bytes", "other_system"),
+    (
+        "memory_runtime_allocated_unused_bytes",
+        "Runtime allocated but unused blocks size in bytes",
+        "allocated_unused",
+    ),
+    (
+        "memory_runtime_reserved_unallocated_bytes",
+        "Runtime reserved but unallocated blocks size in bytes",
+        "reserved_unallocated",
+    ),
+)

@@ -17,8 +17,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from broker.management import prometheus_collect as collect
 from broker.management.context import ManagementContext
-from broker.management.memory_breakdown import breakdown
-from broker.management.prometheus_catalogue import DETAILED, FAMILIES, HELP, MEMORY_BREAKDOWN, TYPES
+from broker.management.memory_breakdown import MEMORY_BREAKDOWN, breakdown
+from broker.management.prometheus_catalogue import DETAILED, FAMILIES, HELP, TYPES
 
 PREFIX = "rabbitmq_"
 # The text exposition format generate_latest writes, labelled as rabbitmq_prometheus labels it.

@@ -108,9 +108,7 @@ class ChannelSession:
             self.on_method(decode_method(payload))
 
     def on_method(self, method: Frame) -> None:
-        # What the method does is done by the connection's user (user_who_performed_action of its events),
-        # for as long as its handler runs.
-        token = ACTOR.set(self.conn.username)
+        token = ACTOR.set(self.conn.username)  # who acts, while the handler runs (broker.core.acting)
         try:
             if (handler := HANDLERS.get(type(method))) is None:
                 raise HardError(ReplyCode.COMMAND_INVALID, "unimplemented method")
@@ -391,8 +389,7 @@ class ChannelSession:
             self.stats.publish_confirm = self.publish_seq
             vhost.channel_totals.add(self.stats)
             vhost.churn.channel_closed += 1
-            if self.pid and self.conn.broker.events.notices:
-                lifecycle_events.channel_closed(self.conn.broker, self.pid, self.conn.username)
+            lifecycle_events.channel_closed(self.conn.broker, self.pid, self.conn.username)
         direct_reply.forget(self)
         consumers = list(self.consumers.values())
         self.consumers.clear()

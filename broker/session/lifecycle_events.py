@@ -142,4 +142,6 @@ def channel_created(
 
 
 def channel_closed(broker: Broker, pid: str, user: str) -> None:
-    broker.events.notify("channel.closed", {"pid": pid}, actor=user)
+    """A channel that was announced (it has a pid) is gone."""
+    if pid and broker.events.notices:
+        broker.events.notify("channel.closed", {"pid": pid}, actor=user)
