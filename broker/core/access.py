@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Literal
+from typing import Any, Literal
 
 from broker.core.passwords import ALGORITHMS, DEFAULT_ALGORITHM, check_password, hash_password
 
@@ -127,6 +127,8 @@ class AccessControl:
         # Told what changed (a user's name, (user, vhost), or (user, vhost, exchange)), so the broker can
         # mirror the change into its store; not told of a vhost's deletion, which the store handles whole.
         self.on_change: Callable[[Change, tuple[str, ...]], None] | None = None
+        # Told each permission change as rabbit_auth_backend_internal notifies it (the event bus's notify).
+        self.notify: Callable[[str, dict[str, Any]], None] | None = None
 
     def _changed(self, change: Change | None = None, key: tuple[str, ...] = ()) -> None:
         self.version += 1
@@ -188,12 +190,17 @@ class AccessControl:
         permission = VhostPermission(user, vhost, configure, write, read, compiled)
         self.permissions[(user, vhost)] = permission
         self._changed(Change.PERMISSION, (user, vhost))
+        if self.notify is not None:
+            fields = {"user": user, "vhost": vhost, "configure": configure, "write": write, "read": read}
+            self.notify("permission.created", fields)
         return permission
 
     def clear_permission(self, user: str, vhost: str) -> bool:
         if self.permissions.pop((user, vhost), None) is None:
             return False
         self._changed(Change.PERMISSION, (user, vhost))
+        if self.notify is not None:
+            self.notify("permission.deleted", {"user": user, "vhost": vhost})
         return True
 
     def set_topic_permission(
@@ -203,6 +210,9 @@ class AccessControl:
         permission = TopicPermission(user, vhost, exchange, write, read, compiled)
         self.topic_permissions[(user, vhost, exchange)] = permission
         self._changed(Change.TOPIC_PERMISSION, (user, vhost, exchange))
+        if self.notify is not None:
+            fields = {"user": user, "vhost": vhost, "exchange": exchange, "write": write, "read": read}
+            self.notify("topic.permission.created", fields)
         return permission
 
     def clear_topic_permissions(self, user: str, vhost: str, exchange: str | None = None) -> bool:
@@ -215,14 +225,23 @@ class AccessControl:
         for key in keys:
             del self.topic_permissions[key]
             self._changed(Change.TOPIC_PERMISSION, key)
+        if keys and self.notify is not None:
+            # RabbitMQ 3.10 notifies clearing one exchange's topic permission as permission_deleted.
+            name = "topic.permission.deleted" if exchange is None else "permission.deleted"
+            self.notify(name, {"user": user, "vhost": vhost})
         return bool(keys)
 
     def vhost_deleted(self, vhost: str) -> None:
-        """RabbitMQ drops a deleted vhost's permissions with it."""
+        """RabbitMQ drops a deleted vhost's permissions with it, each notified (rabbit_vhost:delete clears
+        the permissions, then the topic permissions, one notice per entry)."""
         for key in [key for key in self.permissions if key[1] == vhost]:
             del self.permissions[key]
+            if self.notify is not None:
+                self.notify("permission.deleted", {"user": key[0], "vhost": vhost})
         for tkey in [tkey for tkey in self.topic_permissions if tkey[1] == vhost]:
             del self.topic_permissions[tkey]
+            if self.notify is not None:
+                self.notify("topic.permission.deleted", {"user": tkey[0], "vhost": vhost})
         self._changed()
 
     def login_vhosts(self, user: str) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from broker.core import lifecycle_notices
 from broker.core.access import ADMINISTRATOR, AccessControl, Change, User
 from broker.core.auth_attempts import AuthAttempts
 from broker.core.clock import Clock, ManualClock
@@ -75,9 +76,14 @@ class Broker:
         # From here on every user and permission change reaches the store (configured users are made from
         # the configuration at each start, so they are not stored unless changed).
         self.access.on_change = self._access_changed
+        self.access.notify = self.events.notify  # permission.* notices (the event exchange)
 
-    def add_vhost(self, name: str) -> VirtualHost:
+    def add_vhost(self, name: str, metadata: dict[str, Any] | None = None) -> VirtualHost:
+        """Create a vhost if missing; ``metadata`` (description, tags, default queue type) replaces its own.
+        Notified as RabbitMQ does: its exchanges' exchange.created, then vhost.created (vhost.updated when it
+        existed and metadata is given)."""
         vhost = self.vhosts.get(name)
+        created = vhost is None
         if vhost is None:
             vhost = self.vhosts[name] = VirtualHost(
                 name, self.dispatcher, self.names, self.events, self.clock, self.profile
@@ -90,6 +96,11 @@ class Broker:
             vhost.disabled_exchange_types = self.disabled_exchange_types
             if self.persistence is not None:
                 self.persistence.vhost_added(name)
+            lifecycle_notices.exchanges_created(self.events, name, list(vhost.exchanges.values()))
+        if metadata is not None:
+            self.set_vhost_metadata(name, metadata)
+        if created or metadata is not None:
+            lifecycle_notices.vhost_saved(self.events, name, self.vhost_metadata.get(name, {}), created)
         return vhost
 
     def disable_exchange_types(self, types: frozenset[str]) -> None:
@@ -109,8 +120,13 @@ class Broker:
             return False
         for connection in list(vhost.connections):
             connection.force_close(f"vhost '{name}' is deleted")
-        vhost.close()
+        # rabbit_vhost:delete: permissions first (no new connections), then queues, then exchanges.
         self.access.vhost_deleted(name)
+        vhost.close()
+        policies = [(p, False) for p in self.policies.listing(name)]
+        policies += [(p, True) for p in self.policies.listing(name, operator=True)]
+        limits = name in self.parameters.vhost_limits
+        lifecycle_notices.vhost_deleted(self.events, name, list(vhost.exchanges.values()), limits, policies)
         self.vhost_metadata.pop(name, None)
         self.policies.vhost_deleted(name)
         self.parameters.clear_vhost_limits(name)
@@ -130,6 +146,7 @@ class Broker:
         had before tags existed. The store gets the change through `_access_changed`.
         """
         existing = self.access.users.get(name)
+        notice_tags = tags or ()
         if tags is None:
             tags = existing.tags if existing is not None else (ADMINISTRATOR,)
         if password_hash is not None:
@@ -141,6 +158,13 @@ class Broker:
             )
         else:
             user = self.access.put_user(name, password=password or "", tags=tags)
+        lifecycle_notices.user_saved(
+            self.events,
+            name,
+            existing is None,
+            password_hash is None,
+            notice_tags if existing is None else tags,
+        )
         return user
 
     def delete_user(self, name: str) -> bool:
@@ -149,6 +173,7 @@ class Broker:
         user_deleted."""
         if not self.access.delete_user(name):
             return False
+        self.events.notify("user.deleted", {"name": name})
         for vhost in self.vhosts.values():
             for connection in [c for c in vhost.connections if c.username == name]:
                 connection.force_close(f"user '{name}' is deleted")
@@ -208,25 +233,27 @@ class Broker:
         self.policies.put(policy, operator)
         self._store_parameter(policy.vhost, _component(operator), policy.name, policy.as_json())
         vhost = self.vhosts.get(policy.vhost)
-        if vhost is not None:
-            vhost.policies_changed()
+        changed = vhost.policies_changed() if vhost is not None else []
+        lifecycle_notices.policy_set(self.events, policy, operator, changed)
 
     def delete_policy(self, vhost_name: str, name: str, operator: bool = False) -> bool:
         if self.policies.delete(vhost_name, name, operator) is None:
             return False
         self._store_parameter(vhost_name, _component(operator), name, None)
         vhost = self.vhosts.get(vhost_name)
-        if vhost is not None:
-            vhost.policies_changed()
+        changed = vhost.policies_changed() if vhost is not None else []
+        lifecycle_notices.policy_cleared(self.events, vhost_name, name, operator, changed)
         return True
 
     def set_vhost_limits(self, vhost: str, limits: Mapping[str, Any] | None) -> None:
         """Replace (None: remove) the vhost-limits parameter of ``vhost``."""
         if limits is None:
-            self.parameters.clear_vhost_limits(vhost)
+            had = self.parameters.clear_vhost_limits(vhost)
         else:
             self.parameters.set_vhost_limits(vhost, limits)
         self._store_parameter(vhost, "vhost-limits", "limits", self.parameters.vhost_limits.get(vhost))
+        if limits is not None or had:
+            lifecycle_notices.vhost_limits(self.events, vhost, self.parameters.vhost_limits.get(vhost))
 
     def set_user_limits(self, user: str, limits: Mapping[str, int]) -> None:
         """Replace a user's limits (checked by the caller); KeyError when there is no such user."""
@@ -234,15 +261,20 @@ class Broker:
         held.clear()
         held.update(limits)
         self._store_parameter("", "user-limits", user, dict(limits) if limits else None)
+        lifecycle_notices.user_limits(self.events, user, limits)
 
-    def set_global_parameter(self, name: str, value: Any) -> None:
+    def set_global_parameter(self, name: str, value: Any, notify: bool = True) -> None:
+        """Set a global parameter; ``notify`` False for what RabbitMQ sets at boot, before any listener."""
         self.parameters.set_global(name, value)
         self._store_parameter("", "global", name, value)
+        if notify:
+            lifecycle_notices.global_parameter(self.events, name, value)
 
     def clear_global_parameter(self, name: str) -> bool:
         if not self.parameters.clear_global(name):
             return False
         self._store_parameter("", "global", name, None)
+        lifecycle_notices.global_parameter(self.events, name, None, cleared=True)
         return True
 
     def _store_parameter(self, vhost: str, component: str, name: str, value: Any) -> None:

@@ -51,6 +51,19 @@ class TopologyEvent:
     kind: Topology
     vhost: str
     detail: dict[str, Any] = field(default_factory=dict)
+    # Who did it (broker.core.acting, read when the event was emitted); "" = the broker itself.
+    actor: str = ""
+
+
+@dataclass(slots=True)
+class Notice:
+    """A lifecycle event as RabbitMQ's rabbit_event:notify sends it: ``name`` is the event exchange's routing
+    key (user.created, connection.closed, policy.set), ``fields`` its properties in RabbitMQ's names,
+    ``actor`` who did it (None: the event names nobody, as connection.closed does)."""
+
+    name: str
+    fields: dict[str, Any]
+    actor: str | None
 
 
 class Observer(Protocol):
@@ -72,4 +85,5 @@ def consumer_detail(consumer: Any) -> dict[str, Any]:
         "prefetch_count": consumer.prefetch_count,
         "arguments": consumer.arguments,
         "channel": getattr(consumer.channel, "channel_id", 0),
+        "channel_pid": getattr(consumer.channel, "pid", ""),
     }

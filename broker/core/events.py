@@ -17,13 +17,23 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from broker.core.event_types import Fate, MessageEvent, Observer, Topology, TopologyEvent
+from broker.core.acting import ACTOR
+from broker.core.event_types import Fate, MessageEvent, Notice, Observer, Topology, TopologyEvent
 from broker.core.message import Message
 from broker.core.queue import DeliveryJournal, Queue
 from broker.core.unacked import Delivery
 
 # The event vocabulary lives in broker.core.event_types (the queue uses it); callers may import it from here.
-__all__ = ["EventBus", "Fate", "JournalHook", "MessageEvent", "Observer", "Topology", "TopologyEvent"]
+__all__ = [
+    "EventBus",
+    "Fate",
+    "JournalHook",
+    "MessageEvent",
+    "Notice",
+    "Observer",
+    "Topology",
+    "TopologyEvent",
+]
 
 
 class JournalHook(DeliveryJournal, Protocol):
@@ -58,7 +68,7 @@ class EventBus:
     with nothing attached they cost what they did before the fast lane existed.
     """
 
-    __slots__ = ("actor", "hot_observers", "ids", "journal", "observers", "stepping", "tracer")
+    __slots__ = ("hot_observers", "ids", "journal", "notices", "observers", "stepping", "tracer")
 
     def __init__(self) -> None:
         self.observers: list[Observer] = []
@@ -69,9 +79,9 @@ class EventBus:
         # reach it only behind ``stepping``, so tracing off costs nothing more.
         self.tracer: Any = None
         self.ids = itertools.count(1)  # message ids, shared by observers and the journal
-        # The user whose AMQP method is being handled (set by channels only while observers are attached):
-        # RabbitMQ's user_who_performed_action on topology events.
-        self.actor = ""
+        # Listeners to lifecycle notices (users, vhosts, permissions, policies, parameters, connections,
+        # channels): the event exchange. Emit sites test this list before building anything.
+        self.notices: list[Callable[[Notice], None]] = []
 
     def _changed(self) -> None:
         self.stepping = self.journal is not None or bool(self.hot_observers) or self.tracer is not None
@@ -104,9 +114,31 @@ class EventBus:
             observer.on_message(event)
 
     def topology(self, kind: Topology, vhost: str, **detail: Any) -> None:
-        event = TopologyEvent(kind, vhost, detail)
+        event = TopologyEvent(kind, vhost, detail, ACTOR.get())
         for observer in self.observers:
             observer.on_topology(event)
+
+    def notify(
+        self, name: str, fields: dict[str, Any], *, actor: str | None = None, named: bool = True
+    ) -> None:
+        """A lifecycle notice for every listener, naming ``actor`` (None: the current one, from
+        broker.core.acting), or nobody when not ``named``."""
+        if not self.notices:
+            return
+        who = (actor if actor is not None else ACTOR.get()) if named else None
+        notice = Notice(name, fields, who)
+        for listener in self.notices:
+            listener(notice)
+
+    def listen(self, listener: Callable[[Notice], None]) -> Callable[[], None]:
+        """Send lifecycle notices to ``listener``; returns the function that stops it."""
+        self.notices.append(listener)
+
+        def stop() -> None:
+            if listener in self.notices:
+                self.notices.remove(listener)
+
+        return stop
 
     def attach(self, observer: Observer, hot: bool = True) -> Callable[[], None]:
         """Start sending events to ``observer`` (with ``hot``, the per-message steps too); returns the

@@ -134,11 +134,11 @@ def reapply(
     exchanges: Iterable[Exchange],
     host: QueueHost,
     profile: Profile,
-) -> None:
+) -> list[Queue]:
     """A policy of ``vhost`` was set, changed or cleared: every queue and exchange it may touch follows now
-    (rabbit_policy:update_matched_objects)."""
+    (rabbit_policy:update_matched_objects). The queues whose policy or operator policy changed."""
     for exchange in list(exchanges):
         apply_to_exchange(table, vhost, exchange)
-    for queue in list(queues):
-        if not queue.deleted:
-            apply_to_queue(table, queue, host, profile)
+    return [
+        queue for queue in list(queues) if not queue.deleted and apply_to_queue(table, queue, host, profile)
+    ]

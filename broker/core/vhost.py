@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
 from broker.core import topology_events
+from broker.core.acting import INTERNAL, acting
 from broker.core.clock import Clock, ManualClock
 from broker.core.dead_letter import HeaderRewriter, publish_dead_letters
 from broker.core.dispatcher import Dispatcher
@@ -118,8 +119,8 @@ class VirtualHost(VhostTopology):
 
     def auto_delete_queue(self, queue: Queue) -> None:
         if self.queues.get(queue.name) is queue:
-            self.events.actor = ""  # the broker acts: RabbitMQ's events name ?INTERNAL_USER
-            self.remove_queue(queue)
+            with acting(INTERNAL):  # the broker acts: RabbitMQ's events name ?INTERNAL_USER
+                self.remove_queue(queue)
 
     def delete_queue(self, name: str, owner: object, if_unused: bool = False, if_empty: bool = False) -> int:
         """queue.delete: the ready count dropped; a missing queue is fine (RabbitMQ is idempotent here)."""
@@ -207,8 +208,8 @@ class VirtualHost(VhostTopology):
 
     def expire_queue(self, queue: Queue) -> None:
         if self.queues.get(queue.name) is queue:
-            self.events.actor = ""
-            self.remove_queue(queue)
+            with acting(INTERNAL):
+                self.remove_queue(queue)
 
     def with_delivery_count(self, message: Message, count: int) -> Message:
         """The message as quorum queues redeliver it: with the ``x-delivery-count`` header set."""
@@ -233,12 +234,14 @@ class VirtualHost(VhostTopology):
             self.parameters.vhost_limit(self.name, "max-connections") if self.parameters is not None else None
         )
 
-    def policies_changed(self) -> None:
-        """A policy or operator policy of this vhost was set, changed or cleared: apply it now."""
-        if self.policies is not None:
-            reapply(
-                self.policies, self.name, self.queues.values(), self.exchanges.values(), self, self.profile
-            )
+    def policies_changed(self) -> list[Queue]:
+        """A policy or operator policy of this vhost was set, changed or cleared: apply it now; the queues
+        whose policy changed."""
+        if self.policies is None:
+            return []
+        return reapply(
+            self.policies, self.name, self.queues.values(), self.exchanges.values(), self, self.profile
+        )
 
     def plain_features(self, queue: Queue) -> QueueFeatures:
         return QueueFeatures(queue, PLAIN, self)

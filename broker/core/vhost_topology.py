@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from broker.core import topology_events
+from broker.core import lifecycle_notices, topology_events
 from broker.core.arguments import freeze_table
 from broker.core.bindings import Binding, BindingTable
 from broker.core.event_types import Topology
@@ -157,7 +157,11 @@ class VhostTopology:
             raise ChannelError(
                 ReplyCode.PRECONDITION_FAILED, f"exchange '{name}' in vhost '{self.name}' in use"
             )
-        self._remove_exchange(exchange)
+        if self.events.notices:
+            with lifecycle_notices.exchange_deletion(self.events, self.name, name):
+                self._remove_exchange(exchange)
+        else:
+            self._remove_exchange(exchange)
 
     def _remove_exchange(self, exchange: Exchange) -> None:
         del self.exchanges[exchange.name]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.config.plugins import started_plugins
+from broker.ctl.api import Api, ApiFailure, Unavailable, quote
 from broker.ctl.probe import ProbeFailed, local_alarms, port_open, server_properties
 from broker.ctl.target import Target, find_target
 
@@ -43,6 +44,7 @@ class Options:
     priority: str = "0"  # set_policy / set_operator_policy
     apply_to: str = "all"
     user: str | None = None  # list_user_limits --user
+    unit: str = "gb"  # memory_breakdown --unit
 
 
 class Output:
@@ -74,6 +76,7 @@ _VALUE_FLAGS = {
     "--priority": "priority",
     "--apply-to": "apply_to",
     "--user": "user",
+    "--unit": "unit",
 }
 # Switches of rabbitmqctl's and rabbitmq-plugins' commands, kept for the command to read.
 _SWITCHES = frozenset(
@@ -295,6 +298,38 @@ def status(target: Target, options: Options, out: Output) -> int:
     return EX_OK
 
 
+# memory_breakdown --unit: RabbitMQ's units (decimal kb/mb/gb, binary kib/mib/gib).
+_UNITS = {"bytes": 1, "kb": 10**3, "kib": 2**10, "mb": 10**6, "mib": 2**20, "gb": 10**9, "gib": 2**30}
+
+
+def memory_breakdown(target: Target, options: Options, out: Output) -> int:
+    """The node's memory by category, largest first, in ``--unit`` (gb by default), with the share of the
+    resident set, as rabbitmq-diagnostics memory_breakdown prints it; the figures are the management API's
+    (GET /api/nodes/{node}/memory)."""
+    unit = options.unit.lower()
+    if unit not in _UNITS:
+        out.error(f"Error: unknown unit {options.unit!r} (one of {', '.join(_UNITS)})")
+        return EX_USAGE
+    out.banner(f"Reporting memory breakdown on node {target.node}...")
+    try:
+        api = Api(target, _timeout(options))
+        node = api.call("GET", "/api/nodes")[0]["name"]
+        memory = api.call("GET", f"/api/nodes/{quote(node)}/memory")["memory"]
+    except (Unavailable, ApiFailure, OSError) as error:
+        out.error(UNREACHABLE.format(node=target.node, host=target.host, port=target.amqp_port, reason=error))
+        return EX_UNAVAILABLE
+    rss = max(1, int(memory["total"]["rss"]))
+    sizes = [(key, int(value)) for key, value in memory.items() if isinstance(value, int)]
+    rows = [(key, size, round(100.0 * size / rss, 2)) for key, size in sorted(sizes, key=lambda kv: -kv[1])]
+    divisor = _UNITS[unit]
+    text = "\n".join(
+        f"{key}: {size if divisor == 1 else round(size / divisor, 4)} {unit} ({share}%)"
+        for key, size, share in rows
+    )
+    out.result(text, {key: {"bytes": size, "percentage": share} for key, size, share in rows})
+    return EX_OK
+
+
 COMMANDS: dict[str, Callable[[Target, Options, Output], int]] = {
     "ping": ping,
     "check_running": check_running,
@@ -302,6 +337,7 @@ COMMANDS: dict[str, Callable[[Target, Options, Output], int]] = {
     "check_port_connectivity": check_port_connectivity,
     "await_startup": await_startup,
     "status": status,
+    "memory_breakdown": memory_breakdown,
 }
 
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import structlog
 from aiohttp import web
 
+from broker.config.cookie import ACTING_USER
+from broker.core.acting import acting
 from broker.management.auth import USER_KEY, Gate, authorize
 from broker.management.context import ManagementContext
 from broker.management.errors import ApiError, json_response, not_found
@@ -67,29 +69,38 @@ ROUTES: list[Route] = [
     *dry_run_route.ROUTES,
     *message_history.ROUTES,
 ]
+# The CLI tools log in with the node cookie (ACTING_USER); RabbitMQ's CLI commands act as "rmq-cli" in events.
+CLI_ACTOR = "rmq-cli"
 _MAX_BODY_BYTES = 64 * 1024 * 1024  # definitions files can be large
 
 
 def _endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def endpoint(request: web.Request) -> web.StreamResponse:
         context = request.app[CONTEXT_KEY]
-        if route.gate is not Gate.PUBLIC:
-            user = authorize(context, request, route.gate)
-            request[USER_KEY] = user
-            context.broker.events.actor = user.name  # user_who_performed_action of the event exchange
-        persistence = context.broker.persistence
-        if persistence is None or request.method in ("GET", "HEAD"):
-            return await route.handler(request, context)
-        writes = persistence.writes
-        response = await route.handler(request, context)
-        if persistence.writes != writes:
-            # RabbitMQ answers once its Mnesia transaction has committed: a 2xx means durable, so a kill -9
-            # right after the reply loses nothing.
-            await _committed(persistence, persistence.batch_id)
-        return response
+        if route.gate is Gate.PUBLIC:
+            return await _handle(route, request, context)
+        user = authorize(context, request, route.gate)
+        request[USER_KEY] = user
+        # user_who_performed_action of what this request does: set in the request task's own context, so
+        # other requests and AMQP channels running while it awaits never see it (broker.core.acting).
+        with acting(CLI_ACTOR if user.name == ACTING_USER else user.name):
+            return await _handle(route, request, context)
 
     endpoint.__name__ = route.handler.__name__
     return endpoint
+
+
+async def _handle(route: Route, request: web.Request, context: ManagementContext) -> web.StreamResponse:
+    persistence = context.broker.persistence
+    if persistence is None or request.method in ("GET", "HEAD"):
+        return await route.handler(request, context)
+    writes = persistence.writes
+    response = await route.handler(request, context)
+    if persistence.writes != writes:
+        # RabbitMQ answers once its Mnesia transaction has committed: a 2xx means durable, so a kill -9
+        # right after the reply loses nothing.
+        await _committed(persistence, persistence.batch_id)
+    return response
 
 
 class _CommitSignal:

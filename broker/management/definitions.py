@@ -117,7 +117,6 @@ def apply_definitions(broker: Broker, data: Mapping[str, Any], where: str = "def
         else:
             broker.save_user(user["name"], password=str(user.get("password", "")), tags=tags)
     for vhost in data.get("vhosts", []):
-        broker.add_vhost(vhost["name"])
         metadata = vhost.get("metadata") or {}
         description = vhost.get("description", metadata.get("description", ""))
         entry: dict[str, Any] = {
@@ -126,7 +125,7 @@ def apply_definitions(broker: Broker, data: Mapping[str, Any], where: str = "def
         }
         if vhost.get("default_queue_type") not in (None, "undefined"):
             entry["default_queue_type"] = vhost["default_queue_type"]
-        broker.set_vhost_metadata(vhost["name"], entry)
+        broker.add_vhost(vhost["name"], entry)
     # Both kinds of grant: (user, vhost, configure or exchange, write, read).
     grants: tuple[tuple[str, str, Callable[[str, str, str, str, str], object]], ...] = (
         ("permissions", "configure", broker.access.set_permission),

@@ -1,7 +1,8 @@
 """rabbitmq_prometheus's HTTP endpoints on their own listener (15692 by default): ``/metrics`` (aggregated),
 ``/metrics/per-object``, ``/metrics/detailed?family=...&vhost=...``, built on prometheus-client with
-collectors that read the broker at scrape time. ``/metrics/memory-breakdown`` answers as RabbitMQ 3.10.8
-does: 404 "Unknown Registry" (the registry arrived in later releases)."""
+collectors that read the broker at scrape time. ``/metrics/memory-breakdown`` arrived in rabbitmq_prometheus
+4.1: with a 4.1+ profile it serves the node's memory breakdown (broker.management.memory_breakdown) under
+4.1's names; with the 3.13 and 4.0 profiles it answers as they do, 404 "Unknown Registry"."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from broker.management import prometheus_collect as collect
 from broker.management.context import ManagementContext
+from broker.management.memory_breakdown import MEMORY_BREAKDOWN, breakdown
 from broker.management.prometheus_catalogue import DETAILED, FAMILIES, HELP, TYPES
 
 PREFIX = "rabbitmq_"
@@ -145,6 +147,24 @@ async def detailed(request: web.Request) -> web.Response:
     return _exposition(lambda: _detailed(context, families, vhost))
 
 
+def _memory(context: ManagementContext) -> list[Metric]:
+    memory = breakdown(context)
+    metrics: list[Metric] = []
+    for name, help_text, key in MEMORY_BREAKDOWN:
+        metric = GaugeMetricFamily(PREFIX + name, help_text)
+        metric.add_metric([], float(memory.get(key, 0)))
+        metrics.append(metric)
+    return metrics + _info(context)
+
+
+async def memory_breakdown(request: web.Request) -> web.Response:
+    context = request.app[_CONTEXT]
+    version = tuple(int(part) for part in context.server.config.profile.rabbitmq_version.split(".")[:2])
+    if version < (4, 1):
+        return await unknown_registry(request)
+    return _exposition(lambda: _memory(context))
+
+
 async def unknown_registry(request: web.Request) -> web.Response:
     return web.Response(status=404, text="Unknown Registry", content_type="text/plain")
 
@@ -155,5 +175,6 @@ def build_prometheus_app(context: ManagementContext) -> web.Application:
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/metrics/per-object", per_object)
     app.router.add_get("/metrics/detailed", detailed)
+    app.router.add_get("/metrics/memory-breakdown", memory_breakdown)
     app.router.add_get("/metrics/{registry}", unknown_registry)
     return app

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from broker.management import live
+from broker.management.prometheus_catalogue import DETAILED
 from broker.management.serialize import queue_type
 from broker.management.stream_info import ready_messages, stream_bytes, stream_of
 
@@ -215,22 +216,11 @@ def node_samples(context: ManagementContext, out: Samples, per_object: bool = Fa
         "io_write_ops_total": float(io.write_count) if io else 0.0,
         "io_write_bytes_total": float(io.write_bytes) if io else 0.0,
     }
-    for name in (
-        "io_sync_ops_total",
-        "io_seek_ops_total",
-        "io_reopen_ops_total",
-        "schema_db_ram_tx_total",
-        "schema_db_disk_tx_total",
-        "msg_store_read_total",
-        "msg_store_write_total",
-        "queue_index_read_ops_total",
-        "queue_index_write_ops_total",
-        "io_read_time_seconds_total",
-        "io_write_time_seconds_total",
-        "io_sync_time_seconds_total",
-        "io_seek_time_seconds_total",
-    ):
-        values[name] = 0.0
+    # The rest of node_persister_metrics (fsyncs, seeks, Mnesia transactions, message store and queue index
+    # operations, I/O times) counts what WarrenMQ's store does not do or does not time: zero, as the catalogue
+    # lists them.
+    for name in DETAILED["node_persister_metrics"]:
+        values.setdefault(name, 0.0)
     for name, value in values.items():
         if not (per_object and name.startswith("alarms_")):  # alarms are in the aggregated /metrics only
             out[name].append(({}, value))

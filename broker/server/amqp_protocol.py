@@ -12,6 +12,7 @@ from broker.server.flow_control import ConnectionThrottle, FlowControl
 from broker.server.tls import login_name
 from broker.session.config import FLOW_MORE_CREDIT
 from broker.session.connection_session import ConnectionSession
+from broker.session.lifecycle_events import Endpoint
 from protocol.connection import ConnectionState
 
 if TYPE_CHECKING:
@@ -76,6 +77,7 @@ class AMQPProtocol(asyncio.Protocol):
         self._read_pauses: set[str] = set()
         # Connection statistics as RabbitMQ's (recv_oct/recv_cnt: bytes and socket reads; send_*: writes).
         self.recv_oct = self.recv_cnt = self.send_oct = self.send_cnt = 0
+        self.connected_at_ms = 0
 
     # -- asyncio callbacks
 
@@ -87,6 +89,17 @@ class AMQPProtocol(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.session = ConnectionSession(self.server.broker, self.server.config.session, self, peer_text)
+        self.connected_at_ms = self.server.clock.now_ms()
+        local = transport.get_extra_info("sockname")
+        if isinstance(peer, tuple) and isinstance(local, tuple):
+            self.session.endpoint = Endpoint(
+                peer[0],
+                peer[1],
+                local[0],
+                local[1],
+                transport.get_extra_info("ssl_object") is not None,
+                self.connected_at_ms,
+            )
         self.session.faults = self.server.faults
         self.session.on_first_publish = self._first_publish
         if transport.get_extra_info("ssl_object") is not None:

@@ -100,9 +100,14 @@ class Server:
         self.journal: JournalService | None = None
         if config.journal is not None:
             self.journal = JournalService(config.journal, self.broker.events, loop)
+        # Not attached at all when off: the topology emit sites then skip on ``events.observers``. Attached
+        # once recovery is done, as the plugin's boot step follows rabbit's recovery: what the store brings
+        # back is not news.
+        self._event_exchange: EventExchange | None = None
         if plugin_enabled(config.enabled_plugins, EVENT_EXCHANGE):
-            # Not attached at all when off: the topology emit sites then skip on ``events.observers``.
-            EventExchange(self.broker, self.clock, config.event_exchange_vhost).attach()
+            self._event_exchange = EventExchange(
+                self.broker, self.clock, config.event_exchange_vhost, config.node_name
+            )
         self.port = 0  # the bound AMQP port once started
         self.ssl_port: int | None = None  # the bound AMQPS port once started (listeners.ssl.default)
         self._tls_server: asyncio.Server | None = None
@@ -112,14 +117,16 @@ class Server:
     def recover(self) -> None:
         """Bring back what the store holds; before definitions are applied and before anyone connects
         (idempotent: start() calls it too)."""
-        if self.store is None or self.writer is None or self.recovered is not None:
-            return
-        try:
-            report = recover(self.broker, self.store, self.writer)
-        except StorageError as error:
-            raise StartupError(str(error)) from error
-        self.recovered = report.fields()
-        log.info("recovered", data_dir=self.config.data_dir, **self.recovered)
+        if self.store is not None and self.writer is not None and self.recovered is None:
+            try:
+                report = recover(self.broker, self.store, self.writer)
+            except StorageError as error:
+                raise StartupError(str(error)) from error
+            self.recovered = report.fields()
+            log.info("recovered", data_dir=self.config.data_dir, **self.recovered)
+        if self._event_exchange is not None:
+            self._event_exchange.attach()
+            self._event_exchange = None
 
     async def start(self) -> tuple[str, int]:
         self.recover()

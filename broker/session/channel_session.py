@@ -13,6 +13,7 @@ from pamqp import commands
 from pamqp.base import Frame
 
 from broker.core.access import DecisionCache
+from broker.core.acting import ACTOR
 from broker.core.dead_letter import reject_deliveries
 from broker.core.expiration import parse_expiration
 from broker.core.message import Message
@@ -20,7 +21,7 @@ from broker.core.queue import Consumer, Envelope, Queue
 from broker.core.stats import ChannelStats
 from broker.core.stream_queue import refuse_stream_settle
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
-from broker.session import confirms, direct_reply
+from broker.session import confirms, direct_reply, lifecycle_events
 from broker.session.access_checks import check_publish
 from broker.session.config import FLOW_QUEUE_BACKLOG
 from broker.session.fates import (
@@ -56,6 +57,7 @@ class ChannelSession:
     def __init__(self, connection: ConnectionPort, channel_id: int) -> None:
         self.conn = connection
         self.channel_id = channel_id
+        self.pid = ""  # set by the connection when something listens to channel notices
         self.closing = False
         self.close_crossed = False  # the client's channel.close crossed ours and was answered
         self.assembler = ContentAssembler(connection.config.max_message_size)
@@ -106,8 +108,7 @@ class ChannelSession:
             self.on_method(decode_method(payload))
 
     def on_method(self, method: Frame) -> None:
-        if (vhost := self.conn.vhost) is not None and vhost.events.observers:
-            vhost.events.actor = self.conn.username  # user_who_performed_action for topology events
+        token = ACTOR.set(self.conn.username)  # who acts, while the handler runs (broker.core.acting)
         try:
             if (handler := HANDLERS.get(type(method))) is None:
                 raise HardError(ReplyCode.COMMAND_INVALID, "unimplemented method")
@@ -117,6 +118,8 @@ class ChannelSession:
                 index = getattr(method, "index", 0)
                 error.class_id, error.method_id = index >> 16, index & 0xFFFF
             raise
+        finally:
+            ACTOR.reset(token)
 
     def on_header(self, payload: bytes) -> None:
         done = self.assembler.on_header(payload)
@@ -386,6 +389,7 @@ class ChannelSession:
             self.stats.publish_confirm = self.publish_seq
             vhost.channel_totals.add(self.stats)
             vhost.churn.channel_closed += 1
+            lifecycle_events.channel_closed(self.conn.broker, self.pid, self.conn.username)
         direct_reply.forget(self)
         consumers = list(self.consumers.values())
         self.consumers.clear()

@@ -11,15 +11,18 @@ import structlog
 from pamqp import commands
 from pamqp.base import Frame
 
+from broker.core.acting import INTERNAL, acting
 from broker.core.broker import Broker
 from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
+from broker.session import lifecycle_events
 from broker.session.ack_timeout import AckTimeoutWatch
 from broker.session.channel_session import ChannelSession
 from broker.session.config import FLOW_INITIAL_CREDIT, SessionConfig
 from broker.session.faults import SessionFaults
 from broker.session.handlers import connection as connection_handlers
 from broker.session.heartbeat import HeartbeatMonitor
+from broker.session.lifecycle_events import Endpoint, new_pid
 from broker.session.limits import check_channel_limit
 from broker.session.ports import ChannelPort
 from broker.session.transport import Transport
@@ -67,6 +70,9 @@ class ConnectionSession:
         # The user name in a verified TLS client certificate (the EXTERNAL mechanism's), set by the edge.
         self.peer_cert_login: str | None = None
         self.client_properties: dict[str, Any] = {}
+        # The socket as the edge accepted it, and this connection's pid (connection and channel notices).
+        self.endpoint = Endpoint()
+        self.pid = new_pid()
         self.frame_max = config.pre_auth_frame_max
         self.channel_max = config.channel_max
         self.heartbeat = HeartbeatMonitor()
@@ -85,6 +91,7 @@ class ConnectionSession:
         self._held: list[bytes] | None = None
         self._held_until = 0
         self._closed = False
+        self._close_noticed = False
         self.faults: SessionFaults | None = None  # test fault injection, installed by the edge
 
     # -- input
@@ -172,6 +179,17 @@ class ConnectionSession:
             self.channels[channel_id] = channel = ChannelSession(self, channel_id)
             if self.vhost is not None:
                 self.vhost.churn.channel_created += 1
+                if self.broker.events.notices:
+                    channel.pid = new_pid()
+                    lifecycle_events.channel_created(
+                        self.broker,
+                        self.endpoint,
+                        self.pid,
+                        channel.pid,
+                        channel_id,
+                        self.username,
+                        self.vhost.name,
+                    )
             self.send(channel_id, commands.Channel.OpenOk())
             return
         raise HardError(ReplyCode.CHANNEL_ERROR, "expected 'channel.open'", *_ids(method))
@@ -244,6 +262,19 @@ class ConnectionSession:
         self.state = ConnectionState.OPEN
         vhost.connections[self] = None
         vhost.churn.connection_created += 1
+        if self.broker.events.notices:
+            opened = lifecycle_events.Opened(
+                self.endpoint,
+                self.pid,
+                self.username,
+                vhost.name,
+                self.mechanism,
+                self.client_properties,
+                self.channel_max,
+                self.frame_max,
+                self.heartbeat.interval_s,
+            )
+            lifecycle_events.connection_created(self.broker, opened)
         timeout_ms = self.config.consumer_timeout_ms
         if timeout_ms > 0:
             self.ack_timeout = AckTimeoutWatch(
@@ -307,20 +338,23 @@ class ConnectionSession:
             self.ack_timeout = None
         channels = list(self.channels.values())
         self.channels.clear()
-        if self.vhost is not None:
-            # Consumers and exclusive queues go because the connection went: rabbit_amqqueue_process's
-            # terminated_by/1 names ?INTERNAL_USER for that.
-            self.vhost.events.actor = ""
-        for channel in channels:
-            channel.release()
-        if self.vhost is not None:
-            if self in self.vhost.connections:
-                self.vhost.churn.connection_closed += 1
-            self.vhost.connections.pop(self, None)
-            for queue in self.exclusive_queues:
-                if self.vhost.queues.get(queue.name) is queue:
-                    self.vhost.remove_queue(queue)
+        # Consumers and exclusive queues go because the connection went: rabbit_amqqueue_process's
+        # terminated_by/1 names ?INTERNAL_USER for that.
+        with acting(INTERNAL):
+            for channel in channels:
+                channel.release()
+            if self.vhost is not None:
+                if self in self.vhost.connections:
+                    self.vhost.churn.connection_closed += 1
+                self.vhost.connections.pop(self, None)
+                for queue in self.exclusive_queues:
+                    if self.vhost.queues.get(queue.name) is queue:
+                        self.vhost.remove_queue(queue)
         self.exclusive_queues.clear()
+        if self.mechanism and not self._close_noticed and self.broker.events.notices:
+            # rabbit_reader sends connection_closed once it has read start-ok (a refused login too).
+            lifecycle_events.connection_closed(self.broker, self.endpoint, self.pid, self.client_properties)
+        self._close_noticed = True
 
     # -- edge notifications
 

@@ -6,9 +6,11 @@ empty body, delivery_mode 2, ``timestamp`` in seconds and every field of the eve
 ``timestamp_in_ms``. Arguments tables are formatted by its fallback clause (io_lib "~p" of each
 ``{Key, Type, Value}``), so they arrive as an array of strings such as ``{<<"x-max-length">>,signedint,5}``.
 
-It attaches to the event bus as a topology observer (``hot=False``): the per-message emit sites test only
-``EventBus.stepping``, which it leaves alone, so it adds nothing to the publish/deliver path; switched off it
-is not attached at all.
+It attaches to the event bus as a topology observer (``hot=False``) and a notice listener (users, vhosts,
+permissions, policies, parameters, limits, connections, channels, logins): the per-message emit sites test
+only ``EventBus.stepping``, which it leaves alone, so it adds nothing to the publish/deliver path; switched
+off it is not attached at all. Each event carries its acting user from where it was emitted
+(broker.core.acting).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pamqp import commands
 
-from broker.core.event_types import MessageEvent, Topology, TopologyEvent
+from broker.core.event_types import MessageEvent, Notice, Topology, TopologyEvent
 from broker.core.exchange import create_exchange
 from broker.core.message import Message
 from protocol.codec import encode_header_payload
@@ -38,10 +40,13 @@ _INT32 = range(-(2**31), 2**31)
 class EventExchange:
     """Publishes topology events into ``amq.rabbitmq.event`` of ``vhost``; ``attach`` declares it."""
 
-    def __init__(self, broker: Broker, clock: Clock, vhost: str = "/") -> None:
+    def __init__(
+        self, broker: Broker, clock: Clock, vhost: str = "/", node: str = "rabbit@localhost"
+    ) -> None:
         self.broker = broker
         self.clock = clock
         self.vhost = vhost
+        self.node = node
 
     def attach(self) -> Callable[[], None]:
         """Declare the exchange (durable, internal, topic, as the plugin does) and start publishing."""
@@ -50,7 +55,14 @@ class EventExchange:
             vhost.exchanges[EVENT_EXCHANGE] = create_exchange(
                 EVENT_EXCHANGE, "topic", durable=True, internal=True, vhost=self.vhost
             )
-        return self.broker.events.attach(self, hot=False)
+        detach = self.broker.events.attach(self, hot=False)
+        stop = self.broker.events.listen(self.on_notice)
+
+        def off() -> None:
+            detach()
+            stop()
+
+        return off
 
     def on_message(self, event: MessageEvent) -> None:
         """Message fates are not events of this plugin."""
@@ -62,8 +74,23 @@ class EventExchange:
         key, build = fields
         headers: dict[str, Any] = {"timestamp_in_ms": self.clock.now_ms()}
         headers |= build(event.detail, event.vhost)
-        headers["user_who_performed_action"] = self.broker.events.actor or INTERNAL_USER
+        headers["user_who_performed_action"] = event.actor or INTERNAL_USER
         self.publish(key, headers)
+
+    def on_notice(self, notice: Notice) -> None:
+        headers: dict[str, Any] = {"timestamp_in_ms": self.clock.now_ms()}
+        headers |= notice.fields
+        if "client_properties" in headers:
+            headers["client_properties"] = format_arguments(headers["client_properties"])
+        if notice.name in _ON_NODE:
+            headers["node"] = self.node
+        if notice.name in _VHOST_STATE:
+            headers |= vhost_state(headers, self.node)
+        if "value" in headers and headers["value"] == {}:
+            headers["value"] = []  # an empty Erlang proplist: AMQP sends it as an empty array
+        if notice.actor is not None:
+            headers["user_who_performed_action"] = notice.actor or INTERNAL_USER
+        self.publish(notice.name, headers)
 
     def publish(self, routing_key: str, headers: dict[str, Any]) -> None:
         vhost = self.broker.vhosts.get(self.vhost)
@@ -149,8 +176,38 @@ def _consumer_deleted(d: dict[str, Any], vhost: str) -> dict[str, Any]:
 
 
 def _channel_pid(d: dict[str, Any]) -> str:
-    # RabbitMQ sends the channel process's pid; WarrenMQ has no processes: the channel number in its place.
-    return f"<warrenmq.{d['channel']}.0>"
+    # RabbitMQ sends the channel process's pid: the one channel.created named, when channel notices are on.
+    return str(d.get("channel_pid") or f"<warrenmq.{d['channel']}.0>")
+
+
+# Notices whose fields name the node, as rabbit_reader's and rabbit_vhost's do.
+_ON_NODE = frozenset({"connection.created", "connection.closed", "vhost.down"})
+_VHOST_STATE = frozenset({"vhost.created", "vhost.updated"})
+
+
+def vhost_state(fields: dict[str, Any], node: str) -> dict[str, Any]:
+    """vhost.created/updated as rabbit_vhost:info reports it: the metadata map as Erlang prints it, the
+    default queue type ('undefined' unless set) and the vhost's state on each node."""
+    metadata = {
+        "description": _binary(fields["description"]),
+        "tags": f"[{','.join(map(_atom, fields['tags']))}]",
+    }
+    queue_type = fields.get("default_queue_type")
+    if queue_type:
+        metadata["default_queue_type"] = _binary(queue_type)
+    printed = ",".join(f"{key} => {value}" for key, value in sorted(metadata.items()))
+    return {
+        "metadata": f"#{{{printed}}}",
+        "default_queue_type": queue_type or "undefined",
+        "cluster_state": {node: "running"},
+    }
+
+
+def _atom(name: str) -> str:
+    # Erlang prints an atom bare when it is a lowercase word, quoted otherwise.
+    if name and name[0].islower() and all(c.isalnum() or c in "_@" for c in name):
+        return name
+    return "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _named(field: str) -> Callable[[dict[str, Any], str], dict[str, Any]]:
@@ -195,5 +252,7 @@ def _typed(value: Any) -> str:
 
 def _binary(value: str | bytes) -> str:
     text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    if not text:
+        return "<<>>"  # Erlang prints the empty binary without quotes
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     return f'<<"{escaped}">>'

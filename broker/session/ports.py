@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from broker.session.config import SessionConfig
     from broker.session.faults import SessionFaults
     from broker.session.heartbeat import HeartbeatMonitor
+    from broker.session.lifecycle_events import Endpoint
     from broker.session.transport import Transport
     from broker.session.tx import Transaction
     from protocol.connection import ConnectionState
@@ -97,6 +98,7 @@ class HandshakePort(ConnectionPort, Protocol):
 
     state: ConnectionState
     mechanism: str
+    endpoint: Endpoint
     peer_cert_login: str | None
     client_properties: dict[str, Any]
     channel_max: int

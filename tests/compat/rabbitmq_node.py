@@ -43,6 +43,11 @@ def _raise_nofile_limit() -> None:
             pass
 
 
+def _port_taken(output: str) -> bool:
+    """The node exited because one of its ports was taken meanwhile (the AMQP or the distribution port)."""
+    return "eaddrinuse" in output or "dist_port_already_used" in output
+
+
 @dataclass
 class RabbitMQNode:
     base_dir: Path
@@ -100,13 +105,14 @@ class RabbitMQNode:
     def start(self, timeout_s: float = 90.0, attempts: int = 3) -> None:
         """Start the node. Its ports were free when picked, but the node binds them seconds later (Erlang
         boot), and parallel test workers start brokers on ephemeral ports meanwhile: when a port was taken
-        (eaddrinuse, the node exits), pick new ones and start again."""
+        (eaddrinuse, or the distribution port's dist_port_already_used: the node exits), pick new ones and
+        start again."""
         for attempt in range(attempts):
             try:
                 self._launch(timeout_s)
                 return
             except RuntimeError:
-                if attempt + 1 == attempts or "eaddrinuse" not in self._output():
+                if attempt + 1 == attempts or not _port_taken(self._output()):
                     raise
                 self.stop()
                 self.port, self.dist_port = free_port(), free_port()

@@ -3,10 +3,15 @@ queue bound to ``amq.rabbitmq.event`` collects the events; each event reduced to
 
 from __future__ import annotations
 
+import json
+import re
 import time
+import urllib.error
+import urllib.request
 from typing import Any
 
 import pika
+import pika.exceptions
 
 EVENT_EXCHANGE = "amq.rabbitmq.event"
 # Node- and run-specific values: compared by type only.
@@ -102,3 +107,162 @@ def run_event_scenario(url: str) -> list[dict[str, Any]]:
         return events
     finally:
         watcher.close()
+
+
+# -- users, vhosts, permissions, policies, parameters, limits, connections and channels --------------------
+
+ADMIN_KEYS = (
+    "user.#",
+    "vhost.#",
+    "permission.#",
+    "topic.#",
+    "policy.#",
+    "operator.#",
+    "parameter.#",
+    "connection.#",
+    "channel.#",
+    "queue.#",
+    "exchange.#",
+)
+_PID = re.compile(r"<[^<>]+>")
+_ADDRESS = re.compile(r"(\d+\.\d+\.\d+\.\d+):\d+")
+
+
+def _http(base: str, method: str, path: str, body: Any = None) -> int:
+    request = urllib.request.Request(
+        base + path,
+        method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"content-type": "application/json", "authorization": "Basic Z3Vlc3Q6Z3Vlc3Q="},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+class _Normaliser:
+    """Run-specific values made comparable: pids numbered in order of first appearance, ports, node names
+    and millisecond timestamps replaced by their kind."""
+
+    def __init__(self) -> None:
+        self.pids: dict[str, str] = {}
+
+    def value(self, key: str, value: Any) -> Any:
+        value = _shape(value)
+        if key in ("timestamp_in_ms", "connected_at"):
+            return type(value).__name__
+        if key in ("peer_port", "port"):
+            return "a port"
+        if key == "node":
+            return "the node"
+        if key == "cluster_state":
+            return {"nodes": len(value), "states": sorted(value.values())}
+        if key == "client_properties":
+            # The client library's own text (platform, version) is the same on both sides: keep it whole.
+            return value
+        if isinstance(value, str):
+            value = _PID.sub(self._pid, value) if value.startswith("<") else value
+            return _ADDRESS.sub(r"\1:port", value)
+        return value
+
+    def _pid(self, match: re.Match[str]) -> str:
+        return self.pids.setdefault(match.group(0), f"pid{len(self.pids) + 1}")
+
+    def event(self, method: Any, properties: Any) -> dict[str, Any]:
+        headers = dict(properties.headers or {})
+        return {
+            "routing_key": method.routing_key,
+            "headers": {key: self.value(key, headers[key]) for key in sorted(headers)},
+            "types": {key: type(value).__name__ for key, value in sorted(headers.items())},
+            "delivery_mode": properties.delivery_mode,
+            "timestamp_matches_ms": properties.timestamp == headers.get("timestamp_in_ms", 0) // 1000,
+        }
+
+
+def run_admin_scenario(url: str, http: str) -> list[dict[str, Any]]:
+    """Users, a vhost with permissions, policies, parameters and limits, connections and channels (one
+    refused login), then the vhost deleted under an open connection and the users deleted."""
+    watcher = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        watch = watcher.channel()
+        capture = watch.queue_declare("ee.admin", exclusive=True).method.queue
+        for key in ADMIN_KEYS:
+            watch.queue_bind(capture, EVENT_EXCHANGE, key)
+        evu = url.replace("guest:guest", "evu:pw2").rstrip("/") + "/evv"
+        for method, path, body in (
+            ("PUT", "/api/users/evu", {"password": "pw", "tags": "monitoring"}),
+            ("PUT", "/api/users/evu", {"password": "pw2", "tags": "management"}),
+            ("PUT", "/api/users/evu2", {"password_hash": "", "tags": ""}),
+            ("PUT", "/api/vhosts/evv", {"description": 'd "q"', "tags": "a,b"}),
+            ("PUT", "/api/vhosts/evv", {"description": "e"}),
+            ("PUT", "/api/permissions/evv/evu", {"configure": ".*", "write": ".*", "read": ".*"}),
+            ("PUT", "/api/topic-permissions/evv/evu", {"exchange": "amq.topic", "write": "^a", "read": ".*"}),
+            (
+                "PUT",
+                "/api/policies/evv/p1",
+                {"pattern": "^q", "definition": {"max-length": 5}, "priority": 1},
+            ),
+            (
+                "PUT",
+                "/api/operator-policies/evv/op1",
+                {"pattern": "^q", "definition": {"max-length": 7}, "apply-to": "queues"},
+            ),
+            ("PUT", "/api/global-parameters/ee-gp", {"value": {"a": 1}}),
+            ("PUT", "/api/vhost-limits/evv/max-connections", {"value": 10}),
+            ("PUT", "/api/user-limits/evu/max-channels", {"value": 3}),
+        ):
+            assert _http(http, method, path, body) in (201, 204), (method, path)
+        client = pika.BlockingConnection(pika.URLParameters(evu))
+        channel = client.channel()
+        channel.queue_declare("q1")
+        channel.close()
+        client.close()
+        try:
+            pika.BlockingConnection(pika.URLParameters(evu.replace("evu:pw2", "evu:wrong")))
+        except pika.exceptions.AMQPError:
+            pass
+        cleanup: tuple[tuple[str, str, Any], ...] = (
+            ("DELETE", "/api/user-limits/evu/max-channels", None),
+            ("DELETE", "/api/vhost-limits/evv/max-connections", None),
+            ("PUT", "/api/vhost-limits/evv/max-queues", {"value": 5}),
+            ("DELETE", "/api/global-parameters/ee-gp", None),
+            ("DELETE", "/api/operator-policies/evv/op1", None),
+            ("DELETE", "/api/topic-permissions/evv/evu", None),
+        )
+        for method, path, body in cleanup:
+            assert _http(http, method, path, body) == 204, (method, path)
+        # Left open: deleting the vhost closes it, its channel first.
+        lingering = pika.BlockingConnection(pika.URLParameters(url.rstrip("/") + "/evv"))
+        lingering.channel()
+        assert _http(http, "DELETE", "/api/vhosts/evv") == 204
+        for name in ("evu", "evu2"):
+            assert _http(http, "DELETE", f"/api/users/{name}") == 204
+        return _collect(watcher, watch, capture, lingering)
+    finally:
+        watcher.close()
+
+
+def _collect(watcher: Any, watch: Any, capture: str, lingering: Any) -> list[dict[str, Any]]:
+    normaliser = _Normaliser()
+    events: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        method, properties, _ = watch.basic_get(capture, auto_ack=True)
+        if method is None:
+            # The vhost's connection closes asynchronously in RabbitMQ: wait for its connection.closed.
+            closed = sum(event["routing_key"] == "connection.closed" for event in events)
+            deleted = [
+                event["headers"].get("name") for event in events if event["routing_key"] == "user.deleted"
+            ]
+            if closed >= 3 and "evu2" in deleted:
+                break
+            watcher.sleep(0.05)
+            continue
+        events.append(normaliser.event(method, properties))
+    try:
+        lingering.close()
+    except pika.exceptions.AMQPError:
+        pass  # closed by the vhost's deletion
+    return events

@@ -3,14 +3,18 @@ server's environment and rabbitmq.conf and no arguments; ``-n`` overrides the no
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import pika
 import pytest
 
 from tests.conftest import BrokerProcess
@@ -114,6 +118,53 @@ def test_status_reports_the_emulated_release_and_the_configuration(
     )
     assert status["config_files"] == [env["RABBITMQ_CONFIG_FILE"]]
     assert status["alarms"] == []
+
+
+def test_memory_breakdown_measures_the_queued_messages(served: tuple[BrokerProcess, dict[str, str]]) -> None:
+    """rabbitmq-diagnostics memory_breakdown: RabbitMQ's categories, largest first; ``binary`` holds the
+    bodies of the messages the queues hold (measured, so it follows what is published and purged), and the
+    categories add up to the resident set, as with RabbitMQ's rss strategy."""
+    broker, env = served
+    connection = pika.BlockingConnection(pika.URLParameters(f"amqp://app:pw@127.0.0.1:{broker.port}/"))
+    try:
+        channel = connection.channel()
+        channel.queue_declare("memory-breakdown")
+        channel.queue_purge("memory-breakdown")
+        before = json.loads(
+            cli("rabbitmq-diagnostics", "memory_breakdown", "--formatter", "json", env=env).stdout
+        )
+        for _ in range(500):
+            channel.basic_publish("", "memory-breakdown", b"m" * 4000)
+        channel.queue_declare("memory-breakdown", passive=True)  # a round trip: every publish is queued
+        result = cli("rabbitmq-diagnostics", "memory_breakdown", "--formatter", "json", env=env)
+        text = cli("rabbitmq-diagnostics", "memory_breakdown", "--unit", "mb", env=env)
+        channel.queue_delete("memory-breakdown")
+    finally:
+        connection.close()
+    assert result.returncode == 0
+    after = json.loads(result.stdout)
+    grown = after["binary"]["bytes"] - before["binary"]["bytes"]
+    assert 500 * 4000 <= grown <= 500 * 4100  # the bodies and their content headers
+    assert after["queue_procs"]["bytes"] > before["queue_procs"]["bytes"]
+    sizes = [row["bytes"] for row in after.values()]
+    assert sizes == sorted(sizes, reverse=True)
+    lines = text.stdout.splitlines()
+    assert lines[0] == "Reporting memory breakdown on node rabbit@localhost..."
+    assert {line.split(":")[0] for line in lines[1:]} == set(after)
+    assert all(re.fullmatch(r"[a-z_]+: [0-9.]+ mb \([0-9.]+%\)", line) for line in lines[1:])
+    conf = Path(env["RABBITMQ_CONFIG_FILE"]).read_text()
+    port = re.search(r"management.tcp.port = (\d+)", conf)
+    assert port is not None
+    request = urllib.request.Request(f"http://127.0.0.1:{port.group(1)}/api/nodes")
+    request.add_header("Authorization", "Basic " + base64.b64encode(b"app:pw").decode())
+    with urllib.request.urlopen(request) as response:
+        node = json.load(response)[0]["name"]
+    request = urllib.request.Request(f"http://127.0.0.1:{port.group(1)}/api/nodes/{node}?memory=true")
+    request.add_header("Authorization", "Basic " + base64.b64encode(b"app:pw").decode())
+    with urllib.request.urlopen(request) as response:
+        memory = json.load(response)["memory"]
+    assert memory["strategy"] == "rss"
+    assert sum(value for value in memory.values() if isinstance(value, int)) == memory["total"]["rss"]
 
 
 def test_node_override_and_an_unreachable_node_exit_69(served: tuple[BrokerProcess, dict[str, str]]) -> None:

@@ -5,6 +5,7 @@ and every vhost's events land in vhost "/" with the vhost and the acting user in
 from __future__ import annotations
 
 import base64
+import socket
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -127,3 +128,89 @@ def test_event_exchange_vhost_from_rabbitmq_conf(tmp_path: Path) -> None:
         assert _close_code(url + "/", passive) == 404
     finally:
         broker.stop()
+
+
+def test_interleaved_http_request_and_amqp_method_each_name_their_own_user(
+    events_broker: BrokerProcess,
+) -> None:
+    """An HTTP request that awaits its body while an AMQP channel declares a queue: each event names the
+    user who acted. (With the acting user shared on the event bus, the channel's user leaked into the
+    request's event.)"""
+    watcher = pika.BlockingConnection(pika.URLParameters(events_broker.url))
+    try:
+        watch = watcher.channel()
+        capture = watch.queue_declare("", exclusive=True).method.queue
+        watch.queue_bind(capture, EVENTS, "queue.created")
+        body = b'{"durable": false}'
+        with socket.create_connection(("127.0.0.1", int(events_broker.management_port or 0))) as http:
+            http.sendall(
+                b"PUT /api/queues/%2F/interleaved-http HTTP/1.1\r\nHost: localhost\r\n"
+                b"Authorization: Basic " + base64.b64encode(b"admin:s3cret") + b"\r\n"
+                b"Content-Type: application/json\r\nExpect: 100-continue\r\n"
+                b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+            )
+            # 100 Continue: the request is authorised and its handler now awaits the body.
+            assert http.recv(1024).startswith(b"HTTP/1.1 100")
+            watch.queue_declare("interleaved-amqp")  # guest, while the request is in flight
+            http.sendall(body)
+            assert http.recv(1024).split(b" ", 2)[1] == b"201"
+        seen = {}
+        while (got := watch.basic_get(capture, auto_ack=True))[0] is not None:
+            headers = got[1].headers
+            seen[headers["name"]] = headers["user_who_performed_action"]
+        assert seen == {"interleaved-amqp": "guest", "interleaved-http": "admin"}
+    finally:
+        watcher.close()
+
+
+def _http(broker: BrokerProcess, method: str, path: str, body: bytes | None = None) -> int:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{broker.management_port}{path}", data=body, method=method
+    )
+    request.add_header("Authorization", "Basic " + base64.b64encode(b"admin:s3cret").decode())
+    request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request) as response:
+        return int(response.status)
+
+
+def test_user_vhost_and_connection_lifecycle_events(events_broker: BrokerProcess) -> None:
+    """Without the oracle: users, a vhost and its permission, a connection and its channel, each event
+    naming who acted (the HTTP user, the connecting user, the broker for vhost.down)."""
+    watcher = pika.BlockingConnection(pika.URLParameters(events_broker.url))
+    try:
+        watch = watcher.channel()
+        capture = watch.queue_declare("", exclusive=True).method.queue
+        for key in ("user.#", "vhost.#", "permission.#", "connection.#", "channel.#"):
+            watch.queue_bind(capture, EVENTS, key)
+        assert _http(events_broker, "PUT", "/api/users/lifecycle", b'{"password": "pw", "tags": ""}') == 201
+        assert _http(events_broker, "PUT", "/api/vhosts/lifecycle-v", b"{}") == 201
+        body = b'{"configure": ".*", "write": ".*", "read": ".*"}'
+        assert _http(events_broker, "PUT", "/api/permissions/lifecycle-v/lifecycle", body) == 201
+        url = events_broker.url.replace("guest:guest", "lifecycle:pw").rstrip("/") + "/lifecycle-v"
+        client = pika.BlockingConnection(pika.URLParameters(url))
+        client.channel().close()
+        client.close()
+        assert _http(events_broker, "DELETE", "/api/vhosts/lifecycle-v") == 204
+        assert _http(events_broker, "DELETE", "/api/users/lifecycle") == 204
+        events = []
+        while (got := watch.basic_get(capture, auto_ack=True))[0] is not None:
+            headers = got[1].headers
+            events.append((got[0].routing_key, headers.get("user_who_performed_action")))
+    finally:
+        watcher.close()
+    assert events == [
+        ("user.created", "admin"),
+        ("vhost.created", "admin"),
+        ("permission.created", "admin"),  # the creator's own permission in the new vhost
+        ("permission.created", "admin"),
+        ("user.authentication.success", None),
+        ("connection.created", "lifecycle"),
+        ("channel.created", "lifecycle"),
+        ("channel.closed", "lifecycle"),
+        ("connection.closed", None),
+        ("permission.deleted", "admin"),
+        ("permission.deleted", "admin"),
+        ("vhost.deleted", "admin"),
+        ("vhost.down", "rmq-internal"),
+        ("user.deleted", "admin"),
+    ]

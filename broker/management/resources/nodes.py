@@ -14,6 +14,7 @@ from broker import __version__
 from broker.management.auth import Gate
 from broker.management.context import ManagementContext
 from broker.management.errors import json_response, not_found
+from broker.management.memory_breakdown import breakdown
 from broker.management.paging import reply
 from broker.management.resources.overview import EXCHANGE_TYPES
 from broker.management.routing import Route
@@ -141,10 +142,20 @@ async def get_nodes(request: web.Request, context: ManagementContext) -> web.Res
 async def get_node(request: web.Request, context: ManagementContext) -> web.Response:
     if request.match_info["node"] != context.node:
         raise not_found()
-    return reply(request, node_json(context))
+    body = node_json(context)
+    if request.query.get("memory") == "true":  # rabbit_mgmt_wm_node: the breakdown on demand
+        body["memory"] = breakdown(context)
+    return reply(request, body)
+
+
+async def get_node_memory(request: web.Request, context: ManagementContext) -> web.Response:
+    if request.match_info["node"] != context.node:
+        raise not_found()
+    return json_response({"memory": breakdown(context)})
 
 
 ROUTES = [
     Route("GET", "/api/nodes", get_nodes, Gate.MONITOR),
     Route("GET", "/api/nodes/{node}", get_node, Gate.MONITOR),
+    Route("GET", "/api/nodes/{node}/memory", get_node_memory, Gate.MONITOR),
 ]

@@ -113,7 +113,8 @@ def ensure_cluster_id(context: ManagementContext) -> None:
     """RabbitMQ creates internal_cluster_id once, at first boot: "rabbitmq-cluster-id-" + 16 random bytes."""
     if CLUSTER_ID not in context.broker.parameters.global_parameters:
         token = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
-        context.broker.set_global_parameter(CLUSTER_ID, f"rabbitmq-cluster-id-{token}")
+        # Made at boot in RabbitMQ, before its event exchange listens: no parameter.set notice.
+        context.broker.set_global_parameter(CLUSTER_ID, f"rabbitmq-cluster-id-{token}", notify=False)
 
 
 def _globals(context: ManagementContext) -> dict[str, Any]:

@@ -69,8 +69,7 @@ async def put_vhost(request: web.Request, context: ManagementContext) -> web.Res
     broker = context.broker
     metadata = _metadata(body, broker.vhost_metadata.get(name, {}))
     existed = name in broker.vhosts
-    broker.add_vhost(name)
-    broker.set_vhost_metadata(name, metadata)
+    broker.add_vhost(name, metadata)
     tracing = body.get("tracing")
     if tracing is not None:  # absent: unchanged (rabbit_mgmt_wm_vhost)
         set_tracing(context, name, tracing in (True, "true"))

@@ -11,6 +11,7 @@ import structlog
 from pamqp import commands
 from pamqp.base import Frame
 
+from broker.session import lifecycle_events
 from broker.session.limits import check_connection_limits
 from protocol.codec import encode_heartbeat
 from protocol.connection import (
@@ -96,6 +97,9 @@ def _start_ok(session: HandshakePort, method: commands.Connection.StartOk) -> No
     # rabbit_reader counts every login, a loopback refusal as a failed one (rabbit_core_metrics).
     allowed = known and not (username in session.config.loopback_users and not is_loopback(session.peer))
     session.broker.auth_attempts.record("amqp091", allowed)
+    if session.broker.events.notices:
+        error = None if known else f"user '{username}' - invalid credentials"
+        lifecycle_events.login(session.broker, session.endpoint, username, mechanism, error)
     if not known:
         _login_refused(session, capabilities, f"user '{username}' - invalid credentials")
         return
