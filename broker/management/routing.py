@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,16 @@ def amqp_error(error: AMQPError) -> ApiError:
     if error.code == ReplyCode.ACCESS_REFUSED:
         return ApiError(401, "not_authorised", "Access refused.")
     return bad_request(error.text)
+
+
+@contextmanager
+def refusals_answered() -> Iterator[None]:
+    """Run a broker operation the API performs; its refusal (AMQPError) becomes the HTTP answer RabbitMQ
+    gives for it (`amqp_error`: 404 not_found, 401 Access refused., else 400 with the reply text)."""
+    try:
+        yield
+    except AMQPError as error:
+        raise amqp_error(error) from None
 
 
 def require(found: Any) -> Any:
