@@ -49,32 +49,45 @@ def _pair_rows(request: web.Request, context: ManagementContext) -> list[dict[st
 async def list_bindings(request: web.Request, context: ManagementContext) -> web.Response:
     names = visible_vhosts(context, current_user(request))
     rows = [row for name in names for row in vhost_bindings(context.broker.vhosts[name])]
-    return reply_list(request, rows, BINDING_SORT)
+    return reply_list(request, rows, BINDING_SORT, paginate=False)
 
 
 async def list_vhost_bindings(request: web.Request, context: ManagementContext) -> web.Response:
-    return reply_list(request, vhost_bindings(context.vhost(request.match_info["vhost"])), BINDING_SORT)
+    return reply_list(
+        request, vhost_bindings(context.vhost(request.match_info["vhost"])), BINDING_SORT, paginate=False
+    )
 
 
 async def list_pair(request: web.Request, context: ManagementContext) -> web.Response:
-    return reply_list(request, _pair_rows(request, context), BINDING_SORT)
+    return reply_list(request, _pair_rows(request, context), BINDING_SORT, paginate=False)
 
 
 async def create_binding(request: web.Request, context: ManagementContext) -> web.Response:
-    """POST: checks in rabbit_channel:binding_action's order (after the vhost and the body): write on the
-    destination, no default exchange at either end, read on the source, the topic read permission of an
-    existing topic source; only then does a missing source (first) or destination answer 404."""
+    """POST, in rabbit_mgmt_wm_bindings:accept_content's order: the body, the vhost, then the checks of
+    rabbit_channel:binding_action: write on the destination, no default exchange at either end, read on the
+    source, the topic read permission of an existing topic source; only then does a missing source (first)
+    or destination answer 404."""
+    # accept_content matches {ok, Props} = decode(Body) and types the arguments before anything else: a body
+    # that is not a JSON object, or arguments that are not an object of non-null values, crash the handler,
+    # and cowboy answers 500 with no body (RabbitMQ 3.10.8 and 3.13 alike). Copied, so nothing is created.
+    # A list is taken as the table itself: [] (pyrabbit2 sends it) is no arguments.
+    try:
+        body = await body_json(request)
+        raw_arguments = body.get("arguments", {})
+        if not isinstance(raw_arguments, dict | list):
+            raise ValueError("arguments")
+        arguments = json_arguments(raw_arguments or {})
+    except (ApiError, ValueError):
+        raise ApiError(500, "", None) from None
+    routing_key = body.get("routing_key", "")
+    if not isinstance(routing_key, str) or not isinstance(arguments, dict):
+        # (RabbitMQ stores whatever JSON value came as the key, and a non-empty list as the arguments table,
+        # making bindings no client can name; refused here.)
+        raise bad_request("routing_key must be a string and arguments an object")
+    if request.match_info["vhost"] not in context.broker.vhosts:
+        raise ApiError(404, "not_found", "vhost_not_found")  # with_vhost_and_props
     vhost = context.vhost(request.match_info["vhost"])
     source, destination, kind = exchange_name(request, "source"), _destination(request), _kind(request)
-    body = await body_json(request)
-    routing_key = body.get("routing_key", "")
-    raw_arguments = body.get("arguments") or {}
-    if not isinstance(routing_key, str) or not isinstance(raw_arguments, dict):
-        raise bad_request("routing_key must be a string and arguments an object")
-    try:
-        arguments = json_arguments(raw_arguments)
-    except ValueError as error:
-        raise bad_request(str(error)) from None
     check(request, context, kind, destination, "write")
     if source == "" or (kind == "exchange" and destination == ""):
         raise access_refused()  # check_not_default_exchange

@@ -115,7 +115,7 @@ async def bindings_source(request: web.Request, context: ManagementContext) -> w
         for row in vhost_bindings(context.vhost(request.match_info["vhost"]))
         if row["source"] == exchange.name
     ]
-    return reply_list(request, rows, BINDING_SORT)
+    return reply_list(request, rows, BINDING_SORT, paginate=False)
 
 
 async def bindings_destination(request: web.Request, context: ManagementContext) -> web.Response:
@@ -125,7 +125,7 @@ async def bindings_destination(request: web.Request, context: ManagementContext)
         for row in vhost_bindings(context.vhost(request.match_info["vhost"]))
         if row["destination_type"] == "exchange" and row["destination"] == exchange.name
     ]
-    return reply_list(request, rows, BINDING_SORT)
+    return reply_list(request, rows, BINDING_SORT, paginate=False)
 
 
 def _check_publish(context: ManagementContext, user: str, vhost: str, name: str, routing_key: str) -> None:

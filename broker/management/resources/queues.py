@@ -136,7 +136,7 @@ async def queue_bindings(request: web.Request, context: ManagementContext) -> we
         for row in vhost_bindings(context.vhost(queue.vhost))
         if row["destination_type"] == "queue" and row["destination"] == queue.name
     ]
-    return reply_list(request, rows, BINDING_SORT)
+    return reply_list(request, rows, BINDING_SORT, paginate=False)
 
 
 async def purge_queue(request: web.Request, context: ManagementContext) -> web.Response:
