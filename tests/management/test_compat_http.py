@@ -265,6 +265,8 @@ SCENARIO = [
     Step("GET", "/api/health/checks/port-listener/1", values=("status", "reason", "missing")),
     Step("GET", "/api/health/checks/protocol-listener/amqp091", values=("*",)),
     Step("GET", "/api/health/checks/node-is-quorum-critical", values=("*",)),
+    Step("GET", "/api/healthchecks/node", values=("*",)),
+    Step("GET", "/api/healthchecks/node/nosuch@nowhere", values=("*",)),
     Step("POST", "/api/users/bulk-delete", {"users": ["compat-u", "nosuch"]}, values=("*",)),
     Step("GET", "/api/users/compat-u", values=("*",)),
     Step("DELETE", f"/api/queues/{V}/{QP}"),
