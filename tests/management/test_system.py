@@ -33,7 +33,7 @@ async def test_overview_whoami_cluster_name_extensions(api: Api) -> None:
     assert await api.json("/api/cluster-name") == {"name": "warrenmq@testhost"}
     assert (await api.put("/api/cluster-name", json={"name": "renamed"})).status == 204
     assert (await api.json("/api/overview"))["cluster_name"] == "renamed"
-    assert await api.json("/api/extensions") == []
+    assert await api.json("/api/extensions") == [{"javascript": "dispatcher.js"}]
 
 
 async def test_nodes_report_this_process(api: Api) -> None:
