@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import pika
 import pika.exceptions
@@ -122,12 +123,12 @@ def test_a_connection_and_its_channel_by_name_then_closed_with_a_reason(pair: Pa
         connection = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", port, "/", credentials))
         connection.channel()
         name = _named(base, "/api/connections")["name"]
-        quoted = requests.utils.quote(name, safe="")
+        quoted = quote(name, safe="")
         one = requests.get(f"{base}/api/connections/{quoted}", auth=GUEST, timeout=10).json()
         channels = requests.get(f"{base}/api/connections/{quoted}/channels", auth=GUEST, timeout=10).json()
         channel_name = _named(base, "/api/channels")["name"]
         channel = requests.get(
-            f"{base}/api/channels/{requests.utils.quote(channel_name, safe='')}", auth=GUEST, timeout=10
+            f"{base}/api/channels/{quote(channel_name, safe='')}", auth=GUEST, timeout=10
         ).json()
         closed = requests.delete(
             f"{base}/api/connections/{quoted}", auth=GUEST, headers={"X-Reason": "bye"}, timeout=10
