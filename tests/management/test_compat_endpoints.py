@@ -85,6 +85,44 @@ LISTINGS = [
 ]
 
 
+RO = ("ep-ro", "p")
+FULL = ("ep-u", "p")
+PUBLISH = {"routing_key": "k", "properties": {}, "payload": "m", "payload_encoding": "string"}
+# authorize() behind HTTP for the rows test_compat_http does not reach, refused and allowed: a management
+# user who may only read, then one with every permission; tags gate policies, limits and definitions.
+ACCESS = [
+    Step("PUT", "/api/users/ep-ro", {"password": "p", "tags": "management"}),
+    Step("PUT", f"/api/permissions/{V}/ep-ro", {"configure": "^$", "write": "^$", "read": ".*"}),
+    Step("DELETE", f"/api/exchanges/{V}/ep-x", user=RO, values=("*",)),
+    Step("DELETE", f"/api/bindings/{V}/e/ep-x/q/ep-q/k", user=RO, values=("*",)),
+    Step("POST", f"/api/bindings/{V}/e/ep-x/e/amq.direct", {"routing_key": "k"}, user=RO, values=("*",)),
+    Step("PUT", f"/api/policies/{V}/ro-p", POLICY, user=RO, values=("*",)),
+    Step("DELETE", f"/api/policies/{V}/ep-p", user=RO, values=("*",)),
+    Step("PUT", f"/api/vhost-limits/{V}/max-queues", {"value": 1}, user=RO, values=("*",)),
+    Step("GET", "/api/definitions", user=RO, values=("*",)),
+    Step("GET", f"/api/vhosts/{V}", user=("ep-none", "p"), values=("*",)),
+    Step("GET", f"/api/queues/{V}/ep-q/bindings", user=RO, values=("*",)),
+    Step("POST", f"/api/exchanges/{V}/ep-x/publish", PUBLISH, user=FULL, values=("*",)),
+    Step(
+        "POST",
+        f"/api/queues/{V}/ep-q/get",
+        {"count": 1, "ackmode": "ack_requeue_false", "encoding": "auto"},
+        user=RO,
+        values=("*",),
+    ),
+    Step(
+        "POST",
+        f"/api/bindings/{V}/e/ep-x/e/amq.direct",
+        {"routing_key": "k"},
+        user=FULL,
+        headers=("Location",),
+    ),
+    Step("DELETE", f"/api/bindings/{V}/e/ep-x/q/ep-q/k", user=FULL),
+    Step("DELETE", f"/api/exchanges/{V}/ep-x", user=FULL),
+    Step("GET", f"/api/exchanges/{V}/ep-x", values=("*",)),
+]
+
+
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     yield from start_pair(tmp_path_factory.mktemp("rabbitmq-endpoints"))
@@ -92,6 +130,11 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
 
 def test_the_remaining_endpoint_families_answer_as_rabbitmqs(pair: Pair) -> None:
     found = differences(*pair.bases, [*SETUP, *LISTINGS])
+    assert found == [], "\n".join(found)
+
+
+def test_http_access_control_refuses_and_allows_as_rabbitmq(pair: Pair) -> None:
+    found = differences(*pair.bases, [*SETUP, *ACCESS])
     assert found == [], "\n".join(found)
 
 
