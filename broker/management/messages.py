@@ -106,7 +106,7 @@ def message_json(
             pass
     # rabbit_mgmt_format:basic_properties drops undefined fields; none left is the empty proplist, which
     # rabbit_json writes as [] (a message published without properties shows "properties": []).
-    properties = properties_json(message.header_payload) or []
+    properties: dict[str, Any] | list[Any] = properties_json(message.header_payload) or []
     return {
         "exchange": message.exchange,
         "message_count": remaining,
