@@ -10,6 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
+from broker.core.vhost import VirtualHost
 from broker.management.auth import Gate
 from broker.management.context import ManagementContext
 from broker.management.errors import ApiError, bad_request, key_missing, not_found
@@ -86,6 +87,15 @@ def refusals_answered() -> Iterator[None]:
         yield
     except AMQPError as error:
         raise amqp_error(error) from None
+
+
+def declared_vhost(context: ManagementContext, name: str) -> VirtualHost:
+    """The vhost a PUT or POST declares into; a missing one is 404 ``vhost_not_found``, as
+    rabbit_mgmt_util:with_vhost_and_props answers before it reads the body (a GET says Object Not Found)."""
+    vhost = context.broker.vhosts.get(name)
+    if vhost is None:
+        raise ApiError(404, "not_found", "vhost_not_found")
+    return vhost
 
 
 def require(found: Any) -> Any:

@@ -123,6 +123,43 @@ ACCESS = [
 ]
 
 
+LONG = "n" * 256
+# Bad input, each followed by a read that shows nothing changed.
+BAD_INPUT = [
+    Step("PUT", f"/api/permissions/{V}/ep-u", {"configure": "(", "write": ".*", "read": ".*"}, values=("*",)),
+    Step("GET", f"/api/permissions/{V}/ep-u", values=("*",)),
+    Step(
+        "PUT",
+        f"/api/topic-permissions/{V}/ep-u",
+        {"exchange": "amq.topic", "write": "[", "read": ".*"},
+        values=("*",),
+    ),
+    Step("GET", f"/api/topic-permissions/{V}/ep-u", values=("*",)),
+    Step("DELETE", f"/api/exchanges/{V}/amq.default", values=("*",)),
+    Step("DELETE", f"/api/exchanges/{V}/amq.topic", values=("*",)),
+    Step("GET", f"/api/exchanges/{V}/amq.topic", values=("name", "type")),
+    Step("PUT", f"/api/exchanges/{V}/{LONG}", {"type": "direct"}, values=("*",)),
+    Step("GET", f"/api/exchanges/{V}/{LONG}", values=("name",)),  # (accepted: only AMQP's shortstr limits it)
+    Step("PUT", f"/api/vhosts/{LONG}", values=("*",)),
+    Step("PUT", f"/api/users/{LONG}", {"password": "p", "tags": ""}, values=("*",)),
+    Step("PUT", "/api/queues/no-vhost/q", {}, values=("*",)),
+    Step("PUT", "/api/exchanges/no-vhost/x", {"type": "direct"}, values=("*",)),
+    Step(
+        "PUT",
+        "/api/permissions/no-vhost/ep-u",
+        {"configure": ".*", "write": ".*", "read": ".*"},
+        values=("*",),
+    ),
+    Step("PUT", "/api/policies/no-vhost/p", POLICY, values=("*",)),
+    Step("PUT", f"/api/queues/{V}/ep-unknown", {"durable": True, "bogus": 1}, values=("*",)),
+    Step("GET", f"/api/queues/{V}/ep-unknown", values=("name", "durable", "arguments")),
+    Step("PUT", "/api/users/ep-unknown", {"password": "p", "tags": "", "bogus": 1}, values=("*",)),
+    Step("GET", "/api/users/ep-unknown", values=("name", "tags")),
+    Step("PUT", f"/api/queues/{V}/ep-bad", raw=b'{"durable": tru', values=("*",)),
+    Step("GET", f"/api/queues/{V}/ep-bad", values=("*",)),
+]
+
+
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     yield from start_pair(tmp_path_factory.mktemp("rabbitmq-endpoints"))
@@ -135,6 +172,11 @@ def test_the_remaining_endpoint_families_answer_as_rabbitmqs(pair: Pair) -> None
 
 def test_http_access_control_refuses_and_allows_as_rabbitmq(pair: Pair) -> None:
     found = differences(*pair.bases, [*SETUP, *ACCESS])
+    assert found == [], "\n".join(found)
+
+
+def test_bad_input_gets_rabbitmqs_error_and_changes_nothing(pair: Pair) -> None:
+    found = differences(*pair.bases, [*SETUP, *BAD_INPUT])
     assert found == [], "\n".join(found)
 
 

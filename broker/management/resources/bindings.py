@@ -16,7 +16,7 @@ from broker.management.errors import ApiError, access_refused, bad_request, no_c
 from broker.management.paging import reply, reply_list
 from broker.management.resources.exchanges import exchange_name
 from broker.management.resources.queues import check
-from broker.management.routing import Route, body_json, refusals_answered
+from broker.management.routing import Route, body_json, declared_vhost, refusals_answered
 from broker.management.serialize import BINDING_SORT, vhost_bindings
 
 _PAIR = "/api/bindings/{vhost}/e/{source:[^/]*}/{dtype:[eq]}/{destination:[^/]*}"
@@ -84,9 +84,7 @@ async def create_binding(request: web.Request, context: ManagementContext) -> we
         # (RabbitMQ stores whatever JSON value came as the key, and a non-empty list as the arguments table,
         # making bindings no client can name; refused here.)
         raise bad_request("routing_key must be a string and arguments an object")
-    if request.match_info["vhost"] not in context.broker.vhosts:
-        raise ApiError(404, "not_found", "vhost_not_found")  # with_vhost_and_props
-    vhost = context.vhost(request.match_info["vhost"])
+    vhost = declared_vhost(context, request.match_info["vhost"])
     source, destination, kind = exchange_name(request, "source"), _destination(request), _kind(request)
     check(request, context, kind, destination, "write")
     if source == "" or (kind == "exchange" and destination == ""):

@@ -23,7 +23,7 @@ from broker.management.errors import (
 from broker.management.messages import build_message
 from broker.management.paging import reply, reply_list
 from broker.management.resources.queues import check, check_new_with_target, declare_arguments
-from broker.management.routing import Route, body_json, flag, query_flag, refusals_answered
+from broker.management.routing import Route, body_json, declared_vhost, flag, query_flag, refusals_answered
 from broker.management.serialize import BINDING_SORT, vhost_bindings
 from broker.management.serialize_stats import exchange_row
 from protocol.errors import AMQPError, ChannelError, ReplyCode
@@ -70,7 +70,7 @@ async def get_exchange(request: web.Request, context: ManagementContext) -> web.
 
 
 async def put_exchange(request: web.Request, context: ManagementContext) -> web.Response:
-    vhost = context.vhost(request.match_info["vhost"])
+    vhost = declared_vhost(context, request.match_info["vhost"])
     name = exchange_name(request)
     body = await body_json(request)
     arguments = declare_arguments(body)

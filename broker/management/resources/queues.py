@@ -14,7 +14,7 @@ from broker.management.context import ManagementContext
 from broker.management.errors import access_refused, bad_request, json_response, no_content, not_found
 from broker.management.messages import message_json
 from broker.management.paging import reply, reply_list
-from broker.management.routing import Route, body_json, flag, query_flag, refusals_answered
+from broker.management.routing import Route, body_json, declared_vhost, flag, query_flag, refusals_answered
 from broker.management.serialize import BINDING_SORT, vhost_bindings
 from broker.management.serialize_stats import queue_row
 
@@ -91,7 +91,7 @@ async def get_queue(request: web.Request, context: ManagementContext) -> web.Res
 
 
 async def put_queue(request: web.Request, context: ManagementContext) -> web.Response:
-    vhost = context.vhost(request.match_info["vhost"])
+    vhost = declared_vhost(context, request.match_info["vhost"])
     name = request.match_info["name"]
     body = await body_json(request)
     arguments = declare_arguments(body)
