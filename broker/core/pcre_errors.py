@@ -16,7 +16,6 @@ _AT_POSITION = {
     "nothing to repeat": "nothing to repeat",
     "multiple repeat": "nothing to repeat",
     "unbalanced parenthesis": "unmatched parentheses",
-    "bad character range": "range out of order in character class",
 }
 
 
@@ -27,7 +26,16 @@ def pcre_reason(pattern: str, error: re.error) -> tuple[str, int]:
     for start, pcre in _AT_END.items():
         if message.startswith(start):
             return pcre, len(pattern.encode())
+    position = error.pos or 0
     for start, pcre in _AT_POSITION.items():
         if message.startswith(start):
-            return pcre, len(pattern[: error.pos or 0].encode())
-    return message, error.pos or 0
+            return pcre, len(pattern[:position].encode())
+    if message.startswith("bad character range"):
+        # Python points at the range's first character, PCRE at its last ("[z-a]": 3).
+        end = position + len(message.removeprefix("bad character range ")) - 1
+        return "range out of order in character class", len(pattern[:end].encode())
+    if message.startswith("min repeat greater than max repeat"):
+        # PCRE stops at the quantifier's closing brace ("x{2,1}": 5).
+        end = pattern.find("}", position)
+        return "numbers out of order in {} quantifier", len(pattern[: end if end >= 0 else position].encode())
+    return message, position
