@@ -306,7 +306,7 @@ def _poll(base: str, path: str) -> list[dict[str, Any]]:
         time.sleep(0.2)
 
 
-def test_connections_channels_and_consumers_carry_rabbitmqskey_set(
+def test_connections_channels_and_consumers_carry_rabbitmqs_keys(
     bases: tuple[str, str], amqp_ports: tuple[int, int]
 ) -> None:
     clients = []
@@ -414,7 +414,7 @@ def test_deleting_a_user_closes_its_connections_as_rabbitmq_does(
     assert closes[0] == closes[1] == (320, "CONNECTION_FORCED - user 'compat-doomed' is deleted")
 
 
-def test_auth_attempts_carry_rabbitmqskey_set(bases: tuple[str, str]) -> None:
+def test_auth_attempts_carry_rabbitmqs_keys(bases: tuple[str, str]) -> None:
     listings = []
     for base in bases:
         node = requests.get(base + "/api/overview", auth=GUEST, timeout=10).json()["node"]
