@@ -100,16 +100,23 @@ class RabbitMQNode:
     def start(self, timeout_s: float = 90.0, attempts: int = 3) -> None:
         """Start the node. Its ports were free when picked, but the node binds them seconds later (Erlang
         boot), and parallel test workers start brokers on ephemeral ports meanwhile: when a port was taken
-        (eaddrinuse, the node exits), pick new ones and start again."""
+        (eaddrinuse, or dist_port_already_used for the distribution port; the node exits), pick new ones and
+        start again."""
         for attempt in range(attempts):
             try:
                 self._launch(timeout_s)
                 return
             except RuntimeError:
-                if attempt + 1 == attempts or "eaddrinuse" not in self._output():
+                output = self._output()
+                taken = "eaddrinuse" in output or "dist_port_already_used" in output
+                if attempt + 1 == attempts or not taken:
                     raise
                 self.stop()
-                self.port, self.dist_port = free_port(), free_port()
+                self._pick_ports()
+
+    def _pick_ports(self) -> None:
+        """New ports after a collision (a subclass with more listeners picks those too)."""
+        self.port, self.dist_port = free_port(), free_port()
 
     def _output(self) -> str:
         path = self.base_dir / "log" / "stdout"
