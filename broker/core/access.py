@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any, Literal
 
 from broker.core.passwords import ALGORITHMS, DEFAULT_ALGORITHM, check_password, hash_password
+from broker.core.pcre_errors import pcre_reason
 
 Permission = Literal["configure", "write", "read"]
 # RabbitMQ's resource kinds (rabbit_types:resource_kind()).
@@ -47,12 +48,17 @@ class Change(Enum):
     TOPIC_PERMISSION = "topic_permission"
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
-    """A permission regex as RabbitMQ applies it; an invalid one is refused with RabbitMQ's reason term."""
+def _compile(pattern: str, topic: bool = False) -> re.Pattern[str]:
+    """A permission regex as RabbitMQ applies it; an invalid one is refused with RabbitMQ's reason term,
+    ``{invalid_regexp, Regexp, {Message, Offset}}`` as rabbit_json writes it: the message a charlist (a list
+    of integers), the pattern one too for vhost permissions (rabbit_auth_backend_internal compiles
+    binary_to_list of it) and a binary (a string) for topic permissions."""
     try:
         return re.compile(pattern if pattern else "^$")
     except re.error as error:
-        raise AccessError(["invalid_regexp", pattern, [str(error.msg), error.pos or 0]]) from None
+        message, offset = pcre_reason(pattern, error)
+        shown: object = pattern if topic else list(pattern.encode())
+        raise AccessError(["invalid_regexp", shown, [list(message.encode()), offset]]) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +212,7 @@ class AccessControl:
     def set_topic_permission(
         self, user: str, vhost: str, exchange: str, write: str, read: str
     ) -> TopicPermission:
-        compiled = (_compile(write), _compile(read))
+        compiled = (_compile(write, topic=True), _compile(read, topic=True))
         permission = TopicPermission(user, vhost, exchange, write, read, compiled)
         self.topic_permissions[(user, vhost, exchange)] = permission
         self._changed(Change.TOPIC_PERMISSION, (user, vhost, exchange))

@@ -25,6 +25,14 @@ _INT32_MIN = -(2**31)
 _INT32_MAX = 2**31 - 1
 
 
+class Long(int):
+    """An integer whose AMQP type is ``long`` whatever its size. RabbitMQ's management types every JSON
+    integer so (rabbit_misc:to_amqp_table), and the type is part of a binding's identity and of its
+    ``properties_key`` hash; a plain ``int`` is what a client sent, typed as pika and py-amqp send it."""
+
+    __slots__ = ()
+
+
 # --- frozen (hashable, reversible) forms: binding identity ---
 
 
@@ -48,7 +56,7 @@ def freeze_value(value: Any) -> FrozenValue:
     if isinstance(value, bool):
         return ("t", value)
     if isinstance(value, int):
-        return ("I", value)
+        return ("l", int(value)) if type(value) is Long else ("I", value)
     if isinstance(value, float):
         return ("d", "nan") if math.isnan(value) else ("d", value)
     if isinstance(value, str):
@@ -79,6 +87,8 @@ def thaw_value(frozen: Any) -> Any:
     tag = frozen[0]
     if tag == "V":
         return None
+    if tag == "l":
+        return Long(frozen[1])
     if tag == "d" and frozen[1] == "nan":
         return math.nan
     if tag == "x":
@@ -101,6 +111,8 @@ def amqp_type_name(value: Any) -> str:
         return "void"
     if isinstance(value, bool):
         return "bool"
+    if type(value) is Long:
+        return "long"
     if isinstance(value, int):
         return "signedint" if _INT32_MIN <= value <= _INT32_MAX else "long"
     if isinstance(value, float):

@@ -2,9 +2,10 @@
 
 Headers-exchange matching is typed (integer 5 does not match string "5"), so plain JSON would change routing.
 Each value is a ``[tag, payload]`` pair with the tags of `broker.core.arguments.freeze_value`: V void, t bool,
-I integer, d double, S longstr, s longstr that is not UTF-8 (base64), x binary (base64), D decimal (its
-text), T timestamp (ISO 8601), F table (list of [key, value]), A array. Used by the journal to capture routing
-inputs and by the analytics replay to rebuild them; pure and stdlib-only so Spark executors can import it.
+I integer, l integer typed long (`Long`), d double, S longstr, s longstr that is not UTF-8 (base64), x binary
+(base64), D decimal (its text), T timestamp (ISO 8601), F table (list of [key, value]), A array. Used by the
+journal to capture routing inputs and by the analytics replay to rebuild them; pure (stdlib and
+broker.core.arguments) so Spark executors can import it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import math
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
+
+from broker.core.arguments import Long
 
 
 def encode_table(table: Mapping[str, Any] | None) -> str | None:
@@ -40,7 +43,7 @@ def encode_value(value: Any) -> list[Any]:
     if isinstance(value, bool):
         return ["t", value]
     if isinstance(value, int):
-        return ["I", value]
+        return ["l", int(value)] if type(value) is Long else ["I", value]
     if isinstance(value, float):
         return ["d", repr(value)] if math.isnan(value) or math.isinf(value) else ["d", value]
     if isinstance(value, str):
@@ -71,6 +74,8 @@ def decode_value(item: Any) -> Any:
         return bool(payload)
     if tag == "I":
         return int(payload)
+    if tag == "l":
+        return Long(payload)
     if tag == "d":
         return float(payload)
     if tag == "S":

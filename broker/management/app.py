@@ -178,11 +178,13 @@ def build_app(context: ManagementContext) -> web.Application:
     methods: dict[str, list[str]] = {}
     for route in ROUTES:
         endpoint = _endpoint(route)
-        path = _route_path(route.path)
-        app.router.add_route(route.method, path, endpoint)
-        if route.method == "GET":
-            app.router.add_route("HEAD", path, endpoint)
-        methods.setdefault(path, []).append(route.method)
+        # cowboy's router takes a path with one trailing slash as the path without it (amqpstorm asks for
+        # /api/healthchecks/node/).
+        for path in (_route_path(route.path), _route_path(route.path) + "/"):
+            app.router.add_route(route.method, path, endpoint)
+            if route.method == "GET":
+                app.router.add_route("HEAD", path, endpoint)
+            methods.setdefault(path, []).append(route.method)
     for path, allowed in methods.items():
         app.router.add_route("OPTIONS", path, _options(allow_header(allowed)))
     app.on_startup.append(_start_sampler)

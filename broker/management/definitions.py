@@ -21,6 +21,7 @@ from broker.core.access import AccessError, parse_tags
 from broker.core.broker import Broker
 from broker.core.passwords import ALGORITHMS, DEFAULT_ALGORITHM
 from broker.management import definitions_parameters
+from broker.management.binding_key import json_arguments
 from protocol.errors import AMQPError
 
 _SECTIONS = ("users", "vhosts", "permissions", "topic_permissions", "queues", "exchanges", "bindings")
@@ -171,7 +172,7 @@ def apply_definitions(broker: Broker, data: Mapping[str, Any], where: str = "def
                         item["destination"],
                         item["source"],
                         item.get("routing_key", ""),
-                        item.get("arguments") or {},
+                        json_arguments(item.get("arguments") or {}),
                         owner=None,
                     )
                 else:
@@ -179,10 +180,12 @@ def apply_definitions(broker: Broker, data: Mapping[str, Any], where: str = "def
                         item["destination"],
                         item["source"],
                         item.get("routing_key", ""),
-                        item.get("arguments"),
+                        json_arguments(item.get("arguments") or {}),
                     )
             except AMQPError as error:
                 raise DefinitionsError(f"{where}: {kind}[{index}]: {error.reply_text}") from None
+            except ValueError as error:  # json_arguments: a null argument, as RabbitMQ refuses it
+                raise DefinitionsError(f"{where}: {kind}[{index}]: {error}") from None
 
 
 def _known_vhost(broker: Broker, kind: str, index: int, item: Mapping[str, Any], where: str) -> Any:

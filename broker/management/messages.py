@@ -104,13 +104,16 @@ def message_json(
             payload_encoding = "string"
         except UnicodeDecodeError:
             pass
+    # rabbit_mgmt_format:basic_properties drops undefined fields; none left is the empty proplist, which
+    # rabbit_json writes as [] (a message published without properties shows "properties": []).
+    properties: dict[str, Any] | list[Any] = properties_json(message.header_payload) or []
     return {
         "exchange": message.exchange,
         "message_count": remaining,
         "payload": payload,
         "payload_bytes": len(body),
         "payload_encoding": payload_encoding,
-        "properties": properties_json(message.header_payload),
+        "properties": properties,
         "redelivered": redelivered,
         "routing_key": message.routing_key,
     }

@@ -115,11 +115,15 @@ def _matches(item: Any, name: str, use_regex: bool) -> bool:
 
 
 def reply_list(
-    request: web.Request, items: list[dict[str, Any]], default_sort: Sequence[str] = DEFAULT_SORT
+    request: web.Request,
+    items: list[dict[str, Any]],
+    default_sort: Sequence[str] = DEFAULT_SORT,
+    paginate: bool = True,
 ) -> web.Response:
-    """The list (or its page) as RabbitMQ's reply_list_or_paginate answers it."""
+    """The list (or its page) as RabbitMQ's reply_list_or_paginate answers it; ``paginate=False`` for the
+    listings RabbitMQ answers with reply_list (bindings), which ignores the page parameters."""
     query = request.query
-    pagination = _pagination(query)
+    pagination = _pagination(query) if paginate else None
     rows = sort_items([_extract(item, _columns(query)) for item in items], query, default_sort)
     if pagination is None:
         return json_response(rows)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
+from broker.core.vhost import VirtualHost
 from broker.management.auth import Gate
 from broker.management.context import ManagementContext
 from broker.management.errors import ApiError, bad_request, key_missing, not_found
@@ -75,6 +77,25 @@ def amqp_error(error: AMQPError) -> ApiError:
     if error.code == ReplyCode.ACCESS_REFUSED:
         return ApiError(401, "not_authorised", "Access refused.")
     return bad_request(error.text)
+
+
+@contextmanager
+def refusals_answered() -> Iterator[None]:
+    """Run a broker operation the API performs; its refusal (AMQPError) becomes the HTTP answer RabbitMQ
+    gives for it (`amqp_error`: 404 not_found, 401 Access refused., else 400 with the reply text)."""
+    try:
+        yield
+    except AMQPError as error:
+        raise amqp_error(error) from None
+
+
+def declared_vhost(context: ManagementContext, name: str) -> VirtualHost:
+    """The vhost a PUT or POST declares into; a missing one is 404 ``vhost_not_found``, as
+    rabbit_mgmt_util:with_vhost_and_props answers before it reads the body (a GET says Object Not Found)."""
+    vhost = context.broker.vhosts.get(name)
+    if vhost is None:
+        raise ApiError(404, "not_found", "vhost_not_found")
+    return vhost
 
 
 def require(found: Any) -> Any:

@@ -3,11 +3,7 @@ WarrenMQ has the concept, RabbitMQ-typed neutral values (0, null, [], {}) where 
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 from typing import Any
-from urllib.parse import quote_plus
 
 from broker.core.access import TopicPermission, User, VhostPermission
 from broker.core.exchange import Exchange
@@ -15,6 +11,7 @@ from broker.core.policies import effective_definition
 from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
 from broker.management.stream_info import ready_messages, stream_bytes, stream_keys, stream_of
+from broker.management.binding_key import properties_key
 
 RATE = {"rate": 0.0}
 # The garbage_collection object of an Erlang process; WarrenMQ has no per-entity process, so neutral values.
@@ -116,25 +113,6 @@ def _builtin(name: str) -> bool:
     return name == "" or name.startswith("amq.")
 
 
-def _quote(text: str) -> str:
-    # rabbit_mgmt_format:quote_binding: form-urlencoded, "~" escaped because it separates the two parts.
-    return quote_plus(text, safe="").replace("~", "%7E")
-
-
-def arguments_hash(arguments: dict[str, Any]) -> str:
-    """A stable 4-byte base64url digest of binding arguments. RabbitMQ uses erlang:phash2 of its table here;
-    the key is opaque to clients (they read it from listings), so only its shape is RabbitMQ's."""
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str).encode()
-    return base64.urlsafe_b64encode(hashlib.sha256(canonical).digest()[:4]).decode().rstrip("=")
-
-
-def properties_key(routing_key: str, arguments: dict[str, Any]) -> str:
-    """rabbit_mgmt_format:pack_binding_props: "~" for an empty key without arguments."""
-    if not arguments:
-        return _quote(routing_key) if routing_key else "~"
-    return f"{_quote(routing_key)}~{_quote(arguments_hash(arguments))}"
-
-
 def binding_json(
     source: str,
     vhost: str,
@@ -154,8 +132,13 @@ def binding_json(
     }
 
 
+# rabbit_mgmt_wm_bindings sorts every binding listing by these ("type" is no key of a binding: a constant);
+# rows that tie on all of them come in the order of the rest of RabbitMQ's row, destination_type first.
+BINDING_SORT = ("vhost", "source", "type", "destination", "routing_key", "properties_key")
+
+
 def vhost_bindings(vhost: VirtualHost) -> list[dict[str, Any]]:
-    """Every binding of a vhost; each queue's implicit default-exchange binding first, as RabbitMQ lists."""
+    """Every binding of a vhost (the implicit default-exchange ones included), in RabbitMQ's listing order."""
     rows = [binding_json("", vhost.name, name, "queue", name, {}) for name in sorted(vhost.queues)]
     for binding in vhost.bindings:
         rows.append(
@@ -168,6 +151,7 @@ def vhost_bindings(vhost: VirtualHost) -> list[dict[str, Any]]:
                 dict(binding.args),
             )
         )
+    rows.sort(key=lambda row: row["destination_type"])  # the tie-breaker; reply_list sorts by BINDING_SORT
     return rows
 
 

@@ -115,7 +115,11 @@ class RabbitMQNode:
                 if attempt + 1 == attempts or not _port_taken(self._output()):
                     raise
                 self.stop()
-                self.port, self.dist_port = free_port(), free_port()
+                self._pick_ports()
+
+    def _pick_ports(self) -> None:
+        """New ports after a collision (a subclass with more listeners picks those too)."""
+        self.port, self.dist_port = free_port(), free_port()
 
     def _output(self) -> str:
         path = self.base_dir / "log" / "stdout"

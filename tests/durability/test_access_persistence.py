@@ -61,6 +61,17 @@ def test_users_permissions_and_vhost_metadata_survive(durable: DurableBroker, cr
     assert _http(durable, "PUT", "/api/users/bob", {"password": "pw", "tags": ""})[0] == 201
     assert _http(durable, "PUT", "/api/permissions/%2F/bob", perms)[0] == 201
     assert _http(durable, "DELETE", "/api/users/bob")[0] == 204
+    policy = {"pattern": "^a-", "definition": {"max-length": 5}, "apply-to": "queues", "priority": 2}
+    assert _http(durable, "PUT", "/api/policies/%2F/cap", policy)[0] == 201
+    assert _http(durable, "PUT", "/api/operator-policies/%2F/op", {**policy, "priority": 0})[0] == 201
+    assert _http(durable, "PUT", "/api/vhost-limits/v2/max-queues", {"value": 7})[0] == 204
+    assert _http(durable, "PUT", "/api/user-limits/alice/max-channels", {"value": 3})[0] == 204
+    # A binding made over HTTP with arguments: JSON integers are AMQP longs, and stay so in the store.
+    assert _http(durable, "PUT", "/api/exchanges/%2F/kept-x", {"type": "headers", "durable": True})[0] == 201
+    assert _http(durable, "PUT", "/api/queues/%2F/kept-q", {"durable": True})[0] == 201
+    binding = {"arguments": {"x-match": "all", "n": 1}}
+    assert _http(durable, "POST", "/api/bindings/%2F/e/kept-x/q/kept-q", binding)[0] == 201
+    _, before = _http(durable, "GET", "/api/bindings/%2F/e/kept-x/q/kept-q")
     _committed(durable)
 
     durable.kill() if crash else durable.stop()
@@ -82,6 +93,14 @@ def test_users_permissions_and_vhost_metadata_survive(durable: DurableBroker, cr
         "quorum",
     )
     assert _http(durable, "GET", "/api/users/bob")[0] == 404
+    status, kept = _http(durable, "GET", "/api/policies/%2F/cap")
+    assert (status, kept["definition"], kept["priority"]) == (200, {"max-length": 5}, 2)
+    assert _http(durable, "GET", "/api/operator-policies/%2F/op")[0] == 200
+    assert _http(durable, "GET", "/api/vhost-limits/v2")[1] == [{"vhost": "v2", "value": {"max-queues": 7}}]
+    assert _http(durable, "GET", "/api/user-limits/alice")[1] == [
+        {"user": "alice", "value": {"max-channels": 3}}
+    ]
+    assert _http(durable, "GET", "/api/bindings/%2F/e/kept-x/q/kept-q")[1] == before
     assert _http(durable, "GET", "/api/permissions/%2F/bob")[0] == 404
     # The stored hash logs alice in, and her stored permissions are enforced.
     assert durable.process is not None

@@ -15,6 +15,10 @@ class ManagementNode(RabbitMQNode):
     def http_url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}"
 
+    def _pick_ports(self) -> None:
+        super()._pick_ports()
+        self.http_port = free_port()
+
     def _environment(self) -> dict[str, str]:
         env = super()._environment()
         env["RABBITMQ_ENABLED_PLUGINS"] = "rabbitmq_management"

@@ -4,10 +4,8 @@ and the values both brokers know must agree."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pika
@@ -16,52 +14,13 @@ import pytest
 import requests
 
 from tests.compat.rabbitmq_node import rabbitmq_available
-from tests.conftest import BrokerProcess, start_broker_process
-from tests.management.rabbitmq_management_node import ManagementNode
+from tests.management.http_differential import GUEST, Pair, Step, differences, key_set, start_pair
 
 pytestmark = [
     pytest.mark.compat,
     pytest.mark.slow,
     pytest.mark.skipif(not rabbitmq_available(), reason="RabbitMQ (Debian rabbitmq-server) not installed"),
 ]
-
-GUEST = ("guest", "guest")
-
-
-@dataclass(frozen=True)
-class Step:
-    method: str
-    path: str
-    body: Any = None
-    user: tuple[str, str] = GUEST
-    values: tuple[str, ...] = ()  # top-level keys whose values must be equal ("*" = the whole body)
-    headers: tuple[str, ...] = ()  # response headers that must be equal
-    keys: bool = True  # RabbitMQ's key set must be a subset of ours
-    raw: bytes | None = None
-    extra: dict[str, str] = field(default_factory=dict)
-
-
-def _send(base: str, step: Step) -> requests.Response:
-    data = step.raw if step.raw is not None else (json.dumps(step.body) if step.body is not None else None)
-    return requests.request(
-        step.method,
-        base + step.path,
-        data=data,
-        auth=step.user,
-        headers={"content-type": "application/json", **step.extra},
-        timeout=10,
-    )
-
-
-def _body(response: requests.Response) -> Any:
-    return response.json() if response.content else None
-
-
-def _keys(body: Any) -> set[str]:
-    if isinstance(body, list):
-        return set().union(*(set(item) for item in body if isinstance(item, dict))) if body else set()
-    return set(body) if isinstance(body, dict) else set()
-
 
 V = "compat-v"
 Q = "compat q#é"
@@ -306,6 +265,8 @@ SCENARIO = [
     Step("GET", "/api/health/checks/port-listener/1", values=("status", "reason", "missing")),
     Step("GET", "/api/health/checks/protocol-listener/amqp091", values=("*",)),
     Step("GET", "/api/health/checks/node-is-quorum-critical", values=("*",)),
+    Step("GET", "/api/healthchecks/node", values=("*",)),
+    Step("GET", "/api/healthchecks/node/nosuch@nowhere", values=("*",)),
     Step("POST", "/api/users/bulk-delete", {"users": ["compat-u", "nosuch"]}, values=("*",)),
     Step("GET", "/api/users/compat-u", values=("*",)),
     Step("DELETE", f"/api/queues/{V}/{QP}"),
@@ -315,64 +276,24 @@ SCENARIO = [
 ]
 
 
-@dataclass
-class Pair:
-    node: ManagementNode
-    warren: BrokerProcess
-
-
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
-    node = ManagementNode(tmp_path_factory.mktemp("rabbitmq-management"))
-    node.start()
-    warren = start_broker_process("--data-dir", "none")
-    try:
-        yield Pair(node, warren)
-    finally:
-        warren.stop()
-        node.stop()
+    yield from start_pair(tmp_path_factory.mktemp("rabbitmq-management"))
 
 
 @pytest.fixture
 def bases(pair: Pair) -> tuple[str, str]:
-    return pair.node.http_url, f"http://127.0.0.1:{pair.warren.management_port}"
+    return pair.bases
 
 
 @pytest.fixture
 def amqp_ports(pair: Pair) -> tuple[int, int]:
-    return pair.node.port, pair.warren.port
+    return pair.amqp_ports
 
 
 def test_the_scenario_answers_as_rabbitmq_does(bases: tuple[str, str]) -> None:
-    rabbit_base, warren_base = bases
-    differences = []
-    for step in SCENARIO:
-        rabbit, warren = _send(rabbit_base, step), _send(warren_base, step)
-        where = f"{step.method} {step.path}"
-        if rabbit.status_code != warren.status_code:
-            differences.append(
-                f"{where}: status {rabbit.status_code} != {warren.status_code} ({warren.text[:200]})"
-            )
-            continue
-        for header in step.headers:
-            if rabbit.headers.get(header) != warren.headers.get(header):
-                differences.append(
-                    f"{where}: header {header} {rabbit.headers.get(header)!r} != "
-                    f"{warren.headers.get(header)!r}"
-                )
-        expected, actual = _body(rabbit), _body(warren)
-        if step.keys and (missing := _keys(expected) - _keys(actual)):
-            differences.append(f"{where}: keys missing {sorted(missing)}")
-        if "*" in step.values and expected != actual:
-            differences.append(f"{where}: body {expected!r} != {actual!r}")
-        for key in (k for k in step.values if k != "*"):
-            if (
-                isinstance(expected, dict)
-                and isinstance(actual, dict)
-                and expected.get(key) != actual.get(key)
-            ):
-                differences.append(f"{where}: {key} {expected.get(key)!r} != {actual.get(key)!r}")
-    assert differences == [], "\n".join(differences)
+    found = differences(*bases, SCENARIO)
+    assert found == [], "\n".join(found)
 
 
 def _poll(base: str, path: str) -> list[dict[str, Any]]:
@@ -406,7 +327,7 @@ def test_connections_channels_and_consumers_carry_rabbitmqs_keys(
     try:
         rabbit, warren = listings
         for path in rabbit:
-            assert _keys(rabbit[path]) - _keys(warren[path]) == set(), path
+            assert key_set(rabbit[path]) - key_set(warren[path]) == set(), path
         # ("channels" lags on RabbitMQ until its next stats emission, so it is not compared.)
         for key in ("user", "vhost", "protocol", "auth_mechanism", "user_provided_name", "state"):
             assert rabbit["/api/connections"][0][key] == warren["/api/connections"][0][key], key

@@ -15,8 +15,8 @@ import requests
 
 from tests.compat.rabbitmq_node import rabbitmq_available
 from tests.conftest import start_broker_process
+from tests.management.http_differential import Pair, Step, body_of, key_set, send
 from tests.management.rabbitmq_management_node import ManagementNode
-from tests.management.test_compat_http import Pair, Step, _body, _keys, _send
 
 pytestmark = [
     pytest.mark.compat,
@@ -134,15 +134,15 @@ def test_the_policy_and_limit_endpoints_answer_as_rabbitmq_does(pair: Pair) -> N
     bases = (pair.node.http_url, f"http://127.0.0.1:{pair.warren.management_port}")
     differences = []
     for step in SCENARIO:
-        rabbit, warren = (_send(base, step) for base in bases)
+        rabbit, warren = (send(base, step) for base in bases)
         where = f"{step.method} {step.path} {step.body}"
         if rabbit.status_code != warren.status_code:
             differences.append(
                 f"{where}: status {rabbit.status_code} != {warren.status_code} ({warren.text[:200]})"
             )
             continue
-        expected, actual = _body(rabbit), _body(warren)
-        if step.keys and (missing := _keys(expected) - _keys(actual)):
+        expected, actual = body_of(rabbit), body_of(warren)
+        if step.keys and (missing := key_set(expected) - key_set(actual)):
             differences.append(f"{where}: keys missing {sorted(missing)}")
         if "*" in step.values and expected != actual:
             differences.append(f"{where}: body {expected!r} != {actual!r}")

@@ -33,7 +33,7 @@ async def test_overview_whoami_cluster_name_extensions(api: Api) -> None:
     assert await api.json("/api/cluster-name") == {"name": "warrenmq@testhost"}
     assert (await api.put("/api/cluster-name", json={"name": "renamed"})).status == 204
     assert (await api.json("/api/overview"))["cluster_name"] == "renamed"
-    assert await api.json("/api/extensions") == []
+    assert await api.json("/api/extensions") == [{"javascript": "dispatcher.js"}]
 
 
 async def test_nodes_report_this_process(api: Api) -> None:
@@ -177,6 +177,21 @@ async def test_health_checks_fail_with_503_when_their_condition_fails(api: Api) 
     assert (await api.get("/api/health/checks/protocol-listener/stomp")).status == 503
     assert (await api.json("/api/health/checks/node-is-quorum-critical"))["status"] == "ok"
     assert (await api.get("/api/health/checks/nope")).status == 404
+
+
+async def test_the_older_node_health_check_reports_alarms(api: Api) -> None:
+    node = api.context.node
+    assert await api.json("/api/healthchecks/node") == {"status": "ok"}
+    assert await api.json(f"/api/healthchecks/node/{node}") == {"status": "ok"}
+    assert (await api.get("/api/healthchecks/node/nosuch@nowhere")).status == 404
+    api.server.alarms.mem_alarm = True  # the state the memory monitor sets past the watermark
+    try:
+        failed = await api.get("/api/healthchecks/node")
+        assert failed.status == 503
+        reason = f"resource alarm(s) in effect:[{{{{resource_limit,memory,{node}}},[]}}]"
+        assert await failed.json() == {"status": "failed", "reason": reason}
+    finally:
+        api.server.alarms.mem_alarm = False
 
 
 async def test_aliveness_test_publishes_and_gets_a_message(api: Api) -> None:

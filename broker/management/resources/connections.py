@@ -112,7 +112,15 @@ async def get_channel(request: web.Request, context: ManagementContext) -> web.R
     for protocol in _visible(context, current_user(request)):
         for number, channel in live.channels(protocol):
             if live.channel_name(protocol, number) == wanted:
-                return reply(request, channel_row(context, protocol, number, channel, request))
+                row = channel_row(context, protocol, number, channel, request)
+                # The detail view adds the channel's consumers, and its per-queue deliveries and per-exchange
+                # publishes (fine-grained statistics WarrenMQ does not keep per channel: empty lists).
+                row["consumer_details"] = [
+                    consumer_json(protocol, number, consumer, context.node)
+                    for consumer in live.channel_consumers(channel)
+                ]
+                row["deliveries"], row["publishes"] = [], []
+                return reply(request, row)
     raise not_found()
 
 

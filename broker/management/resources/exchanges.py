@@ -23,8 +23,8 @@ from broker.management.errors import (
 from broker.management.messages import build_message
 from broker.management.paging import reply, reply_list
 from broker.management.resources.queues import check, check_new_with_target, declare_arguments
-from broker.management.routing import Route, amqp_error, body_json, flag, query_flag
-from broker.management.serialize import vhost_bindings
+from broker.management.routing import Route, body_json, declared_vhost, flag, query_flag, refusals_answered
+from broker.management.serialize import BINDING_SORT, vhost_bindings
 from broker.management.serialize_stats import exchange_row
 from broker.session.fates import published_events
 from protocol.errors import AMQPError, ChannelError, ReplyCode
@@ -71,7 +71,7 @@ async def get_exchange(request: web.Request, context: ManagementContext) -> web.
 
 
 async def put_exchange(request: web.Request, context: ManagementContext) -> web.Response:
-    vhost = context.vhost(request.match_info["vhost"])
+    vhost = declared_vhost(context, request.match_info["vhost"])
     name = exchange_name(request)
     body = await body_json(request)
     arguments = declare_arguments(body)
@@ -84,7 +84,7 @@ async def put_exchange(request: web.Request, context: ManagementContext) -> web.
     existed = name in vhost.exchanges
     alternate = arguments.get("alternate-exchange")
     check_new_with_target(request, context, "exchange", name, existed, alternate)
-    try:
+    with refusals_answered():
         vhost.declare_exchange(
             name,
             type_name,
@@ -93,8 +93,6 @@ async def put_exchange(request: web.Request, context: ManagementContext) -> web.
             internal=flag(body.get("internal")),
             arguments=arguments,
         )
-    except AMQPError as error:
-        raise amqp_error(error) from None
     return no_content(204 if existed else 201)
 
 
@@ -104,12 +102,10 @@ async def delete_exchange(request: web.Request, context: ManagementContext) -> w
         raise access_refused()
     exchange = _exchange(request, context)
     check(request, context, "exchange", exchange.name, "configure")
-    try:
+    with refusals_answered():
         context.vhost(request.match_info["vhost"]).delete_exchange(
             exchange.name, if_unused=query_flag(request, "if-unused")
         )
-    except AMQPError as error:
-        raise amqp_error(error) from None
     return no_content()
 
 
@@ -120,7 +116,7 @@ async def bindings_source(request: web.Request, context: ManagementContext) -> w
         for row in vhost_bindings(context.vhost(request.match_info["vhost"]))
         if row["source"] == exchange.name
     ]
-    return reply_list(request, rows, ())
+    return reply_list(request, rows, BINDING_SORT, paginate=False)
 
 
 async def bindings_destination(request: web.Request, context: ManagementContext) -> web.Response:
@@ -130,7 +126,7 @@ async def bindings_destination(request: web.Request, context: ManagementContext)
         for row in vhost_bindings(context.vhost(request.match_info["vhost"]))
         if row["destination_type"] == "exchange" and row["destination"] == exchange.name
     ]
-    return reply_list(request, rows, ())
+    return reply_list(request, rows, BINDING_SORT, paginate=False)
 
 
 def _check_publish(context: ManagementContext, user: str, vhost: str, name: str, routing_key: str) -> None:

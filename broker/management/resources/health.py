@@ -3,13 +3,14 @@ RabbitMQ's failure body when its condition does not hold."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
 from broker.management.auth import Gate
 from broker.management.context import ManagementContext
-from broker.management.errors import bad_request, json_response
+from broker.management.errors import bad_request, json_response, not_found
 from broker.management.messages import build_message
 from broker.management.routing import Route
 from protocol.errors import AMQPError
@@ -95,6 +96,26 @@ async def protocol_listener(request: web.Request, context: ManagementContext) ->
     return json_response({"status": "ok", "protocol": protocol})
 
 
+def _atom(name: str) -> str:
+    """An Erlang atom as ~p prints it: bare when it may be, else quoted."""
+    return name if re.fullmatch(r"[a-z][A-Za-z0-9_@]*", name) else "'" + name.replace("'", "\\'") + "'"
+
+
+async def node_health(request: web.Request, context: ManagementContext) -> web.Response:
+    """GET /api/healthchecks/node[/{node}] (rabbit_mgmt_wm_healthchecks, still routed in 3.13 beside the
+    newer checks): rabbit_health_check:node asks the channels and queues (they answer: one process), the
+    partitions (none: one node) and the alarms, failing with 503 and the alarms printed as Erlang terms; an
+    unknown node is 404."""
+    if request.match_info.get("node", context.node) != context.node:
+        raise not_found()
+    resources = context.server.alarms.resources
+    if resources:
+        node = _atom(context.node)
+        alarms = ",".join(f"{{{{resource_limit,{resource},{node}}},[]}}" for resource in resources)
+        return _failed(reason=f"resource alarm(s) in effect:[{alarms}]")
+    return json_response(OK)
+
+
 async def virtual_hosts(request: web.Request, context: ManagementContext) -> web.Response:
     return json_response(OK)  # a vhost exists only while it runs
 
@@ -111,6 +132,8 @@ ROUTES = [
     Route("GET", "/api/health/checks/port-listener/{port}", port_listener),
     Route("GET", "/api/health/checks/protocol-listener/{protocol}", protocol_listener),
     Route("GET", "/api/health/checks/virtual-hosts", virtual_hosts),
+    Route("GET", "/api/healthchecks/node", node_health),
+    Route("GET", "/api/healthchecks/node/{node}", node_health),
     Route("GET", "/api/health/checks/node-is-mirror-sync-critical", single_node),
     Route("GET", "/api/health/checks/node-is-quorum-critical", single_node),
 ]

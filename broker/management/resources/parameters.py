@@ -20,7 +20,7 @@ from broker.core.runtime_parameters import ParameterError
 from broker.management.auth import Gate, current_user, visible_vhosts
 from broker.management.context import ManagementContext
 from broker.management.errors import ApiError, bad_request, json_response, no_content, not_found
-from broker.management.paging import reply
+from broker.management.paging import reply, reply_list
 from broker.management.resources.limits import limits_value
 from broker.management.resources.policies import parse_body
 from broker.management.routing import Route, body_json
@@ -63,7 +63,8 @@ async def list_parameters(request: web.Request, context: ManagementContext) -> w
     visible = visible_vhosts(context, current_user(request))
     vhosts = [vhost] if vhost is not None else visible
     components = ("vhost-limits", "operator_policy") if component is None else (component,)
-    return json_response(_rows(context, components, [v for v in vhosts if v in visible]))
+    # rabbit_mgmt_wm_parameters answers with reply_list: sorted by vhost, then name.
+    return reply_list(request, _rows(context, components, [v for v in vhosts if v in visible]))
 
 
 async def get_parameter(request: web.Request, context: ManagementContext) -> web.Response:

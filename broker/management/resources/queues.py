@@ -15,10 +15,9 @@ from broker.management.errors import access_refused, bad_request, json_response,
 from broker.management.get_fates import got_events
 from broker.management.messages import message_json
 from broker.management.paging import reply, reply_list
-from broker.management.routing import Route, amqp_error, body_json, flag, query_flag
-from broker.management.serialize import vhost_bindings
+from broker.management.routing import Route, body_json, declared_vhost, flag, query_flag, refusals_answered
+from broker.management.serialize import BINDING_SORT, vhost_bindings
 from broker.management.serialize_stats import queue_row
-from protocol.errors import AMQPError
 
 _ACKMODES = ("ack_requeue_true", "ack_requeue_false", "reject_requeue_true", "reject_requeue_false")
 
@@ -93,7 +92,7 @@ async def get_queue(request: web.Request, context: ManagementContext) -> web.Res
 
 
 async def put_queue(request: web.Request, context: ManagementContext) -> web.Response:
-    vhost = context.vhost(request.match_info["vhost"])
+    vhost = declared_vhost(context, request.match_info["vhost"])
     name = request.match_info["name"]
     body = await body_json(request)
     arguments = declare_arguments(body)
@@ -107,7 +106,7 @@ async def put_queue(request: web.Request, context: ManagementContext) -> web.Res
     existed = name in vhost.queues
     dead_letter_exchange = arguments.get("x-dead-letter-exchange")
     check_new_with_target(request, context, "queue", name, existed, dead_letter_exchange)
-    try:
+    with refusals_answered():
         vhost.declare_queue(
             name,
             owner=None,
@@ -115,23 +114,19 @@ async def put_queue(request: web.Request, context: ManagementContext) -> web.Res
             auto_delete=flag(body.get("auto_delete")),
             arguments=arguments,
         )
-    except AMQPError as error:
-        raise amqp_error(error) from None
     return no_content(204 if existed else 201)
 
 
 async def delete_queue(request: web.Request, context: ManagementContext) -> web.Response:
     queue = _queue(request, context)
     check(request, context, "queue", queue.name, "configure")
-    try:
+    with refusals_answered():
         context.vhost(queue.vhost).delete_queue(
             queue.name,
             owner=queue.exclusive_owner,
             if_unused=query_flag(request, "if-unused"),
             if_empty=query_flag(request, "if-empty"),
         )
-    except AMQPError as error:
-        raise amqp_error(error) from None
     return no_content()
 
 
@@ -142,16 +137,14 @@ async def queue_bindings(request: web.Request, context: ManagementContext) -> we
         for row in vhost_bindings(context.vhost(queue.vhost))
         if row["destination_type"] == "queue" and row["destination"] == queue.name
     ]
-    return reply_list(request, rows, ())
+    return reply_list(request, rows, BINDING_SORT, paginate=False)
 
 
 async def purge_queue(request: web.Request, context: ManagementContext) -> web.Response:
     queue = _queue(request, context)
     check(request, context, "queue", queue.name, "read")
-    try:
+    with refusals_answered():
         context.vhost(queue.vhost).purge_queue(queue.name, queue.exclusive_owner)
-    except AMQPError as error:
-        raise amqp_error(error) from None
     return no_content()
 
 
