@@ -10,8 +10,8 @@ from broker.core.exchange import Exchange
 from broker.core.policies import effective_definition
 from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
-from broker.management.stream_info import ready_messages, stream_bytes, stream_keys, stream_of
 from broker.management.binding_key import properties_key
+from broker.management.stream_info import ready_messages, stream_bytes, stream_keys, stream_of
 
 RATE = {"rate": 0.0}
 # The garbage_collection object of an Erlang process; WarrenMQ has no per-entity process, so neutral values.
