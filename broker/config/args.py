@@ -300,5 +300,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         ssl_handshake_timeout_s=value("ssl_handshake_timeout") / 1000,
         ssl_cert_login_from=value("ssl_cert_login_from"),
         management_ssl_port=value("management_ssl_port") if management_port is not None else None,
+        management_http=value("management_ssl_port") is None
+        or loaded.resolved["management_port"].source != "default",
         management_ssl=TLSOptions(**(value("management_ssl") or {})),
     )

@@ -86,4 +86,7 @@ class ServerConfig:
     # rabbitmq_auth_mechanism_ssl: where the EXTERNAL mechanism takes the user name from.
     ssl_cert_login_from: str = "distinguished_name"
     management_ssl_port: int | None = None
+    # Plain HTTP beside HTTPS only when management.tcp.* is configured too (rabbit_mgmt_app:
+    # get_listeners_config): with management.ssl.* alone, RabbitMQ serves HTTPS only.
+    management_http: bool = True
     management_ssl: TLSOptions = field(default_factory=TLSOptions)
