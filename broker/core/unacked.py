@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from broker.core.queue import Consumer, Envelope, Queue
+from broker.core.queue_bytes import unacked_added, unacked_removed
 from protocol.errors import ChannelError, ReplyCode
 
 
@@ -46,6 +47,7 @@ class UnackedTracker:
     def track(self, delivery: Delivery) -> None:
         self._entries[delivery.delivery_tag] = delivery
         delivery.queue.unacked += 1
+        unacked_added(delivery.queue, delivery.envelope)
         if delivery.consumer is not None:
             delivery.consumer.unacked += 1
 
@@ -72,6 +74,7 @@ class UnackedTracker:
                 settled.append(entries.pop(tag))
         for delivery in settled:
             delivery.queue.unacked -= 1
+            unacked_removed(delivery.queue, delivery.envelope)
             if delivery.consumer is not None:
                 delivery.consumer.unacked -= 1
         return settled

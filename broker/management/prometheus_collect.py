@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from broker.management import live
-from broker.management.serialize import queue_type
+from broker.management.serialize import queue_counts, queue_type
 
 if TYPE_CHECKING:
     from broker.config import ServerConfig
@@ -36,25 +36,14 @@ QUEUE_TYPES = {
 AMQP = {"protocol": "amqp091"}
 
 
-def _queue_bytes(queue: Any) -> tuple[int, int, int]:
-    total = persistent = persistent_bytes = 0
-    for envelope in queue.ready:
-        size = len(envelope.message.body)
-        total += size
-        if envelope.message.delivery_mode == 2:
-            persistent += 1
-            persistent_bytes += size
-    return total, persistent, persistent_bytes
-
-
 def queue_samples(context: ManagementContext, out: Samples, vhost_filter: str | None = None) -> None:
     for vhost in context.broker.vhosts.values():
         if vhost_filter is not None and vhost.name != vhost_filter:
             continue
         for queue in vhost.queues.values():
             labels = {"vhost": vhost.name, "queue": queue.name}
-            ready, unacked = len(queue.ready), queue.unacked
-            ready_bytes, persistent, persistent_bytes = _queue_bytes(queue)
+            counts = queue_counts(queue)
+            ready, unacked = counts["messages_ready"], counts["messages_unacknowledged"]
             consumers = len(queue.consumers)
             for name, value in (
                 ("queue_messages_ready", ready),
@@ -64,18 +53,18 @@ def queue_samples(context: ManagementContext, out: Samples, vhost_filter: str | 
                 ("queue_consumers", consumers),
                 ("queue_consumer_capacity", 1.0 if consumers else 0.0),
                 ("queue_consumer_utilisation", 1.0 if consumers else 0.0),
-                ("queue_process_memory_bytes", 0),
-                ("queue_messages_ram", ready + unacked),
-                ("queue_messages_ram_bytes", ready_bytes),
-                ("queue_messages_ready_ram", ready),
-                ("queue_messages_unacked_ram", unacked),
-                ("queue_messages_persistent", persistent),
-                ("queue_messages_persistent_bytes", persistent_bytes),
-                ("queue_messages_bytes", ready_bytes),
-                ("queue_messages_ready_bytes", ready_bytes),
-                ("queue_messages_unacked_bytes", 0),
-                ("queue_messages_paged_out", 0),
-                ("queue_messages_paged_out_bytes", 0),
+                ("queue_process_memory_bytes", counts["memory"]),
+                ("queue_messages_ram", counts["messages_ram"]),
+                ("queue_messages_ram_bytes", counts["message_bytes_ram"]),
+                ("queue_messages_ready_ram", counts["messages_ready_ram"]),
+                ("queue_messages_unacked_ram", counts["messages_unacknowledged_ram"]),
+                ("queue_messages_persistent", counts["messages_persistent"]),
+                ("queue_messages_persistent_bytes", counts["message_bytes_persistent"]),
+                ("queue_messages_bytes", counts["message_bytes"]),
+                ("queue_messages_ready_bytes", counts["message_bytes_ready"]),
+                ("queue_messages_unacked_bytes", counts["message_bytes_unacknowledged"]),
+                ("queue_messages_paged_out", counts["messages_paged_out"]),
+                ("queue_messages_paged_out_bytes", counts["message_bytes_paged_out"]),
                 ("queue_disk_reads_total", 0),
                 ("queue_disk_writes_total", 0),
             ):
