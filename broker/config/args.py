@@ -292,6 +292,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         default_permissions=tuple(value("default_permissions")),
         loopback_users=tuple(value("loopback_users")),
         vm_memory_high_watermark=value("vm_memory_high_watermark"),
+        vm_memory_high_watermark_paging_ratio=value("vm_memory_high_watermark_paging_ratio"),
         disk_free_limit=value("disk_free_limit"),
         enabled_plugins=loaded.enabled_plugins,
         node_name=value("node_name"),
