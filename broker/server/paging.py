@@ -56,6 +56,6 @@ class MemoryPager:
                     log.info("queue_paging", vhost=vhost.name, queue=queue.name, paged=count, mem_used=used)
         self.messages_paged += paged
         now = self.now_s()
-        if now - self._trimmed_at_s >= TRIM_INTERVAL_S:
+        if paged and now - self._trimmed_at_s >= TRIM_INTERVAL_S:
             self._trimmed_at_s = now
             self.trim()
