@@ -6,6 +6,7 @@ in order and intact, and the spill files are gone."""
 from __future__ import annotations
 
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,19 @@ COUNT = 3_400  # 340 MB of bodies: over twice the watermark
 
 def _body(index: int) -> bytes:
     return f"{index:08d}".encode() * (SIZE // 8)
+
+
+def _per_object_metrics(broker: Served) -> dict[str, float]:
+    """The backlog queue's samples from rabbitmq_prometheus' /metrics/per-object."""
+    url = f"http://127.0.0.1:{broker.ready['prometheus_port']}/metrics/per-object"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if 'queue="backlog"' in line and not line.startswith("#"):
+            name = line.split("{", 1)[0]
+            samples[name] = float(line.rsplit(" ", 1)[1])
+    return samples
 
 
 @pytest.fixture
@@ -68,6 +82,10 @@ def test_a_backlog_twice_the_watermark_is_paged_to_disk_and_comes_back_intact(
     assert queue["message_bytes_paged_out"] == queue["messages_paged_out"] * SIZE
     assert queue["message_bytes_ram"] == queue["message_bytes"] - queue["message_bytes_paged_out"]
     assert queue["message_bytes_ram"] < WATERMARK_BYTES
+    metrics = _per_object_metrics(broker)
+    assert metrics["rabbitmq_queue_messages_paged_out"] == queue["messages_paged_out"]
+    assert metrics["rabbitmq_queue_messages_paged_out_bytes"] == queue["message_bytes_paged_out"]
+    assert metrics["rabbitmq_queue_messages_bytes"] == COUNT * SIZE
     spilled = sum(path.stat().st_size for path in (data_dir / "spill").iterdir())
     assert spilled >= queue["message_bytes_paged_out"]
     # The backlog outgrew the watermark; the broker did not (the memory alarm may have flickered while
