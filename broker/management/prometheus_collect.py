@@ -154,10 +154,6 @@ def cluster_samples(context: ManagementContext, out: Samples, vhost_filter: str 
             out["cluster_exchange_bindings"].append((labels, float(bindings[exchange.name])))
 
 
-def _limit(total: float, watermark: Any) -> float:
-    return float(watermark.value) * total if watermark.kind == "relative" else float(watermark.value)
-
-
 def node_samples(context: ManagementContext, out: Samples, per_object: bool = False) -> None:
     config: ServerConfig = context.server.config
     process = psutil.Process()
@@ -165,8 +161,11 @@ def node_samples(context: ManagementContext, out: Samples, per_object: bool = Fa
     open_fds = float(process.num_fds())
     max_fds = float(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
     disk_free = float(shutil.disk_usage(config.data_dir or ".").free)
-    memory_limit = _limit(float(psutil.virtual_memory().total), config.vm_memory_high_watermark)
-    disk_limit = _limit(float(psutil.virtual_memory().total), config.disk_free_limit)
+    # The alarm monitor's own limits and states (broker.server.alarms: the cgroup's limit counts; an
+    # in-memory broker watches no disk), so the gauges agree with /api/nodes and connection.blocked.
+    alarms = context.server.alarms
+    memory_limit = float(alarms.mem_limit)
+    disk_limit = float(alarms.disk_free_limit)
     switches = process.num_ctx_switches()
     io = process.io_counters() if hasattr(process, "io_counters") else None
     connections = len(context.open_connections())
@@ -174,8 +173,8 @@ def node_samples(context: ManagementContext, out: Samples, per_object: bool = Fa
         # Alarms as rabbit_alarm raises them: memory above its watermark, free disk below its limit,
         # file descriptors exhausted.
         "alarms_file_descriptor_limit": float(open_fds >= max_fds),
-        "alarms_free_disk_space_watermark": float(disk_free < disk_limit),
-        "alarms_memory_used_watermark": float(rss > memory_limit),
+        "alarms_free_disk_space_watermark": float(alarms.disk_alarm),
+        "alarms_memory_used_watermark": float(alarms.mem_alarm),
         "process_open_fds": open_fds,
         "process_open_tcp_sockets": float(connections),
         "process_resident_memory_bytes": rss,
