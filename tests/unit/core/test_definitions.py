@@ -196,6 +196,7 @@ def test_typed_json_stores_a_table_nested_far_past_the_json_recursion_limit() ->
         node["k"] = node = {}
     node["leaf"] = [bytearray(b"x"), Decimal("2.5")]
     decoded = decode_table(encode_table(table))
+    assert decoded is not None
     levels, node = 0, decoded
     while "k" in node:
         node, levels = node["k"], levels + 1
