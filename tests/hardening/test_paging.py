@@ -9,6 +9,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pika
 import psutil
@@ -106,3 +107,51 @@ def test_a_backlog_twice_the_watermark_is_paged_to_disk_and_comes_back_intact(
     status, queue = broker.http("/api/queues/%2F/backlog")
     assert (queue["messages_paged_out"], queue["message_bytes"]) == (0, 0)
     connection.close()
+
+
+def _wait_paged(broker: Served, queue: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 10
+    while True:
+        _status, body = broker.http(f"/api/queues/%2F/{queue}")
+        if body["messages_paged_out"] > 0 or time.monotonic() > deadline:
+            return dict(body)
+        time.sleep(0.05)
+
+
+def test_paged_persistent_messages_survive_a_crash_from_the_store(tmp_path: Path) -> None:
+    # A ratio of 1% of a 1 GB watermark: this broker pages from the first sample. The spill is a cache; the
+    # durable copies are the store's, so a SIGKILL loses nothing confirmed, and the stale spill is cleared.
+    data_dir = tmp_path / "data"
+    conf = "vm_memory_high_watermark.absolute = 1GB\nvm_memory_high_watermark_paging_ratio = 0.01\n"
+    env = {"WARRENMQ_DATA_DIR": str(data_dir)}
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+    first = serve(tmp_path / "first", conf, env=env)
+    try:
+        with pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", first.port)) as connection:
+            channel = connection.channel()
+            channel.confirm_delivery()
+            channel.queue_declare("durable-backlog", durable=True)
+            persistent = pika.BasicProperties(delivery_mode=2)
+            for index in range(300):
+                channel.basic_publish("", "durable-backlog", _body(index)[:10_000], persistent)
+            queue = _wait_paged(first, "durable-backlog")
+            assert queue["messages_paged_out"] > 0
+            assert queue["messages_persistent"] == 300
+            assert queue["message_bytes_persistent"] == 300 * 10_000
+    finally:
+        first.process.kill()
+        first.process.wait()
+    assert list((data_dir / "spill").iterdir())  # left behind by the crash
+
+    second = serve(tmp_path / "second", conf, env=env)
+    try:
+        assert second.ready["recovered"]["messages"] == 300
+        with pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", second.port)) as connection:
+            channel = connection.channel()
+            for index in range(300):
+                method, _, body = channel.basic_get("durable-backlog", auto_ack=True)
+                assert method is not None, index
+                assert body == _body(index)[:10_000], index
+    finally:
+        second.stop()

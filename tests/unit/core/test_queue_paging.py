@@ -133,3 +133,28 @@ def test_a_small_queue_does_not_page(setup: Setup) -> None:
     assert page_out(setup.queue, setup.spills.new_spill) == 0
     assert setup.queue.features is None
     assert setup.files() == []
+
+
+def test_a_consumer_priority_pages_the_queue_back_in_for_the_featured_path(setup: Setup) -> None:
+    setup.publish(300)
+    page_out(setup.queue, setup.spills.new_spill)
+    channel = RecordingChannel()
+    consumer = Consumer("p", setup.queue, channel, True, False, 0, arguments={"x-priority": 5})
+    setup.queue.add_consumer(consumer)
+    assert isinstance(setup.queue.features, QueueFeatures)
+    assert setup.files() == []
+    setup.loop.drain()
+    assert [envelope.message.body for _, _, envelope in channel.envelopes] == [_body(i) for i in range(300)]
+
+
+def test_persistent_counters_of_a_durable_queue_do_not_move_while_paging(tmp_path: Path) -> None:
+    setup = Setup(tmp_path)
+    queue = setup.vhost.declare_queue("durable", None, durable=True)
+    for index in range(200):
+        queue.enqueue(Message("", "durable", b"", _body(index), delivery_mode=2 if index % 2 else 1))
+    before = (queue.persistent_ready, queue.persistent_ready_bytes, queue.ready_bytes)
+    assert before == (100, 100 * SIZE, 200 * SIZE)
+    assert page_out(queue, setup.spills.new_spill) > 0
+    assert (queue.persistent_ready, queue.persistent_ready_bytes, queue.ready_bytes) == before
+    assert queue.purge() == 200
+    assert (queue.persistent_ready, queue.persistent_ready_bytes, queue.ready_bytes) == (0, 0, 0)
