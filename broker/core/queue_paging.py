@@ -116,8 +116,12 @@ class PagedQueue:
                 break
             in_memory -= size
             tail.append(envelope)
-        for envelope in reversed(tail):  # written in queue order: paging in reads the file forwards
-            self._out(envelope, spill)
+        try:
+            for envelope in reversed(tail):  # written in queue order: paging in reads the file forwards
+                self._out(envelope, spill)
+        except OSError:  # the spill could not take it (disk full: the disk alarm follows): stay in memory
+            self.leave()
+            return 0
         return len(tail)
 
     def _out(self, envelope: Envelope, spill: Spill) -> None:
@@ -150,8 +154,15 @@ class PagedQueue:
                 break
 
     def leave(self) -> None:
-        """Page everything back in and return the queue to the plain path (or to QueueFeatures next)."""
-        self.page_head(len(self.queue.ready))
+        """Page everything back in and return the queue to the plain path (or to QueueFeatures next). Walks
+        the whole ready list, so it also mends a suffix a failed spill write left with a hole."""
+        queue, spill = self.queue, self.spill
+        for envelope in queue.ready:
+            message = envelope.message
+            if isinstance(message, PagedMessage):
+                envelope.message = _page_in(message, spill)
+                queue.paged -= 1
+                queue.paged_bytes -= message.spill_size
         self._close()
 
     def _close(self) -> None:
@@ -180,7 +191,10 @@ class PagedQueue:
         queue.ready.append(envelope)
         added(queue, envelope)
         if queue.paged or queue.ready_bytes - queue.paged_bytes > HEAD_BYTES:
-            self._out(envelope, self.spill)
+            try:
+                self._out(envelope, self.spill)
+            except OSError:  # the spill could not take it (disk full): the queue goes back to memory
+                self.leave()
         if queue.consumers:
             queue.dispatcher.wake(queue)
         return True

@@ -103,8 +103,14 @@ class Server:
         self.pager: MemoryPager | None = None
         ratio = config.vm_memory_high_watermark_paging_ratio
         if config.data_dir is not None and ratio <= 1:
+            alarms = self.alarms
             self.pager = MemoryPager(
-                self.broker, config.data_dir, ratio, self.clock.monotonic_s, self.alarms.trim_heap
+                self.broker,
+                config.data_dir,
+                ratio,
+                self.clock.monotonic_s,
+                alarms.trim_heap,
+                disk_low=lambda: alarms.disk_alarm,
             )
             self.alarms.on_memory = self.pager.sampled
         self.journal: JournalService | None = None

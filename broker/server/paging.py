@@ -32,19 +32,21 @@ class MemoryPager:
         ratio: float,
         now_s: Callable[[], float],
         trim: Callable[[], None],
+        disk_low: Callable[[], bool] = lambda: False,
     ) -> None:
         self.broker = broker
         self.spills = SpillDirectory(data_dir)
         self.ratio = ratio
         self.now_s = now_s
         self.trim = trim
+        self.disk_low = disk_low  # the disk alarm: no new paging onto a disk that is full
         self._trimmed_at_s = 0.0
         self.queues_paged = 0  # how many times a queue started paging
         self.messages_paged = 0  # bodies paged out when queues started paging (not those paged on arrival)
 
     def sampled(self, used: int, limit: int) -> None:
         """A memory sample: page the queues with a backlog in memory when ``used`` is past the ratio."""
-        if self.ratio > 1 or used <= self.ratio * limit:
+        if self.ratio > 1 or used <= self.ratio * limit or self.disk_low():
             return
         paged = 0
         for vhost in list(self.broker.vhosts.values()):

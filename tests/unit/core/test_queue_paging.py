@@ -3,6 +3,7 @@ real files): order, bodies and counters survive; the spill's files go when its b
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from broker.core.queue import Consumer, Queue
 from broker.core.queue_features import QueueFeatures
 from broker.core.queue_paging import HEAD_BYTES, PagedMessage, PagedQueue, page_out
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
-from broker.storage.spill import SpillDirectory
+from broker.storage.spill import SpillDirectory, SpillFile
 from tests.unit.core.fakes import ManualLoop, RecordingChannel
 
 SIZE = 10_000
@@ -158,3 +159,38 @@ def test_persistent_counters_of_a_durable_queue_do_not_move_while_paging(tmp_pat
     assert (queue.persistent_ready, queue.persistent_ready_bytes, queue.ready_bytes) == before
     assert queue.purge() == 200
     assert (queue.persistent_ready, queue.persistent_ready_bytes, queue.ready_bytes) == (0, 0, 0)
+
+
+class FullDisk:
+    """A spill over a real SpillFile whose disk fills up after ``room`` writes (ENOSPC), as a full data
+    directory would make os.write fail."""
+
+    def __init__(self, inner: SpillFile, room: int) -> None:
+        self.inner = inner
+        self.room = room
+
+    def write(self, body: bytes) -> int:
+        if self.room == 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.room -= 1
+        return self.inner.write(body)
+
+    def read(self, token: int, size: int) -> bytes:
+        return self.inner.read(token, size)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.mark.parametrize("room", [0, 50, 250])
+def test_a_full_disk_sends_the_queue_back_to_memory_without_losing_a_message(setup: Setup, room: int) -> None:
+    # room 0 / 50: the page-out itself fails part way; 250: a later publish to the paged queue fails.
+    setup.publish(300)
+    page_out(setup.queue, lambda: FullDisk(setup.spills.new_spill(), room))
+    setup.publish(100)
+    queue = setup.queue
+    assert queue.features is None
+    assert (queue.paged, queue.paged_bytes, queue.ready_bytes) == (0, 0, 400 * SIZE)
+    assert not any(isinstance(envelope.message, PagedMessage) for envelope in queue.ready)
+    assert setup.files() == []
+    assert setup.consume_all() == [_body(index) for index in range(400)]
