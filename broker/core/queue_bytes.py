@@ -71,22 +71,13 @@ def cleared(queue: Counted) -> None:
     queue.paged = queue.paged_bytes = 0
 
 
-def unacked_added(queue: Counted, envelope: Envelope) -> None:
+def unacked_persistent(queue: Counted, envelope: Envelope, sign: int) -> None:
+    """A delivery of a durable queue was tracked (``sign`` 1) or settled (-1); the tracker keeps
+    ``unacked_bytes`` itself, inline."""
     message = envelope.message
-    size = len(message.body)
-    queue.unacked_bytes += size
-    if message.delivery_mode == 2 and queue.durable:
-        queue.persistent_unacked += 1
-        queue.persistent_unacked_bytes += size
-
-
-def unacked_removed(queue: Counted, envelope: Envelope) -> None:
-    message = envelope.message
-    size = len(message.body)
-    queue.unacked_bytes -= size
-    if message.delivery_mode == 2 and queue.durable:
-        queue.persistent_unacked -= 1
-        queue.persistent_unacked_bytes -= size
+    if message.delivery_mode == 2:
+        queue.persistent_unacked += sign
+        queue.persistent_unacked_bytes += sign * len(message.body)
 
 
 def memory(queue: Counted, ready: int) -> int:

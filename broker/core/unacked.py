@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from broker.core.queue import Consumer, Envelope, Queue
-from broker.core.queue_bytes import unacked_added, unacked_removed
+from broker.core.queue_bytes import unacked_persistent
 from protocol.errors import ChannelError, ReplyCode
 
 
@@ -46,8 +46,12 @@ class UnackedTracker:
 
     def track(self, delivery: Delivery) -> None:
         self._entries[delivery.delivery_tag] = delivery
-        delivery.queue.unacked += 1
-        unacked_added(delivery.queue, delivery.envelope)
+        queue = delivery.queue
+        queue.unacked += 1
+        # Byte counters (broker.core.queue_bytes) inline: this runs once per delivery.
+        queue.unacked_bytes += len(delivery.envelope.message.body)
+        if queue.durable:
+            unacked_persistent(queue, delivery.envelope, 1)
         if delivery.consumer is not None:
             delivery.consumer.unacked += 1
 
@@ -73,8 +77,11 @@ class UnackedTracker:
                     break
                 settled.append(entries.pop(tag))
         for delivery in settled:
-            delivery.queue.unacked -= 1
-            unacked_removed(delivery.queue, delivery.envelope)
+            queue = delivery.queue
+            queue.unacked -= 1
+            queue.unacked_bytes -= len(delivery.envelope.message.body)
+            if queue.durable:
+                unacked_persistent(queue, delivery.envelope, -1)
             if delivery.consumer is not None:
                 delivery.consumer.unacked -= 1
         return settled
