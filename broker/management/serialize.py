@@ -11,6 +11,7 @@ from urllib.parse import quote_plus
 
 from broker.core import queue_bytes
 from broker.core.access import TopicPermission, User, VhostPermission
+from broker.core.arguments import freeze_table
 from broker.core.exchange import Exchange
 from broker.core.policies import effective_definition
 from broker.core.queue import Queue
@@ -120,7 +121,10 @@ def _quote(text: str) -> str:
 def arguments_hash(arguments: dict[str, Any]) -> str:
     """A stable 4-byte base64url digest of binding arguments. RabbitMQ uses erlang:phash2 of its table here;
     the key is opaque to clients (they read it from listings), so only its shape is RabbitMQ's."""
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str).encode()
+    try:
+        canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str).encode()
+    except RecursionError:  # nested deeper than json goes: the frozen form is flat past FLAT_DEPTH
+        canonical = repr(freeze_table(arguments)).encode()
     return base64.urlsafe_b64encode(hashlib.sha256(canonical).digest()[:4]).decode().rstrip("=")
 
 
