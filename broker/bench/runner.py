@@ -28,6 +28,8 @@ SCENARIOS: dict[str, tuple[Callable[..., Result], dict[str, Any]]] = {
     "confirm": (scenarios.confirm, {"size": 1024, "count": 100_000, "window": 1000}),
     "confirm1": (scenarios.confirm, {"size": 1024, "count": 300, "window": 1}),
     "conns": (scenarios.conns, {"n": 1_000}),
+    # In-process: field-table decoding from 1 KB to 1 MB, the cost per KB at 1 MB over that at 1 KB.
+    "decode": (scenarios.decode, {"count": 1}),
 }
 DEFAULT = [
     "pub16",

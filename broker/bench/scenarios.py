@@ -15,6 +15,8 @@ from typing import Any
 from pamqp import commands
 
 from broker.bench.client import BenchError, Connection
+from broker.bench.decode import SIZES_KB
+from broker.bench.decode import scaling as decode_scaling
 from broker.bench.workers import confirm_publish, consume, declare_nowait, open_idle, produce
 from protocol.codec import make_method
 
@@ -231,6 +233,17 @@ def confirm(
     control.close()
     params = {"size": size, "count": count, "window": window, "persistent": persistent}
     return Result("confirm", params, result["confirmed"] / result["seconds"])
+
+
+def decode(url: str, count: int = 1) -> Result:
+    """Field-table decoding from 1 KB to 1 MB in this process (``url`` is not used): linear scaling."""
+    del url
+    started = time.monotonic()
+    figures = decode_scaling(count)
+    tables = len(figures)
+    return Result(
+        "decode", {"sizes_kb": list(SIZES_KB)}, tables / (time.monotonic() - started), extra=figures
+    )
 
 
 def conns(url: str, n: int = 1_000, pid: int = 0) -> Result:

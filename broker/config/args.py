@@ -292,6 +292,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         default_permissions=tuple(value("default_permissions")),
         loopback_users=tuple(value("loopback_users")),
         vm_memory_high_watermark=value("vm_memory_high_watermark"),
+        vm_memory_high_watermark_paging_ratio=value("vm_memory_high_watermark_paging_ratio"),
         disk_free_limit=value("disk_free_limit"),
         enabled_plugins=loaded.enabled_plugins,
         node_name=value("node_name"),
@@ -300,5 +301,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         ssl_handshake_timeout_s=value("ssl_handshake_timeout") / 1000,
         ssl_cert_login_from=value("ssl_cert_login_from"),
         management_ssl_port=value("management_ssl_port") if management_port is not None else None,
+        management_http=value("management_ssl_port") is None
+        or loaded.resolved["management_port"].source != "default",
         management_ssl=TLSOptions(**(value("management_ssl") or {})),
     )

@@ -104,6 +104,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("cluster_name", None),
     # RabbitMQ 3.x's defaults (4.0 raised the memory watermark to 0.6); 50MB = 50,000,000 bytes.
     Setting("vm_memory_high_watermark", Watermark("relative", 0.4)),
+    Setting("vm_memory_high_watermark_paging_ratio", 0.5),
     Setting("disk_free_limit", Watermark("absolute", 50_000_000)),
 )
 BY_NAME = {setting.name: setting for setting in SETTINGS}

@@ -75,6 +75,8 @@ class ServerConfig:
     default_permissions: tuple[str, str, str] = (".*", ".*", ".*")
     loopback_users: tuple[str, ...] = ()
     vm_memory_high_watermark: Watermark = Watermark("relative", 0.4)
+    # Queues page message bodies to disk past this fraction of the watermark (above 1: never).
+    vm_memory_high_watermark_paging_ratio: float = 0.5
     disk_free_limit: Watermark = Watermark("absolute", 50_000_000)
     # Plugins switched on by enabled_plugins (None: no file, every plugin WarrenMQ implements is on).
     enabled_plugins: tuple[str, ...] | None = None
@@ -86,4 +88,7 @@ class ServerConfig:
     # rabbitmq_auth_mechanism_ssl: where the EXTERNAL mechanism takes the user name from.
     ssl_cert_login_from: str = "distinguished_name"
     management_ssl_port: int | None = None
+    # Plain HTTP beside HTTPS only when management.tcp.* is configured too (rabbit_mgmt_app:
+    # get_listeners_config): with management.ssl.* alone, RabbitMQ serves HTTPS only.
+    management_http: bool = True
     management_ssl: TLSOptions = field(default_factory=TLSOptions)

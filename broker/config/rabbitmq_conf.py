@@ -47,7 +47,7 @@ _STRING_KEYS = {
 # Known to RabbitMQ and understood here, but with nothing to configure in WarrenMQ: accepted silently.
 _ACCEPTED = re.compile(
     r"log\.(console|file|exchange|journald|syslog)(\.[a-z_.]+)?|log\.[a-z_]+\.level"
-    r"|num_acceptors\.(tcp|ssl)|handshake_timeout|reverse_dns_lookups|vm_memory_high_watermark_paging_ratio"
+    r"|num_acceptors\.(tcp|ssl)|handshake_timeout|reverse_dns_lookups"
     r"|management_agent\.disable_metrics_collector"
 )
 _LISTENER = re.compile(r"(?:(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]+|[A-Za-z0-9.\-]+):)?(\d+)")
@@ -248,6 +248,8 @@ def apply_entry(entry: Entry, settings: FileSettings) -> None:
         settings.set("log_format", "json" if entry.value == "json" else "console", entry)
     elif key in ("connection_max", "consumer_max_per_channel"):
         settings.set(key, _limit(entry), entry)
+    elif key == "vm_memory_high_watermark_paging_ratio":
+        settings.set(key, _fraction(entry), entry)
     elif key in ("vm_memory_high_watermark.relative", "vm_memory_high_watermark.absolute"):
         settings.set("vm_memory_high_watermark", _watermark(entry), entry)
     elif key in ("disk_free_limit.relative", "disk_free_limit.absolute"):

@@ -49,8 +49,16 @@ def freeze_table(table: Mapping[str, Any] | None) -> FrozenTable:
     return tuple(sorted((str(k), freeze_value(v)) for k, v in table.items()))
 
 
+# A table or array nested deeper than this freezes flat (``("Z", tokens)``): RabbitMQ accepts tables nested
+# thousands of levels deep, and nested tuples that deep would exhaust Python's recursion when frozen, hashed
+# or compared. The depth is the value's own, so equal values always freeze to the same form.
+FLAT_DEPTH = 32
+
+
 def freeze_value(value: Any) -> FrozenValue:
     """Tag ``value`` with its type and make it hashable; `thaw_value` inverts it."""
+    if isinstance(value, Mapping | list | tuple) and deeper_than(value, FLAT_DEPTH):
+        return ("Z", _flatten(value))
     if value is None:
         return ("V",)
     if isinstance(value, bool):
@@ -78,6 +86,82 @@ def freeze_value(value: Any) -> FrozenValue:
     return ("r", repr(value))
 
 
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests containers more than ``limit`` deep (an explicit stack, no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        container, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = container.values() if isinstance(container, Mapping) else container
+        stack.extend((child, depth + 1) for child in children if isinstance(child, Mapping | list | tuple))
+    return False
+
+
+def _flatten(value: Any) -> tuple[FrozenValue, ...]:
+    """Prefix tokens of a container: ``("F", n)`` then n (key, value...) or ``("A", n)`` then n values;
+    scalars frozen as usual. Flat, so hashing and comparing it recurse no deeper than a scalar."""
+    tokens: list[FrozenValue] = []
+    pending: list[Any] = [value]  # what is left to write, last first; a _Key is a key to write as is
+    while pending:
+        item = pending.pop()
+        if isinstance(item, _Key):
+            tokens.append(item.key)
+        elif isinstance(item, Mapping):
+            tokens.append(("F", len(item)))
+            for key, child in reversed(list(item.items())):
+                pending.append(child)
+                pending.append(_Key(str(key)))
+        elif isinstance(item, list | tuple):
+            tokens.append(("A", len(item)))
+            pending.extend(reversed(item))
+        else:
+            tokens.append(freeze_value(item))
+    return tuple(tokens)
+
+
+class _Key:
+    __slots__ = ("key",)
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _unflatten(tokens: tuple[Any, ...]) -> Any:
+    """The value `_flatten` wrote, rebuilt with an explicit stack."""
+    position = 0
+    root: list[Any] = []
+    # Open containers: [container, entries still expected]; the root holds the one top value.
+    stack: list[list[Any]] = [[root, 1]]
+    while stack:
+        frame = stack[-1]
+        if frame[1] == 0:
+            stack.pop()
+            continue
+        frame[1] -= 1
+        container = frame[0]
+        key = None
+        if isinstance(container, dict):
+            key = tokens[position]
+            position += 1
+        token = tokens[position]
+        position += 1
+        value: Any
+        if token[0] == "F" and isinstance(token[1], int):
+            value = {}
+            stack.append([value, token[1]])
+        elif token[0] == "A" and isinstance(token[1], int):
+            value = []
+            stack.append([value, token[1]])
+        else:
+            value = thaw_value(token)
+        if key is not None:
+            container[key] = value
+        else:
+            container.append(value)
+    return root[0]
+
+
 def thaw_table(frozen: FrozenTable) -> dict[str, Any]:
     """The plain ``dict`` an arguments table was frozen from (key order: sorted)."""
     return {k: thaw_value(v) for k, v in frozen}
@@ -89,6 +173,8 @@ def thaw_value(frozen: Any) -> Any:
         return None
     if tag == "l":
         return Long(frozen[1])
+    if tag == "Z":
+        return _unflatten(frozen[1])
     if tag == "d" and frozen[1] == "nan":
         return math.nan
     if tag == "x":

@@ -20,6 +20,7 @@ from broker.core.policies import PolicyTable, effective_definition
 from broker.core.profile import Profile
 from broker.core.queue import Queue, QueueHost
 from broker.core.queue_features import QueueFeatures
+from broker.core.queue_paging import PagedQueue
 from broker.core.queue_settings import PLAIN, QUORUM, STREAM, QueueSettings, compile_settings, max_age
 
 # policy key -> (QueueSettings field, queue argument)
@@ -107,6 +108,8 @@ def apply_to_queue(
     settings = merge_settings(base, queue.arguments, effective_definition(policy, operator) or {})
     if settings == current:
         return True
+    if isinstance(queue.features, PagedQueue):
+        queue.features.leave()  # a policy's features do not page: the bodies come back first
     if queue.features is None:
         queue.features = QueueFeatures(queue, settings, host)
     queue.features.apply_settings(settings)  # a stream's retention and segment size too

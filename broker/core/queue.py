@@ -16,6 +16,7 @@ from broker.core.envelope import Envelope as Envelope  # noqa: PLC0414
 from broker.core.envelope import seq_of
 from broker.core.event_types import Fate, Observer, Topology, consumer_detail
 from broker.core.message import Message
+from broker.core.queue_bytes import added, added_all, cleared, removed
 from broker.core.stats import QueueStats
 from protocol.errors import ChannelError, ReplyCode
 
@@ -204,12 +205,20 @@ class Queue:
         "name",
         "on_unused",
         "operator_policy",
+        "paged",
+        "paged_bytes",
+        "persistent_ready",
+        "persistent_ready_bytes",
+        "persistent_unacked",
+        "persistent_unacked_bytes",
         "policy",
         "ready",
+        "ready_bytes",
         "stats",
         "store",
         "store_id",
         "unacked",
+        "unacked_bytes",
         "vhost",
     )
 
@@ -235,6 +244,10 @@ class Queue:
         self.ready: deque[Envelope] = deque()
         self.consumers: deque[Consumer] = deque()
         self.unacked = 0
+        # Byte and persistence counters (broker.core.queue_bytes); paged: bodies on disk (queue_paging).
+        self.ready_bytes = self.unacked_bytes = self.paged = self.paged_bytes = 0
+        self.persistent_ready = self.persistent_ready_bytes = 0
+        self.persistent_unacked = self.persistent_unacked_bytes = 0
         self.deleted = False
         self.had_consumer = False
         self.stats = QueueStats()  # message_stats, bumped by the session and the vhost
@@ -276,8 +289,12 @@ class Queue:
         self._seq += 1
         envelope = Envelope(self._seq, message)
         self.ready.append(envelope)
-        if self.store is not None and message.delivery_mode == 2:
-            self.store.message_added(self, envelope)
+        self.ready_bytes += len(message.body)
+        if message.delivery_mode == 2 and self.durable:
+            self.persistent_ready += 1
+            self.persistent_ready_bytes += len(message.body)
+            if self.store is not None:
+                self.store.message_added(self, envelope)
         if self.consumers:
             self.dispatcher.wake(self)
         return True
@@ -298,6 +315,7 @@ class Queue:
         ready = self.ready
         for envelope in sorted(envelopes, key=seq_of, reverse=True):
             envelope.redelivered = True
+            added(self, envelope)
             if not ready or envelope.seq < ready[0].seq:
                 ready.appendleft(envelope)
             else:
@@ -308,7 +326,11 @@ class Queue:
         """basic.get: the head message, or None when empty."""
         if self.features is not None:
             return self.features.get()
-        return self.ready.popleft() if self.ready else None
+        if not self.ready:
+            return None
+        envelope = self.ready.popleft()
+        removed(self, envelope)
+        return envelope
 
     def recover(self, envelopes: list[Envelope]) -> None:
         """Messages read back from the store, in publish order, before any client connects."""
@@ -319,12 +341,14 @@ class Queue:
             self.features.recover(envelopes)
         else:
             self.ready.extend(envelopes)
+            added_all(self, envelopes)
 
     def purge(self) -> int:
         count = len(self.ready)
         if self.store is not None:
             self.store.messages_removed(self, self.ready)
         self.ready.clear()
+        cleared(self)
         if self.features is not None:
             self.features.purged()
         return count
@@ -375,6 +399,7 @@ class Queue:
         ready = self.ready
         consumers = self.consumers
         delivered = 0
+        durable = self.durable  # persistent counts (queue_bytes) only for a durable queue
         if len(consumers) == 1:
             # One consumer (the common case): no ring to rotate, bound methods hoisted out of the loop.
             consumer = consumers[0]
@@ -382,7 +407,12 @@ class Queue:
             while ready and delivered < budget:
                 if not can_deliver(consumer):
                     return False
-                deliver(consumer, self, ready.popleft())
+                envelope = ready.popleft()
+                if durable:
+                    removed(self, envelope)
+                else:
+                    self.ready_bytes -= len(envelope.message.body)
+                deliver(consumer, self, envelope)
                 delivered += 1
             return bool(ready) and delivered >= budget
         while ready and delivered < budget:
@@ -393,7 +423,12 @@ class Queue:
                     break
             else:
                 return False
-            consumer.channel.deliver(consumer, self, ready.popleft())
+            envelope = ready.popleft()
+            if durable:
+                removed(self, envelope)
+            else:
+                self.ready_bytes -= len(envelope.message.body)
+            consumer.channel.deliver(consumer, self, envelope)
             delivered += 1
         return bool(ready) and delivered >= budget
 
@@ -404,6 +439,7 @@ class Queue:
             self.features.close()
         count = len(self.ready)
         self.ready.clear()
+        cleared(self)
         consumers = list(self.consumers)
         self.consumers.clear()
         for consumer in consumers:

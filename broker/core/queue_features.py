@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, cast
 from broker.core.envelope import seq_of
 from broker.core.priority_ready import PriorityReady
 from broker.core.queue import Consumer, Envelope, Queue, QueueHost
+from broker.core.queue_bytes import added, removed
 from broker.core.queue_settings import DROP_HEAD, QUORUM, REJECT_PUBLISH_DLX, QueueSettings
 
 if TYPE_CHECKING:
@@ -57,7 +58,6 @@ class QueueFeatures:
         "_expiry_timer",
         "_last_used",
         "_unused_timer",
-        "bytes",
         "consumer_priorities",
         "host",
         "queue",
@@ -85,7 +85,6 @@ class QueueFeatures:
             queue.ready = cast("deque[Envelope]", prioritised)
         else:
             queue.ready = deque(_timed(envelope) for envelope in ready)
-        self.bytes = sum(len(envelope.message.body) for envelope in queue.ready)
         if settings.expires is not None:
             self.touch()
 
@@ -133,7 +132,7 @@ class QueueFeatures:
             self.host.dead_letter(queue, [envelope], EXPIRED)
             return True
         ready.append(envelope)
-        self.bytes += size
+        added(queue, envelope)
         if settings.max_length is not None or settings.max_length_bytes is not None:
             self._drop_head_over_limit()
         if expires_at is not None:
@@ -146,7 +145,8 @@ class QueueFeatures:
     def _would_overflow(self, size: int) -> bool:
         settings = self.settings
         return (settings.max_length is not None and len(self.queue.ready) + 1 > settings.max_length) or (
-            settings.max_length_bytes is not None and self.bytes + size > settings.max_length_bytes
+            settings.max_length_bytes is not None
+            and self.queue.ready_bytes + size > settings.max_length_bytes
         )
 
     def _drop_head_over_limit(self) -> None:
@@ -155,7 +155,7 @@ class QueueFeatures:
         dropped: list[Envelope] = []
         while ready and (
             (max_length is not None and len(ready) > max_length)
-            or (max_bytes is not None and self.bytes > max_bytes)
+            or (max_bytes is not None and self.queue.ready_bytes > max_bytes)
         ):
             dropped.append(self._pop())
         if dropped:
@@ -163,7 +163,7 @@ class QueueFeatures:
 
     def _pop(self) -> Envelope:
         envelope = self.queue.ready.popleft()
-        self.bytes -= len(envelope.message.body)
+        removed(self.queue, envelope)
         return envelope
 
     # -- expiry
@@ -296,14 +296,14 @@ class QueueFeatures:
         return envelope
 
     def purged(self) -> None:
-        self.bytes = 0
+        """The ready list was emptied (its counters were cleared with it)."""
 
     def recover(self, envelopes: list[Envelope]) -> None:
         """Stored messages back in place (their expiry deadlines kept); the expired ones leave at once."""
         ready = self.queue.ready
         for envelope in envelopes:
             ready.append(_timed(envelope))
-            self.bytes += len(envelope.message.body)
+            added(self.queue, envelope)
         self._drop_expired()
         self._arm_expiry()
 
@@ -326,7 +326,7 @@ class QueueFeatures:
                     over_limit.append(envelope)
                     continue
                 envelope.message = self.host.with_delivery_count(envelope.message, envelope.delivery_count)
-            self.bytes += len(envelope.message.body)
+            added(queue, envelope)
             if prioritised is not None:
                 prioritised.insert_in_order(envelope)
             elif not ready or envelope.seq < ready[0].seq:

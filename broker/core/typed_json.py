@@ -6,6 +6,12 @@ I integer, l integer typed long (`Long`), d double, S longstr, s longstr that is
 (base64), D decimal (its text), T timestamp (ISO 8601), F table (list of [key, value]), A array. Used by the
 journal to capture routing inputs and by the analytics replay to rebuild them; pure (stdlib and
 broker.core.arguments) so Spark executors can import it.
+
+RabbitMQ accepts tables nested thousands of levels deep (and the broker's decoder does too), but JSON text
+nested that deep exceeds the json module's recursion limit (~1000 levels, ~330 table levels). A table nested
+deeper than `NESTED_MAX_DEPTH` is therefore written flat: ``{"flat": [token, ...]}``, the values in prefix
+order, a container as ``["F", n]`` / ``["A", n]`` followed by its n entries (a table entry: key, then value).
+Both forms are read back; building and reading the flat form is iterative, so any depth costs heap only.
 """
 
 from __future__ import annotations
@@ -20,10 +26,17 @@ from typing import Any
 
 from broker.core.arguments import Long
 
+# Tables nested deeper than this are written in the flat form (JSON's own limit is ~1000 array levels, and
+# each table level costs three).
+NESTED_MAX_DEPTH = 64
+
 
 def encode_table(table: Mapping[str, Any] | None) -> str | None:
     if table is None:
         return None
+    tokens, depth = _flatten(table)
+    if depth > NESTED_MAX_DEPTH:
+        return json.dumps({"flat": tokens}, separators=(",", ":"))
     pairs = [[str(key), encode_value(value)] for key, value in table.items()]
     return json.dumps(pairs, separators=(",", ":"))
 
@@ -32,9 +45,83 @@ def decode_table(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     pairs = json.loads(text)
+    if isinstance(pairs, dict) and isinstance(pairs.get("flat"), list):
+        return _unflatten(pairs["flat"])
     if not isinstance(pairs, list):
         raise ValueError("a typed table is a JSON list of [key, value] pairs")
     return {str(key): decode_value(value) for key, value in pairs}
+
+
+def _flatten(table: Mapping[str, Any]) -> tuple[list[Any], int]:
+    """The flat token list of ``table`` and its nesting depth, by an explicit stack (no recursion)."""
+    tokens: list[Any] = [["F", len(table)]]
+    # Each entry: an iterator over one container's remaining items, and whether it is a table.
+    stack: list[tuple[Any, bool]] = [(iter(table.items()), True)]
+    depth = 1
+    while stack:
+        items, is_table = stack[-1]
+        item: Any = next(items, _END)
+        if item is _END:
+            stack.pop()
+            continue
+        value: Any = item
+        if is_table:
+            tokens.append(str(item[0]))
+            value = item[1]
+        if isinstance(value, Mapping):
+            tokens.append(["F", len(value)])
+            stack.append((iter(value.items()), True))
+        elif isinstance(value, list | tuple):
+            tokens.append(["A", len(value)])
+            stack.append((iter(value), False))
+        else:
+            tokens.append(encode_value(value))
+        depth = max(depth, len(stack))
+    return tokens, depth
+
+
+_END = object()
+
+
+def _unflatten(tokens: list[Any]) -> dict[str, Any]:
+    """The table a `_flatten` token list holds, rebuilt with an explicit stack."""
+    position = 0
+
+    def take() -> Any:
+        nonlocal position
+        if position >= len(tokens):
+            raise ValueError("a flat typed table ends early")
+        position += 1
+        return tokens[position - 1]
+
+    head = take()
+    if not isinstance(head, list) or head[:1] != ["F"]:
+        raise ValueError("a flat typed table starts with its table token")
+    root: dict[str, Any] = {}
+    # Each entry: the container being filled and how many entries it still expects.
+    stack: list[list[Any]] = [[root, int(head[1])]]
+    while stack:
+        frame = stack[-1]
+        container, remaining = frame
+        if remaining == 0:
+            stack.pop()
+            continue
+        frame[1] = remaining - 1
+        key = str(take()) if isinstance(container, dict) else None
+        token = take()
+        value: Any
+        if isinstance(token, list) and token[:1] in (["F"], ["A"]) and len(token) == 2:
+            value = {} if token[0] == "F" else []
+            stack.append([value, int(token[1])])
+        else:
+            value = decode_value(token)
+        if key is not None:
+            container[key] = value
+        else:
+            container.append(value)
+    if position != len(tokens):
+        raise ValueError("a flat typed table has trailing tokens")
+    return root
 
 
 def encode_value(value: Any) -> list[Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from broker.core.queue import Consumer, Envelope, Queue
+from broker.core.queue_bytes import unacked_persistent
 from protocol.errors import ChannelError, ReplyCode
 
 
@@ -45,7 +46,12 @@ class UnackedTracker:
 
     def track(self, delivery: Delivery) -> None:
         self._entries[delivery.delivery_tag] = delivery
-        delivery.queue.unacked += 1
+        queue = delivery.queue
+        queue.unacked += 1
+        # Byte counters (broker.core.queue_bytes) inline: this runs once per delivery.
+        queue.unacked_bytes += len(delivery.envelope.message.body)
+        if queue.durable:
+            unacked_persistent(queue, delivery.envelope, 1)
         if delivery.consumer is not None:
             delivery.consumer.unacked += 1
 
@@ -71,7 +77,11 @@ class UnackedTracker:
                     break
                 settled.append(entries.pop(tag))
         for delivery in settled:
-            delivery.queue.unacked -= 1
+            queue = delivery.queue
+            queue.unacked -= 1
+            queue.unacked_bytes -= len(delivery.envelope.message.body)
+            if queue.durable:
+                unacked_persistent(queue, delivery.envelope, -1)
             if delivery.consumer is not None:
                 delivery.consumer.unacked -= 1
         return settled

@@ -67,6 +67,8 @@ def find_target(node: str | None) -> Target:
     user, password = next(iter(users.items())) if users else (value("default_user"), value("default_pass"))
     vhosts = value("vhosts")
     management = value("management_port")
+    if value("management_ssl_port") is not None and loaded.resolved["management_port"].source == "default":
+        management = -1  # HTTPS alone (rabbit_mgmt_app): no plain HTTP API for the CLI to call
     return Target(
         node=name,
         host=host,

@@ -84,13 +84,20 @@ class ManagementAddon(_HTTPAddon):
     """The management HTTP API on ``port`` (0 = ephemeral)."""
 
     def __init__(
-        self, host: str, port: int, ssl_port: int | None = None, ssl_options: TLSOptions | None = None
+        self,
+        host: str,
+        port: int,
+        ssl_port: int | None = None,
+        ssl_options: TLSOptions | None = None,
+        http: bool = True,
     ) -> None:
         self.host = host
         self.port = port
-        # management.ssl.port / management.ssl.*: HTTPS beside HTTP, on the same application.
+        # management.ssl.port / management.ssl.*: HTTPS beside HTTP (``http``: management.tcp.* configured
+        # too), or alone, on the same application.
         self.ssl_port = ssl_port
         self.ssl_options = ssl_options or TLSOptions()
+        self.http = http or ssl_port is None
 
     async def after_listen(self, server: Server) -> dict[str, Any]:
         context = ManagementContext(
@@ -103,9 +110,16 @@ class ManagementAddon(_HTTPAddon):
             cookie=ensure_cookie_logged(),
             running_plugins=started_plugins(server.config.enabled_plugins),
         )
-        self._runner, context.http_port = await _serve(build_app(context), self.host, self.port, "management")
-        log.info("management_listening", port=context.http_port)
-        ready: dict[str, Any] = {"management_port": context.http_port}
+        ready: dict[str, Any] = {"management_port": None}
+        if self.http:
+            self._runner, context.http_port = await _serve(
+                build_app(context), self.host, self.port, "management"
+            )
+            log.info("management_listening", port=context.http_port)
+            ready["management_port"] = context.http_port
+        else:
+            self._runner = web.AppRunner(build_app(context), access_log=None, handle_signals=False)
+            await self._runner.setup()
         if self.ssl_port is not None:
             context.https_port = await self._start_https()
             ready["management_ssl_port"] = context.https_port
@@ -153,7 +167,11 @@ def addons_for(config: ServerConfig) -> list[Addon]:
     if config.management_port is not None:
         addons.append(
             ManagementAddon(
-                config.host, config.management_port, config.management_ssl_port, config.management_ssl
+                config.host,
+                config.management_port,
+                config.management_ssl_port,
+                config.management_ssl,
+                http=config.management_http,
             )
         )
     if config.prometheus_port is not None:

@@ -20,7 +20,51 @@ def _default(value: Any) -> Any:
 
 
 def dumps(body: Any) -> str:
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False, default=_default)
+    try:
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=False, default=_default)
+    except RecursionError:
+        # Queue and binding arguments and message headers nest as deep as a client sent them (RabbitMQ
+        # accepts 10,000 levels); the json module gives up near 1,000, so such a body is written by a loop.
+        return _dumps_iteratively(body)
+
+
+def _scalar(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=_default)
+
+
+def _dumps_iteratively(body: Any) -> str:
+    """The same text as `dumps`, built with an explicit stack: any depth costs heap, not the C stack."""
+    out: list[str] = []
+    # Work items: a value to write, or a literal piece of text (a separator or a closing bracket).
+    stack: list[tuple[bool, Any]] = [(False, body)]
+    while stack:
+        literal, item = stack.pop()
+        if literal:
+            out.append(item)
+            continue
+        if isinstance(item, tuple | frozenset | set):
+            item = list(item)
+        if isinstance(item, dict):
+            out.append("{")
+            stack.append((True, "}"))
+            entries = list(item.items())
+            for index in range(len(entries) - 1, -1, -1):
+                key, value = entries[index]
+                stack.append((False, value))
+                key_text = _scalar(key if isinstance(key, str) else str(key))
+                stack.append((True, ("," if index else "") + key_text + ":"))
+        elif isinstance(item, list):
+            out.append("[")
+            stack.append((True, "]"))
+            for index in range(len(item) - 1, -1, -1):
+                stack.append((False, item[index]))
+                if index:
+                    stack.append((True, ","))
+        elif isinstance(item, str | int | float) or item is None:
+            out.append(_scalar(item))
+        else:
+            stack.append((False, _default(item)))
+    return "".join(out)
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:

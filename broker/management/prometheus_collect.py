@@ -17,8 +17,7 @@ import psutil
 
 from broker.management import live
 from broker.management.prometheus_catalogue import DETAILED
-from broker.management.serialize import queue_type
-from broker.management.stream_info import ready_messages, stream_bytes, stream_of
+from broker.management.serialize import queue_counts, queue_type
 
 if TYPE_CHECKING:
     from broker.config import ServerConfig
@@ -38,50 +37,35 @@ QUEUE_TYPES = {
 AMQP = {"protocol": "amqp091"}
 
 
-def _queue_bytes(queue: Any) -> tuple[int, int, int]:
-    stream = stream_of(queue)
-    if stream is not None:  # every entry of its log is kept on disk
-        size = stream_bytes(stream)
-        return size, stream.log.message_count, size
-    total = persistent = persistent_bytes = 0
-    for envelope in queue.ready:
-        size = len(envelope.message.body)
-        total += size
-        if envelope.message.delivery_mode == 2:
-            persistent += 1
-            persistent_bytes += size
-    return total, persistent, persistent_bytes
-
-
 def queue_samples(context: ManagementContext, out: Samples, vhost_filter: str | None = None) -> None:
     for vhost in context.broker.vhosts.values():
         if vhost_filter is not None and vhost.name != vhost_filter:
             continue
         for queue in vhost.queues.values():
             labels = {"vhost": vhost.name, "queue": queue.name}
-            ready, unacked = ready_messages(queue), queue.unacked
-            ready_bytes, persistent, persistent_bytes = _queue_bytes(queue)
+            counts = queue_counts(queue)
+            ready, unacked = counts["messages_ready"], counts["messages_unacknowledged"]
             consumers = len(queue.consumers)
             for name, value in (
                 ("queue_messages_ready", ready),
                 ("queue_messages_unacked", unacked),
-                ("queue_messages", ready + unacked),
+                ("queue_messages", counts["messages"]),
                 ("queue_process_reductions_total", 0),
                 ("queue_consumers", consumers),
                 ("queue_consumer_capacity", 1.0 if consumers else 0.0),
                 ("queue_consumer_utilisation", 1.0 if consumers else 0.0),
-                ("queue_process_memory_bytes", 0),
-                ("queue_messages_ram", ready + unacked),
-                ("queue_messages_ram_bytes", ready_bytes),
-                ("queue_messages_ready_ram", ready),
-                ("queue_messages_unacked_ram", unacked),
-                ("queue_messages_persistent", persistent),
-                ("queue_messages_persistent_bytes", persistent_bytes),
-                ("queue_messages_bytes", ready_bytes),
-                ("queue_messages_ready_bytes", ready_bytes),
-                ("queue_messages_unacked_bytes", 0),
-                ("queue_messages_paged_out", 0),
-                ("queue_messages_paged_out_bytes", 0),
+                ("queue_process_memory_bytes", counts["memory"]),
+                ("queue_messages_ram", counts["messages_ram"]),
+                ("queue_messages_ram_bytes", counts["message_bytes_ram"]),
+                ("queue_messages_ready_ram", counts["messages_ready_ram"]),
+                ("queue_messages_unacked_ram", counts["messages_unacknowledged_ram"]),
+                ("queue_messages_persistent", counts["messages_persistent"]),
+                ("queue_messages_persistent_bytes", counts["message_bytes_persistent"]),
+                ("queue_messages_bytes", counts["message_bytes"]),
+                ("queue_messages_ready_bytes", counts["message_bytes_ready"]),
+                ("queue_messages_unacked_bytes", counts["message_bytes_unacknowledged"]),
+                ("queue_messages_paged_out", counts["messages_paged_out"]),
+                ("queue_messages_paged_out_bytes", counts["message_bytes_paged_out"]),
                 ("queue_disk_reads_total", 0),
                 ("queue_disk_writes_total", 0),
             ):
@@ -171,10 +155,6 @@ def cluster_samples(context: ManagementContext, out: Samples, vhost_filter: str 
             out["cluster_exchange_bindings"].append((labels, float(bindings[exchange.name])))
 
 
-def _limit(total: float, watermark: Any) -> float:
-    return float(watermark.value) * total if watermark.kind == "relative" else float(watermark.value)
-
-
 def node_samples(context: ManagementContext, out: Samples, per_object: bool = False) -> None:
     config: ServerConfig = context.server.config
     process = psutil.Process()
@@ -182,8 +162,11 @@ def node_samples(context: ManagementContext, out: Samples, per_object: bool = Fa
     open_fds = float(process.num_fds())
     max_fds = float(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
     disk_free = float(shutil.disk_usage(config.data_dir or ".").free)
-    memory_limit = _limit(float(psutil.virtual_memory().total), config.vm_memory_high_watermark)
-    disk_limit = _limit(float(psutil.virtual_memory().total), config.disk_free_limit)
+    # The alarm monitor's own limits and states (broker.server.alarms: the cgroup's limit counts; an
+    # in-memory broker watches no disk), so the gauges agree with /api/nodes and connection.blocked.
+    alarms = context.server.alarms
+    memory_limit = float(alarms.mem_limit)
+    disk_limit = float(alarms.disk_free_limit)
     switches = process.num_ctx_switches()
     io = process.io_counters() if hasattr(process, "io_counters") else None
     connections = len(context.open_connections())
@@ -191,8 +174,8 @@ def node_samples(context: ManagementContext, out: Samples, per_object: bool = Fa
         # Alarms as rabbit_alarm raises them: memory above its watermark, free disk below its limit,
         # file descriptors exhausted.
         "alarms_file_descriptor_limit": float(open_fds >= max_fds),
-        "alarms_free_disk_space_watermark": float(disk_free < disk_limit),
-        "alarms_memory_used_watermark": float(rss > memory_limit),
+        "alarms_free_disk_space_watermark": float(alarms.disk_alarm),
+        "alarms_memory_used_watermark": float(alarms.mem_alarm),
         "process_open_fds": open_fds,
         "process_open_tcp_sockets": float(connections),
         "process_resident_memory_bytes": rss,

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.core import queue_bytes
 from broker.core.access import TopicPermission, User, VhostPermission
 from broker.core.exchange import Exchange
 from broker.core.policies import effective_definition
 from broker.core.queue import Queue
+from broker.core.stream_queue import StreamPath
 from broker.core.vhost import VirtualHost
 from broker.management.binding_key import properties_key
 from broker.management.stream_info import ready_messages, stream_bytes, stream_keys, stream_of
@@ -23,22 +25,59 @@ def queue_type(queue: Queue) -> str:
     return kind if kind in ("classic", "quorum", "stream") else "classic"
 
 
-def queue_json(queue: Queue, node: str) -> dict[str, Any]:
+def queue_counts(queue: Queue) -> dict[str, int]:
+    """The message and byte figures of a queue, read from its counters (broker.core.queue_bytes)."""
+    stream = stream_of(queue)
+    if stream is not None:
+        return _stream_counts(queue, stream)
     ready = len(queue.ready)
     unacked = queue.unacked
-    ready_bytes = 0
-    persistent = 0
-    persistent_bytes = 0
-    for envelope in queue.ready:
-        size = len(envelope.message.body)
-        ready_bytes += size
-        if envelope.message.delivery_mode == 2:
-            persistent += 1
-            persistent_bytes += size
+    message_bytes = queue.ready_bytes + queue.unacked_bytes
+    return {
+        "memory": queue_bytes.memory(queue, ready),
+        "message_bytes": message_bytes,
+        "message_bytes_paged_out": queue.paged_bytes,
+        "message_bytes_persistent": queue.persistent_ready_bytes + queue.persistent_unacked_bytes,
+        "message_bytes_ram": message_bytes - queue.paged_bytes,
+        "message_bytes_ready": queue.ready_bytes,
+        "message_bytes_unacknowledged": queue.unacked_bytes,
+        "messages": ready + unacked,
+        "messages_paged_out": queue.paged,
+        "messages_persistent": queue.persistent_ready + queue.persistent_unacked,
+        "messages_ram": ready + unacked - queue.paged,
+        "messages_ready": ready,
+        "messages_ready_ram": ready - queue.paged,
+        "messages_unacknowledged": unacked,
+        "messages_unacknowledged_ram": unacked,
+    }
+
+
+def _stream_counts(queue: Queue, stream: StreamPath) -> dict[str, int]:
+    """A stream's figures come from its log: every entry is on disk, and a delivery leaves it there."""
+    count, size, unacked = stream.log.message_count, stream_bytes(stream), queue.unacked
+    return {
+        "memory": 0,
+        "message_bytes": size,
+        "message_bytes_paged_out": 0,
+        "message_bytes_persistent": size,
+        "message_bytes_ram": size,
+        "message_bytes_ready": size,
+        "message_bytes_unacknowledged": 0,
+        "messages": count,
+        "messages_paged_out": 0,
+        "messages_persistent": count,
+        "messages_ram": count + unacked,
+        "messages_ready": count,
+        "messages_ready_ram": count,
+        "messages_unacknowledged": unacked,
+        "messages_unacknowledged_ram": unacked,
+    }
+
+
+def queue_json(queue: Queue, node: str) -> dict[str, Any]:
+    counts = queue_counts(queue)
     stream = stream_of(queue)
-    if stream is not None:  # every entry of its log is on disk
-        ready = persistent = stream.log.message_count
-        ready_bytes = persistent_bytes = stream_bytes(stream)
+    ready = counts["messages_ready"]
     consumers = len(queue.consumers)
     exclusive_tag = next((c.consumer_tag for c in queue.consumers if c.exclusive), None)
     single_active = queue.arguments.get("x-single-active-consumer") is True
@@ -56,24 +95,10 @@ def queue_json(queue: Queue, node: str) -> dict[str, Any]:
         "garbage_collection": dict(_GC),
         "head_message_timestamp": None,
         "idle_since": None,
-        "memory": 0,
-        "message_bytes": ready_bytes,
-        "message_bytes_paged_out": 0,
-        "message_bytes_persistent": persistent_bytes,
-        "message_bytes_ram": ready_bytes,
-        "message_bytes_ready": ready_bytes,
-        "message_bytes_unacknowledged": 0,
-        "messages": ready + unacked if stream is None else ready,  # a stream's deliveries stay in its log
+        **counts,
         "messages_details": dict(RATE),
-        "messages_paged_out": 0,
-        "messages_persistent": persistent,
-        "messages_ram": ready + unacked,
-        "messages_ready": ready,
         "messages_ready_details": dict(RATE),
-        "messages_ready_ram": ready,
-        "messages_unacknowledged": unacked,
         "messages_unacknowledged_details": dict(RATE),
-        "messages_unacknowledged_ram": unacked,
         "name": queue.name,
         "node": node,
         "operator_policy": queue.operator_policy.name if queue.operator_policy is not None else None,

@@ -113,6 +113,7 @@ class ResourceAlarms:
         data_dir: str | None,
         on_change: Callable[[tuple[str, ...]], None],
         sources: AlarmSources | None = None,
+        on_memory: Callable[[int, int], None] | None = None,
     ) -> None:
         self.clock = clock
         self.sources = sources or AlarmSources()
@@ -123,6 +124,7 @@ class ResourceAlarms:
         # Disk is watched where the store writes; an in-memory broker writes nothing, so it has no disk alarm.
         self.data_dir = data_dir if data_dir is not None and os.path.isdir(data_dir) else None
         self.on_change = on_change
+        self.on_memory = on_memory  # every memory sample (used, limit): the pager (broker.server.paging)
         self.mem_used = 0
         self.disk_free = 0
         self.mem_alarm = False
@@ -159,6 +161,10 @@ class ResourceAlarms:
             timer.cancel()
         self._timers.clear()
 
+    def trim_heap(self) -> None:
+        """Hand freed heap pages back to the OS (glibc), so that RSS shows memory given up."""
+        self._trim()
+
     def sample_memory(self) -> None:
         if self.mem_alarm and self.clock.monotonic_s() - self._trimmed_at_s >= TRIM_INTERVAL_S:
             self._trimmed_at_s = self.clock.monotonic_s()
@@ -174,6 +180,8 @@ class ResourceAlarms:
                 mem_limit=self.mem_limit,
             )
             self.on_change(self.reasons)
+        if self.on_memory is not None:
+            self.on_memory(self.mem_used, self.mem_limit)
         self._schedule("memory", MEMORY_INTERVAL_S, self.sample_memory)
 
     def sample_disk(self) -> None:

@@ -27,6 +27,7 @@ from broker.server.alarms import AlarmSources, ResourceAlarms
 from broker.server.amqp_protocol import AMQPProtocol
 from broker.server.clock import LoopClock
 from broker.server.flow_control import FlowControl
+from broker.server.paging import MemoryPager
 from broker.server.runtime import tune_for_serving
 from broker.server.tls import TLSConfigError, server_context
 from broker.session.event_exchange import EventExchange
@@ -97,6 +98,21 @@ class Server:
             self._alarms_changed,
             alarm_sources,
         )
+        # Past vm_memory_high_watermark_paging_ratio of the watermark, queues page bodies to spill files under
+        # the data directory (broker.server.paging); an in-memory broker does not page.
+        self.pager: MemoryPager | None = None
+        ratio = config.vm_memory_high_watermark_paging_ratio
+        if config.data_dir is not None and ratio <= 1:
+            alarms = self.alarms
+            self.pager = MemoryPager(
+                self.broker,
+                config.data_dir,
+                ratio,
+                self.clock.monotonic_s,
+                alarms.trim_heap,
+                disk_low=lambda: alarms.disk_alarm,
+            )
+            self.alarms.on_memory = self.pager.sampled
         self.journal: JournalService | None = None
         if config.journal is not None:
             self.journal = JournalService(config.journal, self.broker.events, loop)

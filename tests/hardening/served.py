@@ -56,16 +56,20 @@ class Served:
                 self.process.wait()
 
 
-def serve(tmp_path: Path, conf: str, env: dict[str, str] | None = None) -> Served:
+def serve(
+    tmp_path: Path, conf: str, env: dict[str, str] | None = None, management_tcp: bool = True
+) -> Served:
     """Start `python -m broker serve` with no flags: listeners and limits come from ``conf`` (rabbitmq.conf
-    syntax), to which the AMQP and management listeners on free ports are added."""
+    syntax), to which the AMQP and (``management_tcp``) management listeners on free ports are added."""
     port, management_port = free_port(), free_port()
     conf_path = tmp_path / "rabbitmq.conf"
-    conf_path.write_text(
-        f"listeners.tcp.default = 127.0.0.1:{port}\nmanagement.tcp.port = {management_port}\n" + conf
-    )
+    management = f"management.tcp.port = {management_port}\n" if management_tcp else ""
+    conf_path.write_text(f"listeners.tcp.default = 127.0.0.1:{port}\n{management}" + conf)
+    inherited = {
+        key: value for key, value in os.environ.items() if management_tcp or key != "WARRENMQ_MANAGEMENT_PORT"
+    }
     full_env = {
-        **os.environ,
+        **inherited,
         "RABBITMQ_CONFIG_FILE": str(conf_path),
         "RABBITMQ_NODENAME": "rabbit@localhost",
         "WARRENMQ_LOG_FORMAT": "json",

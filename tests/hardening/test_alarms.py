@@ -6,6 +6,7 @@ disk alarm blocks publishers but not consumers; both show in the management API,
 from __future__ import annotations
 
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,18 @@ class FloodPublisher:
         assert done(), f"timed out: published={self.published} acked={self.acked} stage={self.stage}"
 
 
+def _gauges(broker: Served) -> dict[str, float]:
+    """The unlabelled samples of rabbitmq_prometheus' /metrics."""
+    url = f"http://127.0.0.1:{broker.ready['prometheus_port']}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    return {
+        line.split(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line and not line.startswith("#") and "{" not in line
+    }
+
+
 @pytest.fixture
 def memory_broker(tmp_path: Path) -> Iterator[Served]:
     served = serve(tmp_path, f"vm_memory_high_watermark.absolute = {WATERMARK_BYTES}\n")
@@ -146,6 +159,8 @@ def test_flood_stops_at_the_memory_watermark_and_resumes_after_a_purge(memory_br
     )
     status, health = broker.http("/api/health/checks/alarms")
     assert (status, health["status"], health["alarms"][0]["resource"]) == (503, "failed", "memory")
+    assert _gauges(broker)["rabbitmq_alarms_memory_used_watermark"] == 1.0
+    assert _gauges(broker)["rabbitmq_resident_memory_limit_bytes"] == WATERMARK_BYTES
     alarms = diagnostics(broker, "-q", "check_local_alarms")
     assert alarms.returncode != 0
     assert "low on memory" in alarms.stdout
@@ -209,6 +224,14 @@ def test_disk_alarm_blocks_publishers_but_consumers_keep_draining(disk_broker: S
     status, nodes = broker.http("/api/nodes")
     assert (nodes[0]["disk_free_alarm"], nodes[0]["mem_alarm"]) == (True, False)
     assert nodes[0]["disk_free_limit"] == 1_000_000 * 10**9
+    gauges = _gauges(broker)
+    assert (
+        gauges["rabbitmq_alarms_free_disk_space_watermark"],
+        gauges["rabbitmq_alarms_memory_used_watermark"],
+    ) == (
+        1.0,
+        0.0,
+    )
     status, health = broker.http("/api/health/checks/local-alarms")
     assert status == 503
     assert health["alarms"] == [{"node": broker.http("/api/overview")[1]["node"], "resource": "disk"}]

@@ -217,3 +217,20 @@ def test_handshake_timeout_drops_a_silent_peer_as_rabbitmq(amqp_url: str, oracle
     finally:
         for client in clients:
             client.close()
+
+
+@pytest.mark.slow
+def test_a_peer_that_misses_heartbeats_is_disconnected_as_rabbitmq(amqp_url: str, oracle_url: str) -> None:
+    # heartbeat 1 s negotiated, then silence (the broker's own heartbeats are read and not answered): after
+    # two missed intervals both brokers close the socket (rabbit_heartbeat; RabbitMQ logs "missed
+    # heartbeats from client"). The bound only guards against a hang.
+    clients = [raw_client(url) for url in (oracle_url, amqp_url)]
+    try:
+        for client in clients:
+            client.handshake(heartbeat=1)
+        started = time.monotonic()
+        for client in clients:
+            client.expect_closed(timeout_s=max(1.0, 15 - (time.monotonic() - started)))
+    finally:
+        for client in clients:
+            client.close()

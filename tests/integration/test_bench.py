@@ -47,3 +47,16 @@ def test_unknown_scenario_is_exit_2(amqp_url: str) -> None:
 def test_non_amqp_urls_are_refused() -> None:
     with pytest.raises(BenchError):
         Connection("http://127.0.0.1:1/")
+
+
+def test_decode_scenario_shows_linear_scaling_from_1_kb_to_1_mb(tmp_path: Path) -> None:
+    # Issue 17: the decode benchmark of `warrenmq bench`. The per-KB cost at 1 MB over that at 1 KB stays
+    # near 1 for every shape (CPU time, best of several runs); a quadratic decoder's would be ~1000.
+    out = tmp_path / "decode.jsonl"
+    result = run_broker_cli("bench", "--json", str(out), "decode", timeout_s=300)
+    assert result.returncode == 0, result.stderr
+    [row] = [json.loads(line) for line in out.read_text().splitlines()]
+    extra = row["extra"]
+    assert {f"{shape}_1024KB_us" for shape in ("many_small", "void_array", "few_large")} <= set(extra)
+    for shape in ("many_small", "void_array", "few_large"):
+        assert extra[f"{shape}_scaling"] < 5, (shape, extra)

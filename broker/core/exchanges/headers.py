@@ -8,9 +8,11 @@ from decimal import Decimal
 from typing import Any, ClassVar
 
 from broker.core.arguments import (
+    FLAT_DEPTH,
     FrozenTable,
     amqp_type_name,
     as_text,
+    deeper_than,
     erlang_binary,
     erlang_term,
     freeze_table,
@@ -63,11 +65,42 @@ def match_key(value: Any) -> Any:
         return ("decimal", -exponent if isinstance(exponent, int) else 0, unscaled)
     if isinstance(value, datetime.datetime):
         return timestamp_seconds(value)
+    if isinstance(value, Mapping | list | tuple) and deeper_than(value, FLAT_DEPTH):
+        return _flat_match_key(value)
     if isinstance(value, Mapping):
         return ("table", tuple((k, match_key(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):
         return ("array", tuple(match_key(v) for v in value))
     return value
+
+
+def _flat_match_key(value: Any) -> tuple[Any, ...]:
+    """The match key of a container nested deeper than FLAT_DEPTH, as flat prefix tokens (built, hashed and
+    compared without recursion): equal values give equal tokens, as their nested keys would be equal."""
+    tokens: list[Any] = ["flat"]
+    pending: list[Any] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, Mapping):
+            tokens.append(("table", len(item)))
+            for key, child in reversed(list(item.items())):
+                pending.append(child)
+                pending.append(_Key(key))
+        elif isinstance(item, list | tuple):
+            tokens.append(("array", len(item)))
+            pending.extend(reversed(item))
+        elif isinstance(item, _Key):
+            tokens.append(item.key)
+        else:
+            tokens.append(match_key(item))
+    return tuple(tokens)
+
+
+class _Key:
+    __slots__ = ("key",)
+
+    def __init__(self, key: object) -> None:
+        self.key = key
 
 
 def parse_x_match(arguments: Mapping[str, Any]) -> tuple[bool, bool]:

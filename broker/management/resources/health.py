@@ -3,11 +3,13 @@ RabbitMQ's failure body when its condition does not hold."""
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from broker.management import cert_expiry
 from broker.management.auth import Gate
 from broker.management.context import ManagementContext
 from broker.management.errors import bad_request, json_response, not_found
@@ -65,10 +67,51 @@ def _alarms_check(reason: str) -> Callable[[web.Request, ManagementContext], Awa
 
 
 async def certificate_expiration(request: web.Request, context: ManagementContext) -> web.Response:
-    within, unit = request.match_info["within"], request.match_info["unit"]
-    if not within.isdigit() or unit not in ("days", "weeks", "months", "years"):
-        raise bad_request(f"Invalid expiration period: {within} {unit}")
-    return json_response(OK)  # not checked yet: the TLS listeners' certificates are not read here
+    """rabbit_mgmt_wm_health_check_certificate_expiration: 503 listing each TLS listener one of whose
+    certificates (certfile or cacertfile) expires within the period."""
+    within, unit = request.match_info["within"], request.match_info["unit"].lower()
+    if not re.fullmatch(r"[+-]?[0-9]+", within):
+        raise bad_request("Invalid expiration value.")
+    if unit not in _UNIT_SECONDS:
+        raise bad_request("Time unit not recognised. Supported units: days, weeks, months, years.")
+    now = datetime.datetime.now(datetime.UTC)
+    deadline = now + datetime.timedelta(seconds=int(within) * _UNIT_SECONDS[unit])
+    config = context.server.config
+    listeners = (
+        ("amqp/ssl", context.server.ssl_port, config.ssl_options),
+        ("https", context.https_port, config.management_ssl),
+    )
+    expired = []
+    for protocol, port, options in listeners:
+        if not port:
+            continue
+        certfile = cert_expiry.expiring(options.certfile, now, deadline)
+        cacertfile = cert_expiry.expiring(options.cacertfile, now, deadline)
+        if not certfile and not cacertfile:
+            continue
+        expired.append(
+            {
+                "node": context.node,
+                "protocol": protocol,
+                "interface": config.host,
+                "port": port,
+                "certfile": options.certfile,
+                "cacertfile": options.cacertfile,
+                "certfile_expires_on": _expires_on(certfile),
+                "cacertfile_expires_on": _expires_on(cacertfile),
+            }
+        )
+    if not expired:
+        return json_response(OK)
+    return _failed(reason="Certificates expiring", expired=expired)
+
+
+# do_convert: a month is a twelfth of a 365-day year.
+_UNIT_SECONDS = {"days": 86400, "weeks": 86400 * 7, "months": 86400 * 365 / 12, "years": 86400 * 365}
+
+
+def _expires_on(found: list[str] | str) -> list[str] | dict[str, str]:
+    return {"error": found} if isinstance(found, str) else found
 
 
 def _ports(context: ManagementContext) -> list[int]:

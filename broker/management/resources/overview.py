@@ -65,21 +65,18 @@ def _counters(names: list[str]) -> dict[str, Any]:
 
 def listeners(context: ManagementContext) -> list[dict[str, Any]]:
     config = context.server.config
+    http_ip = context.http_host or config.host
+    found = [
+        ("amqp", config.host, context.server.port),
+        ("amqp/ssl", config.host, context.server.ssl_port),
+        ("http", http_ip, context.http_port),
+        ("https", http_ip, context.https_port),
+    ]
+    # Only the listeners that are on (HTTPS alone when management.ssl.* is set without management.tcp.*).
     return [
-        {
-            "ip_address": config.host,
-            "node": context.node,
-            "port": context.server.port,
-            "protocol": "amqp",
-            "socket_opts": {},
-        },
-        {
-            "ip_address": context.http_host or config.host,
-            "node": context.node,
-            "port": context.http_port,
-            "protocol": "http",
-            "socket_opts": {},
-        },
+        {"ip_address": ip, "node": context.node, "port": port, "protocol": protocol, "socket_opts": {}}
+        for protocol, ip, port in found
+        if port
     ]
 
 
@@ -108,7 +105,7 @@ async def get_overview(request: web.Request, context: ManagementContext) -> web.
                 "ip": context.http_host,
                 "node": context.node,
                 "path": "/",
-                "port": str(context.http_port),
+                "port": str(context.http_port or context.https_port),
                 "ssl_opts": [],
             }
         ],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import math
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -158,3 +158,28 @@ def test_bindings_with_nested_arguments_work_end_to_end() -> None:
     assert route(x, headers={"table": {"inner": [1, {"deep": b"x"}], "t": True}}) == ["q"]
     assert table.remove(x, "q", "", {"x-match": "any", **NESTED})
     assert route(x, headers={"str": "s"}) == []
+
+
+def _deep(depth: int, leaf: object) -> dict[str, object]:
+    table: dict[str, object] = {"leaf": leaf}
+    for _ in range(depth):
+        table = {"k": table, "n": [1, "1"]}
+    return table
+
+
+def test_deep_argument_tables_freeze_flat_equal_and_thaw_back() -> None:
+    # Past FLAT_DEPTH a value freezes to flat tokens: 10,000 levels freeze, hash, compare and thaw without
+    # recursion, equal tables freeze equal, and a shallow table keeps its nested form.
+    first, second = freeze_table(_deep(10_000, 5)), freeze_table(_deep(10_000, 5))
+    assert first == second
+    assert hash(first) == hash(second)
+    assert first != freeze_table(_deep(10_000, "5"))  # typed, as the nested form
+    assert cast("tuple[str, object]", first[0][1])[0] == "Z"
+    thawed = thaw_table(first)
+    levels, node = 0, thawed["k"]
+    while "k" in node:
+        node, levels = node["k"], levels + 1
+    assert (levels, node["leaf"]) == (9_999, 5)
+    shallow = freeze_table(_deep(3, 5))
+    assert cast("tuple[str, object]", shallow[0][1])[0] == "F"
+    assert thaw_table(shallow) == _deep(3, 5)

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from broker.core.definitions import DefinitionsError, load_definitions
-from broker.core.typed_json import decode_table, encode_table
+from broker.core.typed_json import NESTED_MAX_DEPTH, decode_table, encode_table
 
 
 def exchange(name: str, kind: str, **arguments: Any) -> dict[str, Any]:
@@ -172,6 +172,36 @@ def test_typed_json_round_trips_values_and_their_types(table: dict[str, Any]) ->
     decoded = decode_table(encode_table(table))
     assert decoded == table
     assert encode_table(decoded) == encode_table(table)  # the types survived, not just the values
+
+
+@given(st.dictionaries(st.text(max_size=8), amqp_values, max_size=5), st.integers(1, 3))
+def test_typed_json_flat_form_round_trips_what_the_nested_form_does(table: dict[str, Any], deep: int) -> None:
+    # Wrapped below NESTED_MAX_DEPTH levels, the table is written flat; the values and types come back.
+    wrapped: dict[str, Any] = table
+    for _ in range(NESTED_MAX_DEPTH + deep):
+        wrapped = {"k": wrapped, "n": [1, "1"]}
+    text = encode_table(wrapped)
+    assert text is not None
+    assert text.startswith('{"flat":')
+    decoded = decode_table(text)
+    assert decoded == wrapped
+    assert encode_table(decoded) == text
+
+
+def test_typed_json_stores_a_table_nested_far_past_the_json_recursion_limit() -> None:
+    # RabbitMQ accepts 10,000-deep argument tables; the nested JSON form gives up near 330 table levels.
+    table: dict[str, Any] = {}
+    node = table
+    for _ in range(10_000):
+        node["k"] = node = {}
+    node["leaf"] = [bytearray(b"x"), Decimal("2.5")]
+    decoded = decode_table(encode_table(table))
+    assert decoded is not None
+    levels, node = 0, decoded
+    while "k" in node:
+        node, levels = node["k"], levels + 1
+    assert levels == 10_000
+    assert node == {"leaf": [bytearray(b"x"), Decimal("2.5")]}
 
 
 def test_typed_json_keeps_integer_and_string_apart() -> None:
