@@ -7,6 +7,7 @@ the rest go through pamqp and the per-class handler modules.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from pamqp import commands
@@ -22,7 +23,6 @@ from broker.core.stream_queue import refuse_stream_settle
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.session import confirms, direct_reply
 from broker.session.access_checks import check_publish
-from broker.session.config import FLOW_QUEUE_BACKLOG
 from broker.session.fates import (
     delivered_event,
     forget_settled,
@@ -43,7 +43,7 @@ from protocol.fastpath import (
     decode_basic_nack,
     decode_basic_publish,
     decode_basic_reject,
-    encode_basic_deliver,
+    encode_basic_deliver_content,
     encode_basic_return,
 )
 
@@ -73,6 +73,11 @@ class ChannelSession:
         self.last_queue = ""
         self.reply_key = ""  # this channel's direct reply-to key, when it has a reply consumer
         self.stats = ChannelStats()  # message_stats: increments only (design §4)
+        # A completed publish goes here: through the connection's first-publish hook until it has run, then
+        # straight to `_published`, so later messages pay no test for it.
+        self._on_content: Callable[[Any, HeaderInfo, bytes, bytes], None] = (
+            self._published if connection.published else self._first_published
+        )
         # This channel's authorize() answers (rabbit_channel keeps a permission cache per channel too).
         vhost = connection.vhost
         self.access = DecisionCache(
@@ -121,12 +126,12 @@ class ChannelSession:
     def on_header(self, payload: bytes) -> None:
         done = self.assembler.on_header(payload)
         if done is not None:
-            self._published(*done)
+            self._on_content(*done)
 
     def on_body(self, payload: bytes) -> None:
         done = self.assembler.on_body(payload)
         if done is not None:
-            self._published(*done)
+            self._on_content(*done)
 
     def on_method_while_closing(self, method: Frame) -> None:
         """After the broker sent channel.close only close and close-ok count (spec 2.2.4); the rest is
@@ -144,12 +149,17 @@ class ChannelSession:
 
     # -- publishing
 
+    def _first_published(self, context: Any, info: HeaderInfo, header_payload: bytes, body: bytes) -> None:
+        self._on_content = self._published
+        conn = self.conn
+        if not conn.published:
+            conn.published = True
+            if conn.on_first_publish is not None:
+                conn.on_first_publish()
+        self._published(context, info, header_payload, body)
+
     def _published(self, context: Any, info: HeaderInfo, header_payload: bytes, body: bytes) -> None:
         exchange, routing_key, mandatory = context
-        if not self.conn.published:
-            self.conn.published = True
-            if self.conn.on_first_publish is not None:
-                self.conn.on_first_publish()
         access = self.access
         # rabbit_channel basic.publish: write on the exchange first, the routing key on a topic exchange
         # after the exchange's existence. Approved exchanges cost one dict lookup while nothing changes.
@@ -195,10 +205,10 @@ class ChannelSession:
             queues: list[Queue] = []  # a direct reply is not routed to a queue: mandatory returns it (3.x)
             rejected = False
         else:
+            lagging = vhost.lagging_copies
             queues, rejected = vhost.publish(message.exchange, message)
-            for queue in queues:
-                if queue.consumers and len(queue.ready) > FLOW_QUEUE_BACKLOG:
-                    self.conn.flow_credit -= 1
+            if vhost.lagging_copies != lagging:  # copies into queues whose consumers lag: flow credit
+                self.conn.flow_credit -= vhost.lagging_copies - lagging
         stats = self.stats
         stats.publish += 1
         events = vhost.events
@@ -280,17 +290,19 @@ class ChannelSession:
                 delivered_event(queue, envelope, tag, consumer.consumer_tag, consumer.no_ack)
             if events.tracer is not None:
                 events.tracer.delivered(self, queue, envelope)
-        self.send_content(
-            encode_basic_deliver(
-                self.channel_id,
-                consumer.consumer_tag,
-                tag,
-                envelope.redelivered,
-                message.exchange,
-                message.routing_key,
-            ),
-            message,
+        conn = self.conn
+        frames = encode_basic_deliver_content(  # one write per delivery
+            self.channel_id,
+            consumer.consumer_tag,
+            tag,
+            envelope.redelivered,
+            message.exchange,
+            message.routing_key,
+            message.header_payload,
+            message.body,
+            conn.frame_max,
         )
+        conn.write(frames)
 
     def send_content(self, method_frame: bytes, message: Message) -> None:
         conn = self.conn
