@@ -105,6 +105,8 @@ SETTINGS: tuple[Setting, ...] = (
     # RabbitMQ 3.x's defaults (4.0 raised the memory watermark to 0.6); 50MB = 50,000,000 bytes.
     Setting("vm_memory_high_watermark", Watermark("relative", 0.4)),
     Setting("disk_free_limit", Watermark("absolute", 50_000_000)),
+    # "off" only to measure the planes' cost (warrenmq bench --plane-cost): see broker.config.model.
+    Setting("planes", "on", ("WARRENMQ_PLANES",)),
 )
 BY_NAME = {setting.name: setting for setting in SETTINGS}
 

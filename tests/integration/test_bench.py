@@ -47,3 +47,25 @@ def test_unknown_scenario_is_exit_2(amqp_url: str) -> None:
 def test_non_amqp_urls_are_refused() -> None:
     with pytest.raises(BenchError):
         Connection("http://127.0.0.1:1/")
+
+
+@pytest.mark.slow
+def test_plane_cost_runs_both_sides_of_this_build_and_prints_the_table(tmp_path: Path) -> None:
+    out = tmp_path / "planes.jsonl"
+    result = run_broker_cli(
+        "bench",
+        "--plane-cost",
+        "--rounds",
+        "1",
+        "--scale",
+        "0.01",
+        "--json",
+        str(out),
+        "pubsub",
+        timeout_s=300,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(row["planes"] for row in rows) == ["off", "on"]
+    assert all(row["rate"] > 0 for row in rows)
+    assert "| pubsub |" in result.stdout
