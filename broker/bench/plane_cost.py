@@ -5,11 +5,14 @@ defaults: message statistics sampled every 5 s behind the management and prometh
 enforced, the memory and disk alarms armed, tracing off) and "off" (`warrenmq serve --planes off`: no sampler,
 no HTTP listeners, no alarm monitor, every permission granted). The two alternate within each round, so a
 shared machine's drift hits both; the best run of each side is the least disturbed one and is compared.
+The broker's own CPU time per message (user + system, from /proc, timers included) moves far less with
+other people's load than a rate does, so it is reported too.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import statistics
 import subprocess
@@ -39,6 +42,16 @@ def start_broker(planes: str) -> tuple[subprocess.Popen[str], str]:
     raise RuntimeError(f"broker (--planes {planes}) exited before it was ready")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` (Linux /proc); 0.0 where there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def stop_broker(process: subprocess.Popen[str]) -> None:
     process.send_signal(signal.SIGTERM)
     try:
@@ -53,36 +66,56 @@ def run(
     rounds: int,
     measure: Callable[[str, str], Result],
     record: Callable[[dict[str, Any]], None],
-) -> dict[str, dict[str, list[float]]]:
-    """``measure(name, url)`` runs one scenario; ``record`` gets every row. Returns name -> side -> rates."""
+) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, list[float]]]]:
+    """``measure(name, url)`` runs one scenario; ``record`` gets every row. Returns name -> side -> rates, and
+    name -> side -> broker CPU µs per message."""
     rates: dict[str, dict[str, list[float]]] = {}
+    cpu: dict[str, dict[str, list[float]]] = {}
     for round_index in range(rounds):
         sides = SIDES if round_index % 2 == 0 else SIDES[::-1]
         for name in names:
             for side in sides:
                 process, url = start_broker(side)
                 try:
+                    before = cpu_seconds(process.pid)
                     result = measure(name, url)
+                    used = cpu_seconds(process.pid) - before
                 finally:
                     stop_broker(process)
+                messages = int(result.params.get("count", 0)) or 1
+                per_message = used / messages * 1e6
                 rates.setdefault(name, {}).setdefault(side, []).append(result.rate)
-                record({"name": name, "planes": side, "round": round_index, "rate": result.rate})
-    return rates
+                cpu.setdefault(name, {}).setdefault(side, []).append(per_message)
+                record(
+                    {
+                        "name": name,
+                        "planes": side,
+                        "round": round_index,
+                        "rate": result.rate,
+                        "cpu_us_per_msg": round(per_message, 3),
+                    }
+                )
+    return rates, cpu
 
 
-def table(rates: dict[str, dict[str, list[float]]]) -> str:
-    """Markdown: best and median rate of each side, and the cost of the planes (best against best)."""
+def table(rates: dict[str, dict[str, list[float]]], cpu: dict[str, dict[str, list[float]]]) -> str:
+    """Markdown: best rate of each side and the planes' cost against it; median broker CPU µs per message
+    of each side and the planes' cost against that."""
     lines = [
-        "| Scenario | planes off, best | planes on, best | cost (best) | off, median | on, median |",
-        "|---|---|---|---|---|---|",
+        "| Scenario | off, best msg/s | on, best msg/s | cost (best) | off, CPU µs/msg | on, CPU µs/msg "
+        "| cost (CPU) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, sides in rates.items():
         off, on = sides.get("off", []), sides.get("on", [])
+        off_cpu, on_cpu = cpu[name].get("off", []), cpu[name].get("on", [])
         if not off or not on:
             continue
         cost = (1 - max(on) / max(off)) * 100 if max(off) else float("nan")
+        median_off, median_on = statistics.median(off_cpu), statistics.median(on_cpu)
+        cpu_cost = (median_on / median_off - 1) * 100 if median_off else float("nan")
         lines.append(
             f"| {name} | {max(off):,.0f} | {max(on):,.0f} | {cost:+.1f}% | "
-            f"{statistics.median(off):,.0f} | {statistics.median(on):,.0f} |"
+            f"{median_off:.2f} | {median_on:.2f} | {cpu_cost:+.1f}% |"
         )
     return "\n".join(lines)

@@ -108,14 +108,14 @@ def _plane_cost(args: argparse.Namespace, names: Sequence[str]) -> int:
         row["label"] = args.label
         print(
             f"round {row['round'] + 1}  {row['name']:<11} planes {row['planes']:<3} "
-            f"{row['rate']:>12,.0f} msg/s"
+            f"{row['rate']:>12,.0f} msg/s  broker CPU {row['cpu_us_per_msg']:.2f} µs/msg"
         )
         if args.json_path:
             with open(args.json_path, "a") as out:
                 out.write(json.dumps(row) + "\n")
 
-    rates = plane_cost.run(names, args.rounds, lambda name, url: _measure(args, name, url), record)
-    print(plane_cost.table(rates))
+    rates, cpu = plane_cost.run(names, args.rounds, lambda name, url: _measure(args, name, url), record)
+    print(plane_cost.table(rates, cpu))
     return 0
 
 
