@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 RUN = HERE / "run.sh"
@@ -50,13 +51,15 @@ def _cpu_s(pid: int) -> tuple[float, float]:
 
 def _free(port: int) -> None:
     for _ in range(100):
-        out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout
+        out = subprocess.run(
+            ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=False
+        ).stdout
         if not out.strip():
             return
         time.sleep(0.1)
 
 
-def run_one(tree: str, scenario: str, port: int, serve_args: list[str], spy: Path | None) -> dict:
+def run_one(tree: str, scenario: str, port: int, serve_args: list[str], spy: Path | None) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [tree, os.environ.get("AB_PYTHONPATH")])))
     cmd = [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", str(port)]
     cmd += ["--log-level", "error", "--data-dir", "none", "--config-file", "none"]
@@ -71,15 +74,31 @@ def run_one(tree: str, scenario: str, port: int, serve_args: list[str], spy: Pat
                 spy.mkdir(parents=True, exist_ok=True)
                 out = spy / f"{scenario}-{Path(tree).name}-{int(time.time())}.txt"
                 spy_proc = subprocess.Popen(
-                    [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(broker.pid),
-                     "--rate", "250", "--format", "raw", "--output", str(out), "--nonblocking", *os.environ.get("AB_SPY_ARGS", "").split()],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    [
+                        str(Path(sys.executable).parent / "py-spy"),
+                        "record",
+                        "--pid",
+                        str(broker.pid),
+                        "--rate",
+                        "250",
+                        "--format",
+                        "raw",
+                        "--output",
+                        str(out),
+                        "--nonblocking",
+                        *os.environ.get("AB_SPY_ARGS", "").split(),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
                 )
                 time.sleep(1.0)
             before = _cpu_s(broker.pid)
             text = subprocess.run(
                 ["bash", str(RUN), "127.0.0.1", str(port), scenario],
-                capture_output=True, text=True, timeout=300,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
                 env=dict(os.environ, AMQPPERF_WORK=os.environ.get("AMQPPERF_WORK", "/tmp/amqpperf")),
             ).stdout
             after = _cpu_s(broker.pid)
@@ -112,7 +131,7 @@ def main() -> int:
     parser.add_argument("--raw", type=Path, default=None, help="append raw JSON lines here")
     args = parser.parse_args()
     trees = [tuple(item.split("=", 1)) for item in args.tree]
-    results: dict[tuple[str, str], list[dict]] = {}
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for round_index in range(args.rounds):
         order = trees if round_index % 2 == 0 else trees[::-1]
         for scenario in args.scenarios:
@@ -126,7 +145,8 @@ def main() -> int:
                 rate = data.get(RATE.get(scenario, "rate"))
                 print(
                     f"round {round_index + 1} {label:8} {scenario:10} rate {rate} "
-                    f"cpu/msg {data.get('cpu_us_per_msg', float('nan')):.2f} µs (sys {data.get('broker_sys_s', 0):.2f} of "
+                    f"cpu/msg {data.get('cpu_us_per_msg', float('nan')):.2f} µs "
+                    f"(sys {data.get('broker_sys_s', 0):.2f} of "
                     f"{data.get('broker_cpu_s', 0):.2f} s) "
                     f"p50 {data.get('lat_us', {}).get('p50')} bg {data.get('bg_cpu')}",
                     flush=True,

@@ -6,6 +6,7 @@ the rest go through pamqp and the per-class handler modules.
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +35,7 @@ from broker.session.handlers.table import HANDLERS
 from broker.session.ports import ConnectionPort
 from broker.session.routing_headers import check_routing_headers
 from broker.session.tx import Transaction
-from protocol.channel_state import ContentAssembler
+from protocol.channel_state import AssemblerState, ContentAssembler
 from protocol.codec import BASIC_ACK, BASIC_NACK, BASIC_PUBLISH, BASIC_REJECT, decode_method, encode_delivery
 from protocol.errors import AMQPError, ChannelError, HardError, ReplyCode
 from protocol.fastpath import (
@@ -47,7 +48,9 @@ from protocol.fastpath import (
     encode_basic_return,
 )
 
-_METHOD_ID = slice(0, 4)
+# Method frames are at least 4 bytes (protocol.framing); module constants: cheaper than Enum/int lookups.
+_METHOD_ID = struct.Struct("!I").unpack_from
+_IDLE = AssemblerState.IDLE
 
 
 class ChannelSession:
@@ -90,14 +93,15 @@ class ChannelSession:
     # -- frames in
 
     def on_method_frame(self, payload: bytes) -> None:
-        if not self.assembler.idle:
-            self.assembler.on_method()
-        method_id = int.from_bytes(payload[_METHOD_ID], "big")
+        assembler = self.assembler
+        if assembler.state is not _IDLE:
+            assembler.on_method()
+        method_id = _METHOD_ID(payload)[0]
         if method_id == BASIC_PUBLISH:
             exchange, routing_key, mandatory, immediate = decode_basic_publish(payload)
             if immediate:
                 raise HardError(ReplyCode.NOT_IMPLEMENTED, "immediate=true", 60, 40)
-            self.assembler.expect((exchange, routing_key, mandatory))
+            assembler.expect((exchange, routing_key, mandatory))
         elif method_id == BASIC_ACK:
             tag, multiple = decode_basic_ack(payload)
             self.settle(tag, multiple, None)
