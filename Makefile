@@ -30,8 +30,8 @@ run: $(RUN_STAMP)
 
 lint: $(STAMP)
 	bash -n .ci/run
-	$(VENV)/bin/ruff check protocol broker tests benchmarks examples setup.py perf/compare.py perf/journal_cost.py perf/access_cost.py
-	$(VENV)/bin/ruff format --check protocol broker tests benchmarks examples setup.py perf/compare.py perf/journal_cost.py perf/access_cost.py
+	$(VENV)/bin/ruff check protocol broker tests benchmarks examples setup.py perf/compare.py perf/ab.py perf/journal_cost.py perf/access_cost.py
+	$(VENV)/bin/ruff format --check protocol broker tests benchmarks examples setup.py perf/compare.py perf/ab.py perf/journal_cost.py perf/access_cost.py
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
@@ -63,7 +63,8 @@ test: lint typecheck contracts ui-test pytest
 bench: $(STAMP)
 	$(PY) -m pytest benchmarks -p no:cacheprovider --benchmark-columns=mean,stddev,ops,rounds --benchmark-sort=name
 
-# Side-by-side broker comparison with amqpperf (needs librabbitmq-dev and rabbitmq-server); writes docs/benchmarks.md.
+# Side-by-side broker comparison with amqpperf (needs librabbitmq-dev, amqp-tools, rabbitmq-server and garagemq);
+# rewrites the table between the markers in docs/benchmarks.md.
 benchmarks: $(STAMP)
 	$(PY) perf/compare.py --output docs/benchmarks.md
 

@@ -1,9 +1,11 @@
-"""Compare WarrenMQ and RabbitMQ with amqpperf in one sitting and write docs/benchmarks.md.
+"""Compare WarrenMQ, RabbitMQ and garagemq with amqpperf in one sitting and write docs/benchmarks.md.
 
-Each scenario runs on a freshly started broker (no carry-over between scenarios), the two brokers alternating
-within every round; the table reports medians over rounds and the WarrenMQ/RabbitMQ ratio. Requires
-librabbitmq-dev (amqpperf) and Debian's rabbitmq-server. Usage: `make benchmarks` or
-`python perf/compare.py --rounds 3 --output docs/benchmarks.md`.
+Each scenario runs on a freshly started broker (no carry-over between scenarios), the brokers taking turns
+within every round (the order rotates each round); the table reports medians over rounds and WarrenMQ's
+ratio to each other broker. Requires librabbitmq-dev (amqpperf), amqp-tools, Debian's rabbitmq-server and,
+for the third column, Debian's garagemq (left out when not installed). Usage: `make benchmarks` or
+`python perf/compare.py --rounds 3 --output docs/benchmarks.md`. When the output file holds the markers
+below, only the text between them is replaced, so the rest of docs/benchmarks.md survives a re-run.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import signal
 import statistics
 import subprocess
@@ -25,6 +28,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RUN = HERE / "run.sh"
 RABBITMQ = HERE / "brokers" / "rabbitmq.sh"
+LAUNCHERS = {"rabbitmq": RABBITMQ, "garagemq": HERE / "brokers" / "garagemq.sh"}
+NAMES = {"warrenmq": "WarrenMQ", "rabbitmq": "RabbitMQ", "garagemq": "garagemq"}
+BEGIN = "<!-- perf/compare.py: begin -->"
+END = "<!-- perf/compare.py: end -->"
 
 # scenario -> (label, metric extractor, unit, higher is better)
 METRICS = {
@@ -86,6 +93,12 @@ METRICS = {
         False,
     ),
     "pubsub-lat": ("p99 latency at 10k msg/s", lambda d: d["lat_us"]["p99"], "µs", False),
+    "fanout-lat": (
+        "fanout to 10 queues, p50 latency at 20k deliveries/s",
+        lambda d: d["lat_us"]["p50"],
+        "µs",
+        False,
+    ),
     "conns": ("memory per idle connection (1,000)", lambda d: d["kb_per_conn"], "KiB", False),
     "coldstart": (
         "cold start to first handshake",
@@ -136,6 +149,14 @@ def _warrenmq_cmd(port: int, data_dir: str) -> list[str]:
         "error",
         "--data-dir",
         data_dir,
+        # What users run (statistics sampled behind the HTTP listeners), on ephemeral ports; no system
+        # rabbitmq.conf, so the figures do not depend on what else is installed here.
+        "--management-port",
+        "0",
+        "--prometheus-port",
+        "0",
+        "--config-file",
+        "none",
         # e.g. WARRENMQ_ARGS="--fsync batch": confirm once written to the OS, as osiris confirms a stream
         # chunk once written (RabbitMQ relies on replication, not fsync, for streams).
         *os.environ.get("WARRENMQ_ARGS", "").split(),
@@ -161,7 +182,7 @@ def run_scenario(broker: str, scenario: str, port: int) -> dict[str, object]:
         if broker == "warrenmq":
             env["BROKER_CMD"] = " ".join(_warrenmq_cmd(port, tempfile.mkdtemp(prefix="warrenmq-perf-")))
         else:
-            env["BROKER_CMD"] = f"bash {RABBITMQ} fg {port}"
+            env["BROKER_CMD"] = f"bash {LAUNCHERS[broker]} fg {port}"
         _free(port)
         return _amqpperf(port, scenario, env)
     if broker == "warrenmq":
@@ -186,13 +207,12 @@ def run_scenario(broker: str, scenario: str, port: int) -> dict[str, object]:
                 process.send_signal(signal.SIGTERM)
                 process.wait(timeout=30)
                 _free(port)
-    subprocess.run(["bash", str(RABBITMQ), "start", str(port)], check=True, capture_output=True, timeout=180)
+    launcher = str(LAUNCHERS[broker])
+    subprocess.run(["bash", launcher, "start", str(port)], check=True, capture_output=True, timeout=180)
     try:
         return _amqpperf(port, scenario, env)
     finally:
-        subprocess.run(
-            ["bash", str(RABBITMQ), "stop", str(port)], capture_output=True, timeout=120, check=False
-        )
+        subprocess.run(["bash", launcher, "stop", str(port)], capture_output=True, timeout=120, check=False)
         _free(port)
 
 
@@ -207,41 +227,60 @@ def _version(cmd: list[str]) -> str:
         return "unknown"
 
 
-def render(results: dict[str, dict[str, list[float]]], rounds: int, argv: list[str]) -> str:
+def render(
+    results: dict[str, dict[str, list[float]]], brokers: list[str], rounds: int, argv: list[str]
+) -> str:
     today = datetime.date.today().isoformat()
     with open("/proc/cpuinfo") as cpuinfo:
         cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
-    rabbit = _version(["dpkg-query", "-W", "-f", "${Version}", "rabbitmq-server"])
+    versions = {
+        "rabbitmq": f"RabbitMQ {_version(['dpkg-query', '-W', '-f', '${Version}', 'rabbitmq-server'])} "
+        "(Debian, default config, no plugins)",
+        "garagemq": f"garagemq {_version(['dpkg-query', '-W', '-f', '${Version}', 'garagemq'])} "
+        "(Debian, its packaged config, in-memory queues)",
+    }
+    others = [broker for broker in brokers if broker != "warrenmq"]
+    names = [NAMES[broker] for broker in brokers]
     lines = [
-        "# Benchmarks: WarrenMQ vs RabbitMQ, same machine, same generator, one sitting",
+        f"# Benchmarks: {', '.join(names)}; same machine, same generator, one sitting",
         "",
         f"Measured {today} on {os.cpu_count()} cores ({cpu}), Python {platform.python_version()},",
-        f"RabbitMQ {rabbit} (Debian, default config, no plugins). Broker and generator share the cores.",
-        f"Generator: amqpperf (`perf/amqpperf.c`, librabbitmq). Medians of {rounds} round(s); each scenario",
-        "runs on a freshly started broker, the two brokers alternating within each round. Ratio = WarrenMQ /",
-        "RabbitMQ for rates; for latency, memory and start-up RabbitMQ / WarrenMQ (above 1: WarrenMQ wins).",
+        *(f"{versions[broker]}," for broker in others),
+        "WarrenMQ as `warrenmq serve` ships (statistics, permissions, alarms on, tracing off), a fresh",
+        "data directory per start.",
+        "Broker and generator share the cores. Generator: amqpperf (`perf/amqpperf.c`, librabbitmq).",
+        f"Medians of {rounds} round(s); each scenario runs on a freshly started broker, the brokers taking",
+        "turns within each round. Ratio = WarrenMQ / other for rates; for latency, memory and start-up",
+        "other / WarrenMQ (above 1: WarrenMQ wins).",
         "",
-        "| Scenario | WarrenMQ | RabbitMQ | Ratio | Unit |",
-        "|---|---|---|---|---|",
+        "| Scenario | "
+        + " | ".join(names)
+        + " | "
+        + " | ".join(f"vs {NAMES[o]}" for o in others)
+        + " | Unit |",
+        "|---|" + "---|" * (len(brokers) + len(others)) + "---|",
     ]
     for scenario, (label, _, unit, higher) in METRICS.items():
-        if scenario not in results:
+        if scenario not in results or not results[scenario].get("warrenmq"):
             continue
-        w, r = results[scenario].get("warrenmq", []), results[scenario].get("rabbitmq", [])
-        if not w or not r:
-            continue
-        wm, rm = statistics.median(w), statistics.median(r)
-        ratio = (wm / rm if higher else rm / wm) if wm and rm else float("nan")
+        medians = {b: statistics.median(v) for b, v in results[scenario].items() if v}
+        cells = [f"{medians[b]:,.1f}" if b in medians else "—" for b in brokers]
+        wm = medians["warrenmq"]
+        ratios = []
+        for other in others:
+            om = medians.get(other)
+            ratio = (wm / om if higher else om / wm) if om and wm else None
+            ratios.append(f"{ratio:.2f}×" if ratio is not None else "—")  # noqa: RUF001
         mark = " ¹" if scenario in CAVEATS else ""
-        lines.append(f"| {label}{mark} | {wm:,.1f} | {rm:,.1f} | {ratio:.2f}× | {unit} |")  # noqa: RUF001
+        lines.append(f"| {label}{mark} | " + " | ".join(cells + ratios) + f" | {unit} |")
     notes = sorted({CAVEATS[s] for s in results if s in CAVEATS})
     lines += ["", *(f"¹ {note}" for note in notes)]
     lines += [
         "",
-        "Reproduce: `make benchmarks` (this file), or by hand:",
+        "Reproduce: `make benchmarks` (this table), or by hand:",
         "",
         "```sh",
-        "apt-get install -y librabbitmq-dev amqp-tools rabbitmq-server",
+        "apt-get install -y librabbitmq-dev amqp-tools rabbitmq-server garagemq",
         f"python perf/compare.py {' '.join(argv)}".rstrip(),
         "bash perf/run.sh 127.0.0.1 PORT pub16 pubsub ...     # one broker, raw JSON lines",
         "```",
@@ -250,19 +289,41 @@ def render(results: dict[str, dict[str, list[float]]], rounds: int, argv: list[s
     return "\n".join(lines)
 
 
+def write(output: Path, text: str) -> None:
+    """Replace what lies between the markers when ``output`` has them, else write the whole file."""
+    block = f"{BEGIN}\n{text}{END}\n"
+    current = output.read_text() if output.exists() else ""
+    if BEGIN in current and END in current:
+        head, rest = current.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1].lstrip("\n")
+        output.write_text(head + block + ("\n" + tail if tail else ""))
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(block)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("scenarios", nargs="*", default=DEFAULT)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--port", type=int, default=5698)
+    parser.add_argument(
+        "--brokers",
+        default="warrenmq,rabbitmq,garagemq" if shutil.which("garagemq") else "warrenmq,rabbitmq",
+        help="comma-separated, from warrenmq, rabbitmq, garagemq (default: all installed)",
+    )
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument("--raw", type=Path, default=None, help="append every raw JSON result here")
     args = parser.parse_args()
+    brokers = [name for name in args.brokers.split(",") if name]
+    unknown = [name for name in brokers if name not in NAMES]
+    if unknown or "warrenmq" not in brokers:
+        parser.error(f"--brokers: warrenmq and any of rabbitmq, garagemq (got {args.brokers})")
     results: dict[str, dict[str, list[float]]] = {}
     for round_index in range(args.rounds):
         for scenario in args.scenarios:
-            order = ["warrenmq", "rabbitmq"] if round_index % 2 == 0 else ["rabbitmq", "warrenmq"]
-            for broker in order:
+            shift = round_index % len(brokers)
+            for broker in brokers[shift:] + brokers[:shift]:
                 data = run_scenario(broker, scenario, args.port)
                 data["broker"], data["round"] = broker, round_index
                 if args.raw:
@@ -276,8 +337,7 @@ def main() -> int:
                         continue
                     results.setdefault(row, {}).setdefault(broker, []).append(value)
                     print(f"round {round_index + 1} {broker:8} {row:10} {value:,.1f}", flush=True)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(render(results, args.rounds, sys.argv[1:]))
+    write(args.output, render(results, brokers, args.rounds, sys.argv[1:]))
     print(f"wrote {args.output}")
     return 0
 

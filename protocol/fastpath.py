@@ -39,6 +39,7 @@ _ACK_FRAME = struct.Struct("!BHIIQBB")  # frame header, method id, delivery-tag,
 _RETURN_HEAD = struct.Struct("!BHIIHB")  # frame header, method id, reply-code, reply-text length
 _CONTENT_HEADER = struct.Struct("!HHQH")  # class-id, weight, body-size, first property-flags word
 _SHORT_LEN: Final = tuple(bytes((n,)) for n in range(256))
+_FRAME_HEAD = struct.Struct("!BHI")  # frame type, channel, payload size
 # Memo sizes: a full cache is simply cleared (cheap, and hostile streams of distinct payloads stay bounded).
 _CACHE_SIZE: Final = 1024
 _PUBLISH_CACHE: dict[bytes, tuple[str, str, bool, bool]] = {}
@@ -154,6 +155,66 @@ def encode_basic_deliver(
             _END,
         )
     )
+
+
+def encode_basic_deliver_content(
+    channel: int,
+    consumer_tag: str,
+    delivery_tag: int,
+    redelivered: bool,
+    exchange: str,
+    routing_key: str,
+    header_payload: bytes,
+    body: bytes,
+    frame_max: int,
+) -> bytes:
+    """A basic.deliver frame, its content-header frame and body frame(s) as one bytes object, built with one
+    join (design §4.5: one write per delivery). Equal to `encode_basic_deliver` followed by
+    `protocol.codec.encode_delivery`: no body frame for an empty body, ``frame_max - 8`` bytes per frame."""
+    ct = consumer_tag.encode()
+    ex = exchange.encode()
+    rk = routing_key.encode()
+    lct, lex, lrk = len(ct), len(ex), len(rk)
+    if (lct | lex | lrk) > 255:
+        raise ValueError("basic.deliver short string longer than 255 bytes")
+    head = _FRAME_HEAD.pack
+    size = len(body)
+    if size and (not frame_max or size <= frame_max - 8):  # the common case: one body frame
+        return b"".join(
+            (
+                _DELIVER_HEAD.pack(1, channel, 16 + lct + lex + lrk, BASIC_DELIVER, lct),
+                ct,
+                _TAG_BIT_LEN.pack(delivery_tag, redelivered, lex),
+                ex,
+                _SHORT_LEN[lrk],
+                rk,
+                _END,
+                head(2, channel, len(header_payload)),
+                header_payload,
+                _END,
+                head(3, channel, size),
+                body,
+                _END,
+            )
+        )
+    parts: list[bytes | memoryview] = [
+        _DELIVER_HEAD.pack(1, channel, 16 + lct + lex + lrk, BASIC_DELIVER, lct),
+        ct,
+        _TAG_BIT_LEN.pack(delivery_tag, redelivered, lex),
+        ex,
+        _SHORT_LEN[lrk],
+        rk,
+        _END,
+        head(2, channel, len(header_payload)),
+        header_payload,
+        _END,
+    ]
+    chunk = frame_max - 8
+    view = memoryview(body)
+    for start in range(0, size, chunk):
+        part = view[start : start + chunk]
+        parts += (head(3, channel, len(part)), part, _END)
+    return b"".join(parts)
 
 
 def encode_basic_get_ok(

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from broker.bench import scenarios
+from broker.bench import plane_cost, scenarios
 from broker.bench.scenarios import Result
 
 # name -> (callable, default keyword arguments). Counts scale with --scale; names follow amqpperf's.
@@ -58,6 +58,13 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "--json", dest="json_path", help="also append one JSON line per scenario to this file"
     )
     parser.add_argument("--label", default="", help="free text copied into every JSON line")
+    parser.add_argument(
+        "--plane-cost",
+        action="store_true",
+        help="ignore --url: start this build with its planes on (statistics, permissions, alarms; tracing "
+        "off) and with --planes off, alternating on fresh brokers, and print what the planes cost",
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of --plane-cost (default 5)")
     return parser
 
 
@@ -69,17 +76,12 @@ def run(args: argparse.Namespace) -> int:
             f"unknown scenario(s): {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}", file=sys.stderr
         )
         return 2
+    if args.plane_cost:
+        return _plane_cost(args, names)
     rows = []
     for name in names:
-        function, defaults = SCENARIOS[name]
-        kwargs = dict(defaults)
-        for key in _COUNTED:
-            if key in kwargs:
-                kwargs[key] = max(1, int(kwargs[key] * args.scale))
-        if name == "conns":
-            kwargs["pid"] = args.pid
         try:
-            result = function(args.url, **kwargs)
+            result = _measure(args, name, args.url)
         except Exception as error:  # one failing scenario must not hide the others' figures
             print(f"{name}: failed: {error}", file=sys.stderr)
             continue
@@ -90,6 +92,33 @@ def run(args: argparse.Namespace) -> int:
             with open(args.json_path, "a") as out:
                 out.write(json.dumps(row) + "\n")
     return 0 if len(rows) == len(names) else 1
+
+
+def _measure(args: argparse.Namespace, name: str, url: str) -> Result:
+    function, defaults = SCENARIOS[name]
+    kwargs = dict(defaults)
+    for key in _COUNTED:
+        if key in kwargs:
+            kwargs[key] = max(1, int(kwargs[key] * args.scale))
+    if name == "conns":
+        kwargs["pid"] = args.pid
+    return function(url, **kwargs)
+
+
+def _plane_cost(args: argparse.Namespace, names: Sequence[str]) -> int:
+    def record(row: dict[str, Any]) -> None:
+        row["label"] = args.label
+        print(
+            f"round {row['round'] + 1}  {row['name']:<11} planes {row['planes']:<3} "
+            f"{row['rate']:>12,.0f} msg/s  broker CPU {row['cpu_us_per_msg']:.2f} µs/msg"
+        )
+        if args.json_path:
+            with open(args.json_path, "a") as out:
+                out.write(json.dumps(row) + "\n")
+
+    rates, cpu = plane_cost.run(names, args.rounds, lambda name, url: _measure(args, name, url), record)
+    print(plane_cost.table(rates, cpu))
+    return 0
 
 
 def _line(row: dict[str, Any]) -> str:

@@ -24,6 +24,7 @@ CHOICES = {
     "log_level": ("debug", "info", "warning", "error"),
     "fsync": ("always", "batch", "never"),
     "report_as": ("rabbitmq", "warrenmq"),
+    "planes": ("on", "off"),
 }
 
 
@@ -121,6 +122,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--enabled-plugins-file",
         help="(WARRENMQ_ENABLED_PLUGINS_FILE, RABBITMQ_ENABLED_PLUGINS_FILE; "
         "default /etc/rabbitmq/enabled_plugins when present; absent: every plugin WarrenMQ has)",
+    )
+    add(
+        "--planes",
+        choices=CHOICES["planes"],
+        help="off: a baseline for measuring what the planes cost (warrenmq bench --plane-cost), never for "
+        "service: no statistics sampler, management or prometheus listener, no resource alarms, every "
+        "permission granted (WARRENMQ_PLANES; default on)",
     )
     add_journal_arguments(parser)
 
@@ -243,8 +251,9 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
     profile = PROFILES[value("profile")]
     users = value("users") or {value("default_user"): value("default_pass")}
     vhosts = value("vhosts") or (value("default_vhost"),)
+    planes = value("planes") == "on"
     management_port = value("management_port")
-    if management_port < 0 or not loaded.plugin_on(MANAGEMENT):
+    if management_port < 0 or not loaded.plugin_on(MANAGEMENT) or not planes:
         management_port = None
     rabbitmq = value("report_as") == "rabbitmq"
     return ServerConfig(
@@ -283,7 +292,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         fsync=value("fsync"),
         prometheus_port=(
             value("prometheus_port")
-            if loaded.plugin_on(PROMETHEUS) and value("prometheus_port") >= 0
+            if loaded.plugin_on(PROMETHEUS) and value("prometheus_port") >= 0 and planes
             else None
         ),
         collect_statistics_interval_ms=max(value("collect_statistics_interval"), 1),
@@ -294,6 +303,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         vm_memory_high_watermark=value("vm_memory_high_watermark"),
         vm_memory_high_watermark_paging_ratio=value("vm_memory_high_watermark_paging_ratio"),
         disk_free_limit=value("disk_free_limit"),
+        planes=planes,
         enabled_plugins=loaded.enabled_plugins,
         node_name=value("node_name"),
         ssl_port=value("ssl_port"),

@@ -106,6 +106,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("vm_memory_high_watermark", Watermark("relative", 0.4)),
     Setting("vm_memory_high_watermark_paging_ratio", 0.5),
     Setting("disk_free_limit", Watermark("absolute", 50_000_000)),
+    # "off" only to measure the planes' cost (warrenmq bench --plane-cost): see broker.config.model.
+    Setting("planes", "on", ("WARRENMQ_PLANES",)),
 )
 BY_NAME = {setting.name: setting for setting in SETTINGS}
 

@@ -78,6 +78,10 @@ class ServerConfig:
     # Queues page message bodies to disk past this fraction of the watermark (above 1: never).
     vm_memory_high_watermark_paging_ratio: float = 0.5
     disk_free_limit: Watermark = Watermark("absolute", 50_000_000)
+    # False (--planes off): the baseline `warrenmq bench --plane-cost` compares with, never for service: no
+    # statistics sampler (no management or prometheus listener), no resource alarms, every permission
+    # granted. The hot path's counters and permission-cache lookup run either way.
+    planes: bool = True
     # Plugins switched on by enabled_plugins (None: no file, every plugin WarrenMQ implements is on).
     enabled_plugins: tuple[str, ...] | None = None
     node_name: str = "rabbit@localhost"

@@ -130,6 +130,8 @@ class AccessControl:
         self.permissions: dict[tuple[str, str], VhostPermission] = {}
         self.topic_permissions: dict[tuple[str, str, str], TopicPermission] = {}
         self.version = 0
+        # False only for `--planes off` (the baseline of warrenmq bench --plane-cost): every check passes.
+        self.enforced = True
         # Told what changed (a user's name, (user, vhost), or (user, vhost, exchange)), so the broker can
         # mirror the change into its store; not told of a vhost's deletion, which the store handles whole.
         self.on_change: Callable[[Change, tuple[str, ...]], None] | None = None
@@ -268,6 +270,8 @@ class AccessControl:
         The default exchange is checked as "amq.default" (rabbit_channel). ``resource_kind`` is "exchange"
         or "queue"; both use the same regexes, as in RabbitMQ; "topic" goes through `authorize_topic`.
         """
+        if not self.enforced:
+            return True
         entry = self.permissions.get((user, vhost))
         if entry is None:
             return False
@@ -283,7 +287,7 @@ class AccessControl:
         key.
         """
         entry = self.topic_permissions.get((user, vhost, exchange))
-        if entry is None:
+        if entry is None or not self.enforced:
             return True
         raw = entry.write if permission == "write" else entry.read
         if "{" in raw:

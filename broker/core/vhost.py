@@ -32,6 +32,11 @@ from broker.core.stats import ChannelStats, ChurnStats
 from broker.core.vhost_topology import VhostTopology
 from protocol.errors import ChannelError, ReplyCode, no_exchange
 
+# A queue "lags" when it has consumers and more ready messages than this: each copy routed into it is
+# counted in `VirtualHost.lagging_copies`, which the session charges to the publisher's flow credit
+# (RabbitMQ's credit_flow: a publisher slows down to the pace of the queues it feeds).
+LAGGING_BACKLOG = 1000
+
 
 class VhostConnection(Protocol):
     """What the vhost needs from a connection opened on it (the session implements it)."""
@@ -73,6 +78,9 @@ class VirtualHost(VhostTopology):
         self.churn = ChurnStats()
         self.channel_totals = ChannelStats()
         self.dead_lettered: dict[tuple[str, str, str], int] = {}  # (reason, queue type, strategy) -> count
+        # Copies enqueued into lagging queues, ever: a session reads it around one socket read (flow credit),
+        # so the publish path pays one test per queue it already touches and no second walk.
+        self.lagging_copies = 0
 
     # -- queues
 
@@ -194,6 +202,8 @@ class VirtualHost(VhostTopology):
             queue.stats.publish += 1
             if not queue.enqueue(message):
                 rejected = True
+            if queue.consumers and len(queue.ready) > LAGGING_BACKLOG:
+                self.lagging_copies += 1
         return queues, rejected
 
     # -- QueueHost (broker.core.queue), DeadLetterHost and DelayHost

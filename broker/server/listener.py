@@ -86,6 +86,7 @@ class Server:
             persistence=self.writer,
         )
         self.broker.disable_exchange_types(disabled_exchange_types(config.enabled_plugins))
+        self.broker.access.enforced = config.planes
         self.connections: set[AMQPProtocol] = set()
         self._server: asyncio.Server | None = None
         # Resource alarms block publishers (broker.server.flow_control); sampling starts with start().
@@ -148,7 +149,8 @@ class Server:
         self.recover()
         if self.journal is not None:
             self.journal.start()
-        self.alarms.start()
+        if self.config.planes:
+            self.alarms.start()
         self._server = await self.loop.create_server(
             lambda: AMQPProtocol(self),
             host=self.config.host,

@@ -6,7 +6,9 @@ the rest go through pamqp and the per-class handler modules.
 
 from __future__ import annotations
 
+import struct
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from pamqp import commands
@@ -23,7 +25,6 @@ from broker.core.stream_queue import refuse_stream_settle
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.session import confirms, direct_reply, lifecycle_events
 from broker.session.access_checks import check_publish
-from broker.session.config import FLOW_QUEUE_BACKLOG
 from broker.session.fates import (
     delivered_event,
     forget_settled,
@@ -35,7 +36,7 @@ from broker.session.handlers.table import HANDLERS
 from broker.session.ports import ConnectionPort
 from broker.session.routing_headers import check_routing_headers
 from broker.session.tx import Transaction
-from protocol.channel_state import ContentAssembler
+from protocol.channel_state import AssemblerState, ContentAssembler
 from protocol.codec import BASIC_ACK, BASIC_NACK, BASIC_PUBLISH, BASIC_REJECT, decode_method, encode_delivery
 from protocol.errors import AMQPError, ChannelError, HardError, ReplyCode
 from protocol.fastpath import (
@@ -44,11 +45,13 @@ from protocol.fastpath import (
     decode_basic_nack,
     decode_basic_publish,
     decode_basic_reject,
-    encode_basic_deliver,
+    encode_basic_deliver_content,
     encode_basic_return,
 )
 
-_METHOD_ID = slice(0, 4)
+# Method frames are at least 4 bytes (protocol.framing); module constants: cheaper than Enum/int lookups.
+_METHOD_ID = struct.Struct("!I").unpack_from
+_IDLE = AssemblerState.IDLE
 
 
 class ChannelSession:
@@ -75,6 +78,11 @@ class ChannelSession:
         self.last_queue = ""
         self.reply_key = ""  # this channel's direct reply-to key, when it has a reply consumer
         self.stats = ChannelStats()  # message_stats: increments only (design §4)
+        # A completed publish goes here: through the connection's first-publish hook until it has run, then
+        # straight to `_published`, so later messages pay no test for it.
+        self._on_content: Callable[[Any, HeaderInfo, bytes, bytes], None] = (
+            self._published if connection.published else self._first_published
+        )
         # This channel's authorize() answers (rabbit_channel keeps a permission cache per channel too).
         vhost = connection.vhost
         self.access = DecisionCache(
@@ -87,14 +95,15 @@ class ChannelSession:
     # -- frames in
 
     def on_method_frame(self, payload: bytes) -> None:
-        if not self.assembler.idle:
-            self.assembler.on_method()
-        method_id = int.from_bytes(payload[_METHOD_ID], "big")
+        assembler = self.assembler
+        if assembler.state is not _IDLE:
+            assembler.on_method()
+        method_id = _METHOD_ID(payload)[0]
         if method_id == BASIC_PUBLISH:
             exchange, routing_key, mandatory, immediate = decode_basic_publish(payload)
             if immediate:
                 raise HardError(ReplyCode.NOT_IMPLEMENTED, "immediate=true", 60, 40)
-            self.assembler.expect((exchange, routing_key, mandatory))
+            assembler.expect((exchange, routing_key, mandatory))
         elif method_id == BASIC_ACK:
             tag, multiple = decode_basic_ack(payload)
             self.settle(tag, multiple, None)
@@ -124,12 +133,12 @@ class ChannelSession:
     def on_header(self, payload: bytes) -> None:
         done = self.assembler.on_header(payload)
         if done is not None:
-            self._published(*done)
+            self._on_content(*done)
 
     def on_body(self, payload: bytes) -> None:
         done = self.assembler.on_body(payload)
         if done is not None:
-            self._published(*done)
+            self._on_content(*done)
 
     def on_method_while_closing(self, method: Frame) -> None:
         """After the broker sent channel.close only close and close-ok count (spec 2.2.4); the rest is
@@ -147,12 +156,17 @@ class ChannelSession:
 
     # -- publishing
 
+    def _first_published(self, context: Any, info: HeaderInfo, header_payload: bytes, body: bytes) -> None:
+        self._on_content = self._published
+        conn = self.conn
+        if not conn.published:
+            conn.published = True
+            if conn.on_first_publish is not None:
+                conn.on_first_publish()
+        self._published(context, info, header_payload, body)
+
     def _published(self, context: Any, info: HeaderInfo, header_payload: bytes, body: bytes) -> None:
         exchange, routing_key, mandatory = context
-        if not self.conn.published:
-            self.conn.published = True
-            if self.conn.on_first_publish is not None:
-                self.conn.on_first_publish()
         access = self.access
         # rabbit_channel basic.publish: write on the exchange first, the routing key on a topic exchange
         # after the exchange's existence. Approved exchanges cost one dict lookup while nothing changes.
@@ -198,10 +212,10 @@ class ChannelSession:
             queues: list[Queue] = []  # a direct reply is not routed to a queue: mandatory returns it (3.x)
             rejected = False
         else:
+            lagging = vhost.lagging_copies
             queues, rejected = vhost.publish(message.exchange, message)
-            for queue in queues:
-                if queue.consumers and len(queue.ready) > FLOW_QUEUE_BACKLOG:
-                    self.conn.flow_credit -= 1
+            if vhost.lagging_copies != lagging:  # copies into queues whose consumers lag: flow credit
+                self.conn.flow_credit -= vhost.lagging_copies - lagging
         stats = self.stats
         stats.publish += 1
         events = vhost.events
@@ -283,17 +297,19 @@ class ChannelSession:
                 delivered_event(queue, envelope, tag, consumer.consumer_tag, consumer.no_ack)
             if events.tracer is not None:
                 events.tracer.delivered(self, queue, envelope)
-        self.send_content(
-            encode_basic_deliver(
-                self.channel_id,
-                consumer.consumer_tag,
-                tag,
-                envelope.redelivered,
-                message.exchange,
-                message.routing_key,
-            ),
-            message,
+        conn = self.conn
+        frames = encode_basic_deliver_content(  # one write per delivery
+            self.channel_id,
+            consumer.consumer_tag,
+            tag,
+            envelope.redelivered,
+            message.exchange,
+            message.routing_key,
+            message.header_payload,
+            message.body,
+            conn.frame_max,
         )
+        conn.write(frames)
 
     def send_content(self, method_frame: bytes, message: Message) -> None:
         conn = self.conn

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from broker.core.vhost import LAGGING_BACKLOG
+
 # RabbitMQ 3.13 defaults (rabbit.app / deps/rabbit/Makefile).
 DEFAULT_FRAME_MAX = 131072
 DEFAULT_CHANNEL_MAX = 2047
@@ -18,7 +20,7 @@ DEFAULT_CONSUMER_TIMEOUT_MS = 30 * 60 * 1000
 # grants FLOW_MORE_CREDIT. A queue without consumers costs nothing: its backlog is the memory alarm's concern.
 FLOW_INITIAL_CREDIT = 400
 FLOW_MORE_CREDIT = 200
-FLOW_QUEUE_BACKLOG = 1000
+FLOW_QUEUE_BACKLOG = LAGGING_BACKLOG
 
 
 @dataclass(frozen=True, slots=True)

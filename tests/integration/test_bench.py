@@ -60,3 +60,25 @@ def test_decode_scenario_shows_linear_scaling_from_1_kb_to_1_mb(tmp_path: Path) 
     assert {f"{shape}_1024KB_us" for shape in ("many_small", "void_array", "few_large")} <= set(extra)
     for shape in ("many_small", "void_array", "few_large"):
         assert extra[f"{shape}_scaling"] < 5, (shape, extra)
+
+
+@pytest.mark.slow
+def test_plane_cost_runs_both_sides_of_this_build_and_prints_the_table(tmp_path: Path) -> None:
+    out = tmp_path / "planes.jsonl"
+    result = run_broker_cli(
+        "bench",
+        "--plane-cost",
+        "--rounds",
+        "1",
+        "--scale",
+        "0.01",
+        "--json",
+        str(out),
+        "pubsub",
+        timeout_s=300,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(row["planes"] for row in rows) == ["off", "on"]
+    assert all(row["rate"] > 0 for row in rows)
+    assert "| pubsub |" in result.stdout

@@ -148,3 +148,17 @@ def test_a_decision_cache_answers_as_authorize_and_forgets_on_any_change() -> No
     assert cache.allowed("exchange", "bx", "write")
     access.clear_permission("u", "/")
     assert not cache.allowed("exchange", "bx", "write")
+
+
+def test_planes_off_grants_every_permission_and_on_enforces_them_again() -> None:
+    """`--planes off` (the baseline of `warrenmq bench --plane-cost`) lifts every check, topic ones too."""
+    access = AccessControl()
+    access.set_permission("u", "/", "", "", "")
+    access.set_topic_permission("u", "/", "t", "^never$", "^never$")
+    access.enforced = False
+    assert access.authorize("u", "/", "queue", "q", "read")
+    assert access.authorize("nobody", "/", "exchange", "x", "write")
+    assert access.authorize_topic("u", "/", "t", "a.b", "write")
+    access.enforced = True
+    assert not access.authorize("u", "/", "queue", "q", "read")
+    assert not access.authorize_topic("u", "/", "t", "a.b", "write")

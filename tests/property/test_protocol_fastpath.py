@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pamqp import commands
 
+from protocol.codec import encode_delivery
 from protocol.fastpath import (
     decode_basic_ack,
     decode_basic_nack,
@@ -16,6 +17,7 @@ from protocol.fastpath import (
     decode_basic_reject,
     encode_basic_ack,
     encode_basic_deliver,
+    encode_basic_deliver_content,
     encode_basic_get_ok,
     encode_basic_nack,
     encode_basic_return,
@@ -86,6 +88,38 @@ def test_encode_basic_deliver_equals_pamqp(
     )
     ours = encode_basic_deliver(channel, consumer_tag, tag, redelivered, exchange, routing_key)
     assert ours == pamqp_frame(reference, channel)
+
+
+@SETTINGS
+@given(
+    channels,
+    short_strings,
+    tags,
+    st.booleans(),
+    short_strings,
+    short_strings,
+    st.binary(max_size=64),
+    st.binary(max_size=300),
+    st.sampled_from([0, 9, 10, 64, 4096, 131072]),
+)
+def test_encode_basic_deliver_content_equals_deliver_then_content(
+    channel: int,
+    consumer_tag: str,
+    tag: int,
+    redelivered: bool,
+    exchange: str,
+    routing_key: str,
+    header: bytes,
+    body: bytes,
+    frame_max: int,
+) -> None:
+    """The one-join delivery equals basic.deliver + content frames for empty, one-frame and split bodies."""
+    method = encode_basic_deliver(channel, consumer_tag, tag, redelivered, exchange, routing_key)
+    expected = encode_delivery(method, channel, header, body, frame_max)
+    ours = encode_basic_deliver_content(
+        channel, consumer_tag, tag, redelivered, exchange, routing_key, header, body, frame_max
+    )
+    assert ours == expected
 
 
 @SETTINGS

@@ -186,3 +186,17 @@ def test_collect_statistics_interval_comes_from_rabbitmq_conf_in_milliseconds(tm
     assert loaded.resolved["collect_statistics_interval"].source.endswith(
         "rabbitmq.conf:1 collect_statistics_interval"
     )
+
+
+def test_planes_are_on_by_default_and_off_drops_the_http_listeners(tmp_path: Path) -> None:
+    _, default = _load(tmp_path, [], {})
+    assert default.planes is True
+    assert (default.management_port, default.prometheus_port) == (15672, 15692)
+    _, off = _load(tmp_path, ["--management-port", "0"], {"WARRENMQ_PLANES": "off"})
+    assert off.planes is False
+    assert (off.management_port, off.prometheus_port) == (None, None)
+
+
+def test_planes_accept_only_on_or_off(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        _load(tmp_path, [], {"WARRENMQ_PLANES": "maybe"})
