@@ -6,8 +6,8 @@ regex)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -16,6 +16,7 @@ from broker.management.errors import ApiError, json_response
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 500
 DEFAULT_SORT = ("vhost", "name")
+T = TypeVar("T")
 
 
 def _columns(query: Mapping[str, str]) -> list[list[str]] | None:
@@ -145,6 +146,61 @@ def reply_list(
             "page_count": (len(filtered) + size - 1) // size,
             "page_size": size,
             "total_count": len(rows),
+        }
+    )
+
+
+def reply_page(
+    request: web.Request,
+    objects: Sequence[T],
+    identity: Callable[[T], tuple[str, str]],
+    row: Callable[[T], dict[str, Any]],
+) -> web.Response:
+    """``reply_list`` over ``row(obj)`` for every object, but when a page is asked for in the default order
+    (or by ``name`` or ``vhost``) without ``columns=``, only the page's rows are built: rabbit_mgmt_wm_queues
+    likewise sorts and pages the plain records first and augments only the page. ``identity`` gives an
+    object's (vhost, name). With 100,000 queues a first page took 5 s when every row was built."""
+    query = request.query
+    pagination = _pagination(query)
+    sort = query.get("sort")
+    if pagination is None or "columns" in query or sort not in (None, "", "name", "vhost"):
+        return reply_list(request, [row(obj) for obj in objects])
+    page, size = pagination
+    name = query.get("name") or ""
+    use_regex = query.get("use_regex") == "true"
+    kept = (
+        [obj for obj in objects if _matches({"name": identity(obj)[1]}, name, use_regex)]
+        if name
+        else list(objects)
+    )
+    if sort != "":
+        keys = [sort, *DEFAULT_SORT] if sort is not None else list(DEFAULT_SORT)
+
+        def order(obj: T) -> list[tuple[int, Any]]:
+            vhost, obj_name = identity(obj)
+            fields = {"vhost": vhost, "name": obj_name}
+            return [_rank(fields[key]) for key in keys]
+
+        kept.sort(key=order)
+        if query.get("sort_reverse") == "true":
+            kept.reverse()
+    offset = (page - 1) * size
+    if offset > len(kept):
+        raise ApiError(
+            400,
+            "page_out_of_range",
+            f"Page out of range, page: {page} page size: {size}, len: {len(kept)}",
+        )
+    chunk = [row(obj) for obj in kept[offset : offset + size]]
+    return json_response(
+        {
+            "filtered_count": len(kept),
+            "item_count": len(chunk),
+            "items": chunk,
+            "page": page,
+            "page_count": (len(kept) + size - 1) // size,
+            "page_size": size,
+            "total_count": len(objects),
         }
     )
 
