@@ -208,7 +208,7 @@ class StatsSampler:
             self._next_slice = self.server.loop.call_soon(self._run_slice, limit)
             return
         self._pass = None
-        for key in [key for key in series if key not in seen]:
+        for key in series.keys() - seen:
             del series[key]
 
     def history(self, key: Key, owner: object) -> Series | None:
