@@ -41,6 +41,15 @@ def start_broker(heartbeat: int) -> tuple[subprocess.Popen[str], dict[str, Any]]
     return process, json.loads(process.stdout.readline())
 
 
+def stop_broker(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 class Probe:
     """A thread doing AMQP round trips on its own connection; ``worst()`` is the longest since ``reset()``."""
 
@@ -168,11 +177,17 @@ def main() -> int:
     parser.add_argument("--bindings", default="100000,300000,1000000")
     parser.add_argument("--json", dest="json_path")
     args = parser.parse_args()
+    # One fresh broker for the connections and another for the queues: each part's RSS growth is its own,
+    # not memory the other freed and the allocator reused.
     process, ready = start_broker(args.heartbeat)
-    url = f"amqp://guest:guest@127.0.0.1:{ready['amqp_port']}/"
     try:
+        url = f"amqp://guest:guest@127.0.0.1:{ready['amqp_port']}/"
         conns = scale_conns(url, n=args.conns, heartbeat_s=args.heartbeat, pid=process.pid).extra
-        time.sleep(2)  # the broker finishes closing them
+    finally:
+        stop_broker(process)
+    process, ready = start_broker(args.heartbeat)
+    try:
+        url = f"amqp://guest:guest@127.0.0.1:{ready['amqp_port']}/"
         queues = scale_queues(
             url, sizes=_sizes(args.queues), bindings=_sizes(args.bindings), keep=True, pid=process.pid
         ).extra
@@ -186,11 +201,7 @@ def main() -> int:
             ),
         }
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop_broker(process)
     print(report(conns, queues, stalls, rss))
     if args.json_path:
         with open(args.json_path, "w") as out:

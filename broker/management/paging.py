@@ -5,13 +5,14 @@ regex)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from aiohttp import web
 
-from broker.management.errors import ApiError, json_response
+from broker.management.errors import JSON, ApiError, dumps, json_response
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 500
@@ -150,7 +151,32 @@ def reply_list(
     )
 
 
-def reply_page(
+# Rows built per event-loop turn when a list needs every row: 100,000 queue rows took ~13 s, during which no
+# AMQP frame was read; between slices the broker serves its connections (heartbeats included).
+ROW_SLICE = 500
+
+
+async def rows_of(objects: Sequence[T], row: Callable[[T], dict[str, Any]]) -> list[dict[str, Any]]:
+    """``[row(obj) for obj in objects]``, yielding to the event loop between slices of ``ROW_SLICE``."""
+    rows: list[dict[str, Any]] = []
+    for start in range(0, len(objects), ROW_SLICE):
+        if start:
+            await asyncio.sleep(0)
+        rows.extend(row(obj) for obj in objects[start : start + ROW_SLICE])
+    return rows
+
+
+async def _sliced_json(rows: list[Any]) -> web.Response:
+    """``json_response(rows)``, encoded a slice of rows per loop turn (the same bytes: compact separators)."""
+    parts: list[str] = []
+    for start in range(0, len(rows), ROW_SLICE):
+        if start:
+            await asyncio.sleep(0)
+        parts.append(",".join(dumps(item) for item in rows[start : start + ROW_SLICE]))
+    return web.Response(text=f"[{','.join(parts)}]", content_type=JSON, charset="utf-8")
+
+
+async def reply_page(
     request: web.Request,
     objects: Sequence[T],
     identity: Callable[[T], tuple[str, str]],
@@ -163,8 +189,11 @@ def reply_page(
     query = request.query
     pagination = _pagination(query)
     sort = query.get("sort")
-    if pagination is None or "columns" in query or sort not in (None, "", "name", "vhost"):
-        return reply_list(request, [row(obj) for obj in objects])
+    if pagination is None:
+        rows = sort_items([_extract(item, _columns(query)) for item in await rows_of(objects, row)], query)
+        return await _sliced_json(rows)
+    if "columns" in query or sort not in (None, "", "name", "vhost"):
+        return reply_list(request, await rows_of(objects, row))
     page, size = pagination
     name = query.get("name") or ""
     use_regex = query.get("use_regex") == "true"
@@ -176,10 +205,12 @@ def reply_page(
     if sort != "":
         keys = [sort, *DEFAULT_SORT] if sort is not None else list(DEFAULT_SORT)
 
-        def order(obj: T) -> list[tuple[int, Any]]:
-            vhost, obj_name = identity(obj)
-            fields = {"vhost": vhost, "name": obj_name}
-            return [_rank(fields[key]) for key in keys]
+        # Every key is a string: Erlang's binary order is the order of the UTF-8 bytes (``_rank``'s).
+        positions = [{"vhost": 0, "name": 1}[key] for key in keys]
+
+        def order(obj: T) -> tuple[bytes, ...]:
+            both = identity(obj)
+            return tuple(both[position].encode() for position in positions)
 
         kept.sort(key=order)
         if query.get("sort_reverse") == "true":

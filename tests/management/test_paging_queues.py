@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from broker.management import paging
 from tests.management.conftest import Api
 
 NAMES = ["b", "A", "a10", "a2", "é", "Zed", "a1", "queue-x", "x-queue", "mid"]
@@ -68,6 +69,20 @@ async def test_a_page_in_name_order_equals_the_full_list_paged(
             break
         page += 1
     assert seen == expected
+
+
+async def test_the_whole_list_built_and_encoded_in_slices_is_one_sorted_json_array(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _declare(api)
+    whole = await api.json("/api/queues")
+    monkeypatch.setattr(paging, "ROW_SLICE", 3)  # 20 queues: seven slices
+    sliced = await api.json("/api/queues")
+    assert len(sliced) == 2 * len(NAMES)
+    assert [(row["vhost"], row["name"]) for row in sliced] == _reference(whole, None, False, "")
+    assert [row["name"] for row in sliced] == [row["name"] for row in whole]
+    names_only = await api.json("/api/queues?columns=name&sort=name")
+    assert names_only[0] == {"name": "A"}
 
 
 async def test_a_vhosts_page_holds_only_its_queues(api: Api) -> None:

@@ -60,13 +60,13 @@ def _queue(request: web.Request, context: ManagementContext) -> Queue:
 async def list_queues(request: web.Request, context: ManagementContext) -> web.Response:
     names = visible_vhosts(context, current_user(request))
     queues = [queue for name in names for queue in context.broker.vhosts[name].queues.values()]
-    return reply_page(request, queues, _identity, lambda queue: queue_row(context, queue))
+    return await reply_page(request, queues, _identity, lambda queue: queue_row(context, queue))
 
 
 async def list_vhost_queues(request: web.Request, context: ManagementContext) -> web.Response:
     vhost = context.vhost(request.match_info["vhost"])
     queues = list(vhost.queues.values())
-    return reply_page(request, queues, _identity, lambda queue: queue_row(context, queue))
+    return await reply_page(request, queues, _identity, lambda queue: queue_row(context, queue))
 
 
 def _identity(queue: Queue) -> tuple[str, str]:
