@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from broker.bench import scenarios
+from broker.bench import scale, scenarios
 from broker.bench.scenarios import Result
 
 # name -> (callable, default keyword arguments). Counts scale with --scale; names follow amqpperf's.
@@ -28,6 +28,10 @@ SCENARIOS: dict[str, tuple[Callable[..., Result], dict[str, Any]]] = {
     "confirm": (scenarios.confirm, {"size": 1024, "count": 100_000, "window": 1000}),
     "confirm1": (scenarios.confirm, {"size": 1024, "count": 300, "window": 1}),
     "conns": (scenarios.conns, {"n": 1_000}),
+    # Scale (perf/scale.py runs both on fresh brokers): connections with heartbeats from client processes,
+    # queues and bindings declared by segments.
+    "scale-conns": (scale.scale_conns, {"n": 20_000, "heartbeat_s": 4}),
+    "scale-queues": (scale.scale_queues, {}),
 }
 DEFAULT = [
     "pub16",
@@ -74,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         for key in _COUNTED:
             if key in kwargs:
                 kwargs[key] = max(1, int(kwargs[key] * args.scale))
-        if name == "conns":
+        if name in ("conns", "scale-conns", "scale-queues"):
             kwargs["pid"] = args.pid
         try:
             result = function(args.url, **kwargs)

@@ -47,45 +47,79 @@ def _queue_bytes(queue: Any) -> tuple[int, int, int]:
     return total, persistent, persistent_bytes
 
 
+QUEUE_FAMILIES = (
+    "queue_messages_ready",
+    "queue_messages_unacked",
+    "queue_messages",
+    "queue_process_reductions_total",
+    "queue_consumers",
+    "queue_consumer_capacity",
+    "queue_consumer_utilisation",
+    "queue_process_memory_bytes",
+    "queue_messages_ram",
+    "queue_messages_ram_bytes",
+    "queue_messages_ready_ram",
+    "queue_messages_unacked_ram",
+    "queue_messages_persistent",
+    "queue_messages_persistent_bytes",
+    "queue_messages_bytes",
+    "queue_messages_ready_bytes",
+    "queue_messages_unacked_bytes",
+    "queue_messages_paged_out",
+    "queue_messages_paged_out_bytes",
+    "queue_disk_reads_total",
+    "queue_disk_writes_total",
+)
+
+
+def _queue_values(queue: Any) -> tuple[float, ...]:
+    """One queue's values of ``QUEUE_FAMILIES``, in that order."""
+    ready, unacked = len(queue.ready), queue.unacked
+    ready_bytes, persistent, persistent_bytes = _queue_bytes(queue)
+    consumers = len(queue.consumers)
+    busy = 1.0 if consumers else 0.0
+    held = float(ready + unacked)
+    return (
+        float(ready), float(unacked), held, 0.0, float(consumers), busy, busy, 0.0, held, float(ready_bytes),
+        float(ready), float(unacked), float(persistent), float(persistent_bytes), float(ready_bytes),
+        float(ready_bytes), 0.0, 0.0, 0.0, 0.0, 0.0,
+    )  # fmt: skip
+
+
 def queue_samples(context: ManagementContext, out: Samples, vhost_filter: str | None = None) -> None:
     for vhost in context.broker.vhosts.values():
         if vhost_filter is not None and vhost.name != vhost_filter:
             continue
         for queue in vhost.queues.values():
             labels = {"vhost": vhost.name, "queue": queue.name}
-            ready, unacked = len(queue.ready), queue.unacked
-            ready_bytes, persistent, persistent_bytes = _queue_bytes(queue)
-            consumers = len(queue.consumers)
-            for name, value in (
-                ("queue_messages_ready", ready),
-                ("queue_messages_unacked", unacked),
-                ("queue_messages", ready + unacked),
-                ("queue_process_reductions_total", 0),
-                ("queue_consumers", consumers),
-                ("queue_consumer_capacity", 1.0 if consumers else 0.0),
-                ("queue_consumer_utilisation", 1.0 if consumers else 0.0),
-                ("queue_process_memory_bytes", 0),
-                ("queue_messages_ram", ready + unacked),
-                ("queue_messages_ram_bytes", ready_bytes),
-                ("queue_messages_ready_ram", ready),
-                ("queue_messages_unacked_ram", unacked),
-                ("queue_messages_persistent", persistent),
-                ("queue_messages_persistent_bytes", persistent_bytes),
-                ("queue_messages_bytes", ready_bytes),
-                ("queue_messages_ready_bytes", ready_bytes),
-                ("queue_messages_unacked_bytes", 0),
-                ("queue_messages_paged_out", 0),
-                ("queue_messages_paged_out_bytes", 0),
-                ("queue_disk_reads_total", 0),
-                ("queue_disk_writes_total", 0),
-            ):
-                out[name].append((labels, float(value)))
+            for name, value in zip(QUEUE_FAMILIES, _queue_values(queue), strict=True):
+                out[name].append((labels, value))
             # Message timestamps are not read (properties stay raw): NaN, RabbitMQ's value without one.
             out["queue_head_message_timestamp"].append((labels, float("nan")))
             # Publishes are counted per queue, not per (channel, exchange, queue): those labels stay empty.
             published = {"channel": "", "queue_vhost": vhost.name, "queue": queue.name}
             published |= {"exchange_vhost": "", "exchange": ""}
             out["queue_messages_published_total"].append((published, float(queue.stats.publish)))
+
+
+def queue_sums(context: ManagementContext, out: Samples) -> None:
+    """What ``aggregate`` makes of ``queue_samples`` (every queue label is an object label, so each family
+    sums to one unlabelled row), summed directly: 100,000 queues made 2.4 million rows per scrape, and the
+    aggregated /metrics held the event loop for 4-10 s."""
+    totals = [0.0] * len(QUEUE_FAMILIES)
+    published = 0.0
+    count = 0
+    for vhost in context.broker.vhosts.values():
+        for queue in vhost.queues.values():
+            count += 1
+            totals = [a + b for a, b in zip(totals, _queue_values(queue), strict=True)]
+            published += float(queue.stats.publish)
+    if not count:
+        return
+    for name, total in zip(QUEUE_FAMILIES, totals, strict=True):
+        out[name].append(({}, total))
+    out["queue_head_message_timestamp"].append(({}, float("nan")))
+    out["queue_messages_published_total"].append(({}, published))
 
 
 def channel_samples(context: ManagementContext, out: Samples, vhost_filter: str | None = None) -> None:
