@@ -30,8 +30,8 @@ run: $(RUN_STAMP)
 
 lint: $(STAMP)
 	bash -n .ci/run
-	$(VENV)/bin/ruff check protocol broker tests benchmarks examples setup.py perf/compare.py perf/ab.py perf/journal_cost.py perf/access_cost.py
-	$(VENV)/bin/ruff format --check protocol broker tests benchmarks examples setup.py perf/compare.py perf/ab.py perf/journal_cost.py perf/access_cost.py
+	$(VENV)/bin/ruff check protocol broker tests benchmarks examples setup.py perf/compare.py perf/ab.py perf/journal_cost.py perf/access_cost.py perf/scale.py
+	$(VENV)/bin/ruff format --check protocol broker tests benchmarks examples setup.py perf/compare.py perf/ab.py perf/journal_cost.py perf/access_cost.py perf/scale.py
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from broker.bench import plane_cost, scenarios
+from broker.bench import plane_cost, scale, scenarios
 from broker.bench.scenarios import Result
 
 # name -> (callable, default keyword arguments). Counts scale with --scale; names follow amqpperf's.
@@ -30,6 +30,10 @@ SCENARIOS: dict[str, tuple[Callable[..., Result], dict[str, Any]]] = {
     "conns": (scenarios.conns, {"n": 1_000}),
     # In-process: field-table decoding from 1 KB to 1 MB, the cost per KB at 1 MB over that at 1 KB.
     "decode": (scenarios.decode, {"count": 1}),
+    # Scale (perf/scale.py runs both on fresh brokers): connections with heartbeats from client processes,
+    # queues and bindings declared by segments.
+    "scale-conns": (scale.scale_conns, {"n": 20_000, "heartbeat_s": 4}),
+    "scale-queues": (scale.scale_queues, {}),
 }
 DEFAULT = [
     "pub16",
@@ -100,7 +104,7 @@ def _measure(args: argparse.Namespace, name: str, url: str) -> Result:
     for key in _COUNTED:
         if key in kwargs:
             kwargs[key] = max(1, int(kwargs[key] * args.scale))
-    if name == "conns":
+    if name in ("conns", "scale-conns", "scale-queues"):
         kwargs["pid"] = args.pid
     return function(url, **kwargs)
 

@@ -8,7 +8,6 @@ as rabbit_mgmt_stats computes ``rate`` in ``*_details``.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -115,25 +114,47 @@ MAX_SAMPLES = 121
 
 
 class Series:
-    """Samples of a tuple of values over time, newest last: the basis of ``rate`` and ``samples``."""
+    """Samples of a tuple of values over time, newest last: the basis of ``rate`` and ``samples``.
 
-    __slots__ = ("fields", "samples")
+    Kept as two lists, times and value tuples, and a tuple equal to the one before it is not stored again
+    but shared: an idle queue's 121 samples then cost two lists of pointers (~2 KiB) instead of 121 fresh
+    (time, values) pairs (~20 KiB; 100,000 queues grew the node by 2 GB in ten minutes). The sampler passes
+    one time object for a whole slice of objects, so the times are shared too.
+    """
+
+    __slots__ = ("fields", "rows", "times")
 
     def __init__(self, fields: Sequence[str]) -> None:
         self.fields = tuple(fields)
-        self.samples: deque[tuple[int, tuple[int, ...]]] = deque(maxlen=MAX_SAMPLES)
+        self.times: list[int] = []
+        self.rows: list[tuple[int, ...]] = []
+
+    @property
+    def samples(self) -> list[tuple[int, tuple[int, ...]]]:
+        """(time, values) pairs, oldest first."""
+        return list(zip(self.times, self.rows, strict=True))
 
     def record(self, now_ms: int, current: tuple[int, ...]) -> None:
-        samples = self.samples
-        if samples and samples[-1][0] >= now_ms:
-            samples.pop()  # two samples at one instant: the later one stands
-        samples.append((now_ms, current))
+        times, rows = self.times, self.rows
+        if times and times[-1] >= now_ms:
+            times.pop()  # two samples at one instant: the later one stands
+            rows.pop()
+        if rows and rows[-1] == current:
+            current = rows[-1]
+        times.append(now_ms)
+        rows.append(current)
+        if len(times) > MAX_SAMPLES:
+            del times[0]
+            del rows[0]
 
     def rates(self) -> dict[str, float]:
         """Per-second change between the last two samples; 0.0 before there are two."""
-        if len(self.samples) < 2:
+        if len(self.times) < 2:
             return dict.fromkeys(self.fields, 0.0)
-        (t0, old), (t1, new) = self.samples[-2], self.samples[-1]
+        t0, t1 = self.times[-2], self.times[-1]
+        old, new = self.rows[-2], self.rows[-1]
+        if old is new:
+            return dict.fromkeys(self.fields, 0.0)
         span_s = (t1 - t0) / 1000.0
         return {name: (b - a) / span_s for name, a, b in zip(self.fields, old, new, strict=True)}
 
@@ -142,11 +163,11 @@ class Series:
         back to ``age_s`` ago, each the value at the latest sample taken at or before that instant."""
         index = self.fields.index(field)
         out: list[dict[str, int]] = []
-        if not self.samples or incr_s <= 0:
+        if not self.times or incr_s <= 0:
             return out
         newest = now_ms - now_ms % (incr_s * 1000)
         oldest = now_ms - age_s * 1000
-        ordered = list(self.samples)
+        ordered = self.samples
         instant = newest
         while instant >= oldest:
             older = [values_ for ts, values_ in ordered if ts <= instant]

@@ -5,17 +5,19 @@ regex)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from aiohttp import web
 
-from broker.management.errors import ApiError, json_response
+from broker.management.errors import JSON, ApiError, dumps, json_response
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 500
 DEFAULT_SORT = ("vhost", "name")
+T = TypeVar("T")
 
 
 def _columns(query: Mapping[str, str]) -> list[list[str]] | None:
@@ -149,6 +151,91 @@ def reply_list(
             "page_count": (len(filtered) + size - 1) // size,
             "page_size": size,
             "total_count": len(rows),
+        }
+    )
+
+
+# Rows built per event-loop turn when a list needs every row: 100,000 queue rows took ~13 s, during which no
+# AMQP frame was read; between slices the broker serves its connections (heartbeats included).
+ROW_SLICE = 500
+
+
+async def rows_of(objects: Sequence[T], row: Callable[[T], dict[str, Any]]) -> list[dict[str, Any]]:
+    """``[row(obj) for obj in objects]``, yielding to the event loop between slices of ``ROW_SLICE``."""
+    rows: list[dict[str, Any]] = []
+    for start in range(0, len(objects), ROW_SLICE):
+        if start:
+            await asyncio.sleep(0)
+        rows.extend(row(obj) for obj in objects[start : start + ROW_SLICE])
+    return rows
+
+
+async def _sliced_json(rows: list[Any]) -> web.Response:
+    """``json_response(rows)``, encoded a slice of rows per loop turn (the same bytes: compact separators)."""
+    parts: list[str] = []
+    for start in range(0, len(rows), ROW_SLICE):
+        if start:
+            await asyncio.sleep(0)
+        parts.append(",".join(dumps(item) for item in rows[start : start + ROW_SLICE]))
+    return web.Response(text=f"[{','.join(parts)}]", content_type=JSON, charset="utf-8")
+
+
+async def reply_page(
+    request: web.Request,
+    objects: Sequence[T],
+    identity: Callable[[T], tuple[str, str]],
+    row: Callable[[T], dict[str, Any]],
+) -> web.Response:
+    """``reply_list`` over ``row(obj)`` for every object, but when a page is asked for in the default order
+    (or by ``name`` or ``vhost``) without ``columns=``, only the page's rows are built: rabbit_mgmt_wm_queues
+    likewise sorts and pages the plain records first and augments only the page. ``identity`` gives an
+    object's (vhost, name). With 100,000 queues a first page took 5 s when every row was built."""
+    query = request.query
+    pagination = _pagination(query)
+    sort = query.get("sort")
+    if pagination is None:
+        rows = sort_items([_extract(item, _columns(query)) for item in await rows_of(objects, row)], query)
+        return await _sliced_json(rows)
+    if "columns" in query or sort not in (None, "", "name", "vhost"):
+        return reply_list(request, await rows_of(objects, row))
+    page, size = pagination
+    name = query.get("name") or ""
+    use_regex = query.get("use_regex") == "true"
+    kept = (
+        [obj for obj in objects if _matches({"name": identity(obj)[1]}, name, use_regex)]
+        if name
+        else list(objects)
+    )
+    if sort != "":
+        keys = [sort, *DEFAULT_SORT] if sort is not None else list(DEFAULT_SORT)
+
+        # Every key is a string: Erlang's binary order is the order of the UTF-8 bytes (``_rank``'s).
+        positions = [{"vhost": 0, "name": 1}[key] for key in keys]
+
+        def order(obj: T) -> tuple[bytes, ...]:
+            both = identity(obj)
+            return tuple(both[position].encode() for position in positions)
+
+        kept.sort(key=order)
+        if query.get("sort_reverse") == "true":
+            kept.reverse()
+    offset = (page - 1) * size
+    if offset > len(kept):
+        raise ApiError(
+            400,
+            "page_out_of_range",
+            f"Page out of range, page: {page} page size: {size}, len: {len(kept)}",
+        )
+    chunk = [row(obj) for obj in kept[offset : offset + size]]
+    return json_response(
+        {
+            "filtered_count": len(kept),
+            "item_count": len(chunk),
+            "items": chunk,
+            "page": page,
+            "page_count": (len(kept) + size - 1) // size,
+            "page_size": size,
+            "total_count": len(objects),
         }
     )
 

@@ -63,7 +63,10 @@ def _all_samples(context: ManagementContext, per_object: bool) -> collect.Sample
     samples: collect.Samples = defaultdict(list)
     collect.node_samples(context, samples, per_object)
     collect.churn_samples(context, samples)
-    collect.queue_samples(context, samples)
+    if per_object:
+        collect.queue_samples(context, samples)
+    else:
+        collect.queue_sums(context, samples)
     collect.channel_samples(context, samples)
     collect.totals_samples(context, samples)
     collect.global_samples(context, samples)

@@ -37,45 +37,98 @@ QUEUE_TYPES = {
 AMQP = {"protocol": "amqp091"}
 
 
+QUEUE_FAMILIES = (
+    "queue_messages_ready",
+    "queue_messages_unacked",
+    "queue_messages",
+    "queue_process_reductions_total",
+    "queue_consumers",
+    "queue_consumer_capacity",
+    "queue_consumer_utilisation",
+    "queue_process_memory_bytes",
+    "queue_messages_ram",
+    "queue_messages_ram_bytes",
+    "queue_messages_ready_ram",
+    "queue_messages_unacked_ram",
+    "queue_messages_persistent",
+    "queue_messages_persistent_bytes",
+    "queue_messages_bytes",
+    "queue_messages_ready_bytes",
+    "queue_messages_unacked_bytes",
+    "queue_messages_paged_out",
+    "queue_messages_paged_out_bytes",
+    "queue_disk_reads_total",
+    "queue_disk_writes_total",
+)
+# The API's queue figures (serialize.queue_counts, read from the queue's counters) behind each family.
+_COUNT_KEYS = {
+    "queue_messages_ready": "messages_ready",
+    "queue_messages_unacked": "messages_unacknowledged",
+    "queue_messages": "messages",
+    "queue_process_memory_bytes": "memory",
+    "queue_messages_ram": "messages_ram",
+    "queue_messages_ram_bytes": "message_bytes_ram",
+    "queue_messages_ready_ram": "messages_ready_ram",
+    "queue_messages_unacked_ram": "messages_unacknowledged_ram",
+    "queue_messages_persistent": "messages_persistent",
+    "queue_messages_persistent_bytes": "message_bytes_persistent",
+    "queue_messages_bytes": "message_bytes",
+    "queue_messages_ready_bytes": "message_bytes_ready",
+    "queue_messages_unacked_bytes": "message_bytes_unacknowledged",
+    "queue_messages_paged_out": "messages_paged_out",
+    "queue_messages_paged_out_bytes": "message_bytes_paged_out",
+}
+
+
+def _queue_values(queue: Any) -> tuple[float, ...]:
+    """One queue's values of ``QUEUE_FAMILIES``, in that order."""
+    counts = queue_counts(queue)
+    busy = 1.0 if queue.consumers else 0.0
+    fixed = {
+        "queue_consumers": float(len(queue.consumers)),
+        "queue_consumer_capacity": busy,
+        "queue_consumer_utilisation": busy,
+    }
+    return tuple(
+        float(counts[_COUNT_KEYS[name]]) if name in _COUNT_KEYS else fixed.get(name, 0.0)
+        for name in QUEUE_FAMILIES
+    )
+
+
 def queue_samples(context: ManagementContext, out: Samples, vhost_filter: str | None = None) -> None:
     for vhost in context.broker.vhosts.values():
         if vhost_filter is not None and vhost.name != vhost_filter:
             continue
         for queue in vhost.queues.values():
             labels = {"vhost": vhost.name, "queue": queue.name}
-            counts = queue_counts(queue)
-            ready, unacked = counts["messages_ready"], counts["messages_unacknowledged"]
-            consumers = len(queue.consumers)
-            for name, value in (
-                ("queue_messages_ready", ready),
-                ("queue_messages_unacked", unacked),
-                ("queue_messages", counts["messages"]),
-                ("queue_process_reductions_total", 0),
-                ("queue_consumers", consumers),
-                ("queue_consumer_capacity", 1.0 if consumers else 0.0),
-                ("queue_consumer_utilisation", 1.0 if consumers else 0.0),
-                ("queue_process_memory_bytes", counts["memory"]),
-                ("queue_messages_ram", counts["messages_ram"]),
-                ("queue_messages_ram_bytes", counts["message_bytes_ram"]),
-                ("queue_messages_ready_ram", counts["messages_ready_ram"]),
-                ("queue_messages_unacked_ram", counts["messages_unacknowledged_ram"]),
-                ("queue_messages_persistent", counts["messages_persistent"]),
-                ("queue_messages_persistent_bytes", counts["message_bytes_persistent"]),
-                ("queue_messages_bytes", counts["message_bytes"]),
-                ("queue_messages_ready_bytes", counts["message_bytes_ready"]),
-                ("queue_messages_unacked_bytes", counts["message_bytes_unacknowledged"]),
-                ("queue_messages_paged_out", counts["messages_paged_out"]),
-                ("queue_messages_paged_out_bytes", counts["message_bytes_paged_out"]),
-                ("queue_disk_reads_total", 0),
-                ("queue_disk_writes_total", 0),
-            ):
-                out[name].append((labels, float(value)))
+            for name, value in zip(QUEUE_FAMILIES, _queue_values(queue), strict=True):
+                out[name].append((labels, value))
             # Message timestamps are not read (properties stay raw): NaN, RabbitMQ's value without one.
             out["queue_head_message_timestamp"].append((labels, float("nan")))
             # Publishes are counted per queue, not per (channel, exchange, queue): those labels stay empty.
             published = {"channel": "", "queue_vhost": vhost.name, "queue": queue.name}
             published |= {"exchange_vhost": "", "exchange": ""}
             out["queue_messages_published_total"].append((published, float(queue.stats.publish)))
+
+
+def queue_sums(context: ManagementContext, out: Samples) -> None:
+    """What ``aggregate`` makes of ``queue_samples`` (every queue label is an object label, so each family
+    sums to one unlabelled row), summed directly: 100,000 queues made 2.4 million rows per scrape, and the
+    aggregated /metrics held the event loop for 4-10 s."""
+    totals = [0.0] * len(QUEUE_FAMILIES)
+    published = 0.0
+    count = 0
+    for vhost in context.broker.vhosts.values():
+        for queue in vhost.queues.values():
+            count += 1
+            totals = [a + b for a, b in zip(totals, _queue_values(queue), strict=True)]
+            published += float(queue.stats.publish)
+    if not count:
+        return
+    for name, total in zip(QUEUE_FAMILIES, totals, strict=True):
+        out[name].append(({}, total))
+    out["queue_head_message_timestamp"].append(({}, float("nan")))
+    out["queue_messages_published_total"].append(({}, published))
 
 
 def channel_samples(context: ManagementContext, out: Samples, vhost_filter: str | None = None) -> None:

@@ -67,11 +67,20 @@ def disk_limit_bytes(limit: Watermark, total_memory: int) -> int:
 
 
 _SELF: list[psutil.Process] = []
+# /proc/self/statm, opened once and re-read with pread: a broker holding as many sockets as its descriptor
+# limit allows could not open it again (EMFILE), and the memory alarm would go blind exactly when it matters.
+_STATM: list[int] = []
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def process_rss_bytes() -> int:
-    if not _SELF:
-        _SELF.append(psutil.Process())
+    if not _STATM and not _SELF:
+        try:
+            _STATM.append(os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC))
+        except OSError:  # not Linux: psutil's own way
+            _SELF.append(psutil.Process())
+    if _STATM:
+        return int(os.pread(_STATM[0], 128, 0).split()[1]) * _PAGE_SIZE
     return int(_SELF[0].memory_info().rss)
 
 
@@ -169,7 +178,10 @@ class ResourceAlarms:
         if self.mem_alarm and self.clock.monotonic_s() - self._trimmed_at_s >= TRIM_INTERVAL_S:
             self._trimmed_at_s = self.clock.monotonic_s()
             self._trim()
-        self.mem_used = self.sources.rss_bytes()
+        try:
+            self.mem_used = self.sources.rss_bytes()
+        except OSError as error:  # keep the last figure and keep sampling (the timer must not die)
+            log.error("memory_sample_failed", error=str(error))
         alarm = self.mem_used > self.mem_limit
         if alarm != self.mem_alarm:
             self.mem_alarm = alarm

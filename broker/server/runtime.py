@@ -4,6 +4,11 @@ interpreter)."""
 from __future__ import annotations
 
 import gc
+import resource
+
+import structlog
+
+log = structlog.get_logger("warrenmq.server")
 
 # The cyclic collector's defaults (700, 10, 10) run a young collection every 700 container allocations,
 # and every message makes several (Message, Envelope, Delivery); the older collections then walk every
@@ -16,3 +21,22 @@ GC_THRESHOLDS = (100_000, 50, 100)
 def tune_for_serving() -> None:
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    raise_fd_limit()
+
+
+def raise_fd_limit() -> tuple[int, int]:
+    """Raise the soft RLIMIT_NOFILE to the hard limit, as RabbitMQ's runtime does at start: every client
+    socket is a descriptor, and a soft limit of 1024 (a common default) would cap the node at ~1,000
+    connections. The hard limit needs privileges to raise and stays as the system set it. Returns the
+    limits now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        # An unlimited hard limit still caps descriptors at fs.nr_open; ask for a large finite number then.
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1_048_576)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError) as error:
+            log.warning("fd_limit_not_raised", soft=soft, hard=hard, error=str(error))
+    log.info("fd_limit", soft=soft, hard=hard)
+    return soft, hard

@@ -14,7 +14,7 @@ from broker.management.context import ManagementContext
 from broker.management.errors import access_refused, bad_request, json_response, no_content, not_found
 from broker.management.get_fates import got_events
 from broker.management.messages import message_json
-from broker.management.paging import reply, reply_list
+from broker.management.paging import reply, reply_list, reply_page
 from broker.management.routing import Route, body_json, declared_vhost, flag, query_flag, refusals_answered
 from broker.management.serialize import BINDING_SORT, vhost_bindings
 from broker.management.serialize_stats import queue_row
@@ -59,15 +59,18 @@ def _queue(request: web.Request, context: ManagementContext) -> Queue:
 
 async def list_queues(request: web.Request, context: ManagementContext) -> web.Response:
     names = visible_vhosts(context, current_user(request))
-    rows = [
-        queue_row(context, queue) for name in names for queue in context.broker.vhosts[name].queues.values()
-    ]
-    return reply_list(request, rows)
+    queues = [queue for name in names for queue in context.broker.vhosts[name].queues.values()]
+    return await reply_page(request, queues, _identity, lambda queue: queue_row(context, queue))
 
 
 async def list_vhost_queues(request: web.Request, context: ManagementContext) -> web.Response:
     vhost = context.vhost(request.match_info["vhost"])
-    return reply_list(request, [queue_row(context, queue) for queue in vhost.queues.values()])
+    queues = list(vhost.queues.values())
+    return await reply_page(request, queues, _identity, lambda queue: queue_row(context, queue))
+
+
+def _identity(queue: Queue) -> tuple[str, str]:
+    return queue.vhost, queue.name
 
 
 async def get_queue(request: web.Request, context: ManagementContext) -> web.Response:

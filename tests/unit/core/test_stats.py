@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.core.stats import ChannelStats, Series
+from broker.core.stats import MAX_SAMPLES, ChannelStats, Series
 
 
 @given(
@@ -27,6 +27,17 @@ def test_a_single_sample_has_rate_zero_and_a_repeated_instant_replaces_the_sampl
     assert series.rates() == {"ack": 0.0}
     series.record(5000, (7,))
     assert list(series.samples) == [(5000, (7,))]
+
+
+def test_unchanged_samples_share_their_values_and_retention_keeps_the_newest() -> None:
+    series = Series(("messages",))
+    for second in range(0, 5 * (MAX_SAMPLES + 10), 5):
+        series.record(second * 1000, (1, 2)[second // 300 % 2 :][:1])
+    assert len(series.samples) == MAX_SAMPLES
+    assert series.samples[-1][0] == 5 * (MAX_SAMPLES + 9) * 1000
+    distinct = {id(values) for _, values in series.samples}
+    assert len(distinct) <= 1 + (5 * MAX_SAMPLES) // 300  # one tuple per change, not one per sample
+    assert series.rates() == {"messages": 0.0}
 
 
 def test_history_is_newest_first_one_per_increment_within_the_age() -> None:
