@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 MYPYC_SOURCES := $(shell sed -n '/^MYPYC_MODULES = \[/,/^\]/s/^ *"\(.*\.py\)",/\1/p' setup.py)
 # The suites that run a second time on the pure-Python variant (WARRENMQ_PURE=1): those that exercise the
 # compiled modules directly (codecs, routing, queues) and the sessions over them.
-PURE_TESTS ?= tests/unit/protocol tests/unit/core tests/property tests/component
+PURE_TESTS ?= tests/unit/protocol tests/unit/core tests/unit/journal/test_lane.py tests/property tests/component
 
 .PHONY: run test lint typecheck contracts pytest pytest-pure bench benchmarks clean ui ui-test
 
