@@ -19,7 +19,7 @@ RUN pip wheel --no-deps --wheel-dir /wheels . \
     && python -m zipfile -l /wheels/warrenmq-*.whl > /tmp/wheel.txt \
     && grep -q 'broker/journal/_lane\..*\.so' /tmp/wheel.txt \
     && grep -q 'protocol/native__mypyc\..*\.so' /tmp/wheel.txt \
-    && grep -q 'broker/core/queue\..*\.so' /tmp/wheel.txt \
+    && grep -q 'broker/core/router\..*\.so' /tmp/wheel.txt \
     && grep -q 'protocol/_compiled\.json' /tmp/wheel.txt
 
 FROM python:3.11-slim

@@ -2,9 +2,10 @@
 
 1. The journal's C lane (broker/journal/_lane.c). Without it the journal uses its pure-Python lane
    (broker.journal.lane.PyLane), which costs about three times as much per journaled delivery.
-2. The typed pure layers on the message path, compiled with mypyc (`MYPYC_MODULES`; docs/benchmarks.md has
-   what each part gains). setup.py also writes protocol/_compiled.json, the digest of each compiled source,
-   which protocol/compiled.py checks at startup so that an extension never runs older code than its ``.py``.
+2. The routing core and the field-table decoder, compiled with mypyc (`MYPYC_MODULES`; docs/benchmarks.md
+   has what each part gains, and why the rest stays Python). setup.py also writes protocol/_compiled.json, the
+   digest of each compiled source, which protocol/compiled.py checks at startup so that an extension never
+   runs older code than its ``.py``.
 
 Both are ``optional``: without a C compiler (or without mypyc) the install still succeeds and the pure-Python
 modules serve. ``WARRENMQ_PURE=1`` at build time skips mypyc and removes in-place extensions an earlier
@@ -26,8 +27,15 @@ MANIFEST = ROOT / "protocol" / "_compiled.json"
 # installs find it as they find the packages).
 GROUP = "protocol.native"
 
-# Chosen by measurement (docs/benchmarks.md, "Compiled build (mypyc)"): the routing core gains 1.3-2.4x in
-# `make bench`, the field-table decoder up to 1.8x. Left out, with the reason:
+# Chosen by measurement (docs/benchmarks.md, "Compiled build (mypyc)"): routing gains 1.3-2.5x in
+# `make bench` (topic, direct, fanout, headers, exchange-to-exchange), the field-table decoder up to ~2x, and
+# they compile in ~40 s. Left out, with the reason:
+# - the per-message value and state types the session (interpreted Python) reads and writes for every
+#   message: message, envelope, queue, unacked, stats, dispatcher, priority_ready, queue_features,
+#   stream_queue, exchange.
+#   Interpreted code reads an attribute of a mypyc object through a getset descriptor, ~10x the cost of a
+#   __slots__ member (which CPython 3.11 specializes); compiled, they cost 3-9% more broker CPU per message on
+#   publish -> consume, ack and fanout than pure Python;
 # - protocol/fastpath.py, protocol/framing.py: struct-bound; compiled they decode and encode within 1-6% of
 #   Python (noise), so they would only add compile time;
 # - protocol/header_rewrite.py: off the per-message path (dead-lettering, CC/BCC), nothing to gain;
@@ -35,18 +43,8 @@ GROUP = "protocol.native"
 #   (KeyError at import); bindings run at bind time, not per message.
 MYPYC_MODULES = [
     "protocol/field_table.py",
-    "broker/core/message.py",
-    "broker/core/envelope.py",
     "broker/core/expiration.py",
-    "broker/core/stats.py",
-    "broker/core/unacked.py",
-    "broker/core/dispatcher.py",
-    "broker/core/priority_ready.py",
-    "broker/core/queue.py",
-    "broker/core/queue_features.py",
-    "broker/core/stream_queue.py",
     "broker/core/topic_trie.py",
-    "broker/core/exchange.py",
     "broker/core/router.py",
     "broker/core/exchanges/default.py",
     "broker/core/exchanges/direct.py",

@@ -83,6 +83,8 @@ def select() -> str:
     root = Path(__file__).resolve().parent.parent
     manifest = _read_manifest(Path(__file__).with_name(MANIFEST_NAME))
     BUILD, REASON = decide(root, manifest, os.environ)
+    if BUILD == COMPILED and manifest:
+        MODULES.update(manifest)
     if BUILD == PURE and manifest:
         if any(name in sys.modules for name in manifest):  # pragma: no cover - select() runs in __init__
             raise RuntimeError("protocol.compiled.select() ran after a compiled module was imported")
@@ -94,6 +96,11 @@ def select() -> str:
                 stacklevel=2,
             )
     return BUILD
+
+
+def is_compiled(module: str) -> bool:
+    """Whether this process runs ``module`` (a dotted name) compiled."""
+    return module in MODULES
 
 
 def describe() -> str:
@@ -132,3 +139,4 @@ def _digest_or_none(path: Path) -> str | None:
 
 BUILD = ""
 REASON = ""
+MODULES: set[str] = set()  # the compiled modules this process runs

@@ -72,10 +72,10 @@ def test_the_source_finder_loads_the_py_beside_an_extension(tmp_path: Path) -> N
 
 def _loaded_from(environ: dict[str, str]) -> dict[str, str]:
     code = (
-        "import json, broker.core.queue, protocol.fastpath\n"
+        "import json, broker.core.router, protocol.field_table\n"
         "from protocol import compiled\n"
-        "print(json.dumps({'build': compiled.BUILD, 'queue': broker.core.queue.__file__,"
-        " 'fastpath': protocol.fastpath.__file__}))\n"
+        "print(json.dumps({'build': compiled.BUILD, 'router': broker.core.router.__file__,"
+        " 'field_table': protocol.field_table.__file__}))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True, timeout=60
@@ -87,8 +87,8 @@ def _loaded_from(environ: dict[str, str]) -> dict[str, str]:
 def test_warrenmq_pure_loads_every_module_from_its_source() -> None:
     loaded = _loaded_from({**os.environ, "WARRENMQ_PURE": "1"})
     assert loaded["build"] == compiled.PURE
-    assert loaded["queue"].endswith("queue.py")
-    assert loaded["fastpath"].endswith("fastpath.py")
+    assert loaded["router"].endswith("router.py")
+    assert loaded["field_table"].endswith("field_table.py")
 
 
 @pytest.mark.skipif(os.environ.get("WARRENMQ_PURE", "") not in ("", "0"), reason="WARRENMQ_PURE is set")
@@ -99,5 +99,6 @@ def test_the_compiled_build_is_loaded_where_a_compiler_is_present() -> None:
     assert compiled.BUILD == compiled.COMPILED, compiled.describe()
     loaded = _loaded_from({k: v for k, v in os.environ.items() if k != "WARRENMQ_PURE"})
     assert loaded["build"] == compiled.COMPILED
-    assert loaded["queue"].endswith(SUFFIX)
-    assert loaded["fastpath"].endswith(SUFFIX)
+    assert loaded["router"].endswith(SUFFIX)
+    assert loaded["field_table"].endswith(SUFFIX)
+    assert compiled.is_compiled("broker.core.router")
