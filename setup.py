@@ -1,10 +1,110 @@
-"""Builds the journal's optional C lane (broker/journal/_lane.c); everything else is in pyproject.toml.
+"""Builds the optional native parts; everything else is in pyproject.toml.
 
-``optional=True``: without a C compiler the install still succeeds and the journal uses its pure-Python lane
-(broker.journal.lane.PyLane), which costs about three times as much per journaled delivery.
+1. The journal's C lane (broker/journal/_lane.c). Without it the journal uses its pure-Python lane
+   (broker.journal.lane.PyLane), which costs about three times as much per journaled delivery.
+2. The routing core and the field-table decoder, compiled with mypyc (`MYPYC_MODULES`; docs/benchmarks.md
+   has what each part gains, and why the rest stays Python). setup.py also writes protocol/_compiled.json, the
+   digest of each compiled source, which protocol/compiled.py checks at startup so that an extension never
+   runs older code than its ``.py``.
+
+Both are ``optional``: without a C compiler (or without mypyc) the install still succeeds and the pure-Python
+modules serve. ``WARRENMQ_PURE=1`` at build time skips mypyc and removes in-place extensions an earlier
+editable build left; at run time it loads the pure modules even where the compiled ones are installed.
 """
 
+import hashlib
+import json
+import os
+import sys
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+
 from setuptools import Extension, setup
+
+ROOT = Path(__file__).resolve().parent
+MANIFEST = ROOT / "protocol" / "_compiled.json"
+# The shared library of the compiled group is protocol/native__mypyc*.so (inside a package, so that editable
+# installs find it as they find the packages).
+GROUP = "protocol.native"
+
+# Chosen by measurement (docs/benchmarks.md, "Compiled build (mypyc)"): routing gains 1.3-2.5x in
+# `make bench` (topic, direct, fanout, headers, exchange-to-exchange), the field-table decoder up to ~2x, and
+# they compile in ~40 s. Left out, with the reason:
+# - the per-message value and state types the session (interpreted Python) reads and writes for every
+#   message: message, envelope, queue, unacked, stats, dispatcher, priority_ready, queue_features,
+#   stream_queue, exchange.
+#   Interpreted code reads an attribute of a mypyc object through a getset descriptor, ~10x the cost of a
+#   __slots__ member (which CPython 3.11 specializes); compiled, they cost 3-9% more broker CPU per message on
+#   publish -> consume, ack and fanout than pure Python;
+# - protocol/fastpath.py, protocol/framing.py: struct-bound; compiled they decode and encode within 1-6% of
+#   Python (noise), so they would only add compile time;
+# - protocol/header_rewrite.py: off the per-message path (dead-lettering, CC/BCC), nothing to gain;
+# - broker/core/bindings.py: mypyc's dataclass support cannot resolve the `object` field annotation of Binding
+#   (KeyError at import); bindings run at bind time, not per message.
+MYPYC_MODULES = [
+    "protocol/field_table.py",
+    "broker/core/expiration.py",
+    "broker/core/topic_trie.py",
+    "broker/core/router.py",
+    "broker/core/exchanges/default.py",
+    "broker/core/exchanges/direct.py",
+    "broker/core/exchanges/fanout.py",
+    "broker/core/exchanges/topic.py",
+    "broker/core/exchanges/headers.py",
+]
+
+
+def _warn(text: str) -> None:
+    print(f"warning: {text}; the pure-Python modules will serve", file=sys.stderr)
+
+
+def _remove_in_place_builds(keep: frozenset[str] = frozenset()) -> None:
+    """An editable install builds extensions beside the sources: a pure or failed build, or a module taken
+    out of `MYPYC_MODULES`, must not leave an earlier one there to shadow its ``.py``."""
+    if not keep:
+        MANIFEST.unlink(missing_ok=True)
+    sources = [*sorted(ROOT.glob("protocol/**/*.py")), *sorted(ROOT.glob("broker/**/*.py"))]
+    sources.append(ROOT / (GROUP.replace(".", "/") + "__mypyc.py"))
+    for source in sources:
+        if source.relative_to(ROOT).as_posix() in keep:
+            continue
+        for suffix in EXTENSION_SUFFIXES:
+            source.with_suffix(suffix).unlink(missing_ok=True)
+
+
+# The commands that compile; pip also runs setup.py for metadata (egg_info, dist_info), which needs no mypyc
+# pass (each costs a type check of the set).
+BUILD_COMMANDS = {"build", "build_ext", "bdist_wheel", "editable_wheel", "develop", "install"}
+
+
+def mypyc_extensions() -> list[Extension]:
+    if not BUILD_COMMANDS.intersection(sys.argv[1:]):
+        return []
+    if os.environ.get("WARRENMQ_PURE", "") not in ("", "0"):
+        _remove_in_place_builds()
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        _remove_in_place_builds()
+        _warn("mypyc is not installed")
+        return []
+    _remove_in_place_builds(keep=frozenset(MYPYC_MODULES) | {GROUP.replace(".", "/") + "__mypyc.py"})
+    try:
+        extensions = mypycify(list(MYPYC_MODULES), opt_level="3", group_name=GROUP)
+    except (Exception, SystemExit) as error:  # mypyc exits on a type error it cannot compile
+        _remove_in_place_builds()
+        _warn(f"mypyc could not compile the modules ({error!r})")
+        return []
+    for extension in extensions:
+        extension.optional = True
+    digests = {
+        source.removesuffix(".py").replace("/", "."): hashlib.sha256((ROOT / source).read_bytes()).hexdigest()
+        for source in MYPYC_MODULES
+    }
+    MANIFEST.write_text(json.dumps({"modules": digests}, indent=1, sort_keys=True) + "\n")
+    return extensions
+
 
 setup(
     ext_modules=[
@@ -19,6 +119,7 @@ setup(
                 "-Wno-missing-field-initializers",
             ],
             optional=True,
-        )
+        ),
+        *mypyc_extensions(),
     ]
 )

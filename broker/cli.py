@@ -9,13 +9,16 @@ from collections.abc import Sequence
 
 from broker import __version__
 from broker.config import add_serve_arguments
+from protocol import compiled
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="warrenmq", description="An AMQP 0-9-1 broker that behaves like RabbitMQ."
     )
-    parser.add_argument("--version", action="version", version=f"warrenmq {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"warrenmq {__version__}, {compiled.describe()}"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the broker in the foreground")
     add_serve_arguments(serve)

@@ -317,7 +317,10 @@ class QueueFeatures:
         over_limit: list[Envelope] = []
         quorum = settings.queue_type == QUORUM
         limit = settings.delivery_limit
-        prioritised = ready if isinstance(ready, PriorityReady) else None
+        # ``queue.ready`` is typed as the deque it usually is, but a priority queue keeps a PriorityReady
+        # there (see __init__): test the object, not the declared type, which mypyc compiles to "never".
+        held: object = ready
+        prioritised = held if isinstance(held, PriorityReady) else None
         for envelope in sorted((_timed(e) for e in envelopes), key=seq_of, reverse=True):
             envelope.redelivered = True
             if quorum:

@@ -9,14 +9,23 @@ as rabbit_mgmt_stats computes ``rate`` in ``*_details``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 
 class QueueStats:
     """rabbit_mgmt's queue message_stats (queue_stats_publish, queue_msg_stats, queue_delivery_stats)."""
 
     __slots__ = ("ack", "deliver", "deliver_no_ack", "get", "get_empty", "get_no_ack", "publish", "redeliver")
-    FIELDS = ("publish", "deliver", "deliver_no_ack", "get", "get_no_ack", "get_empty", "ack", "redeliver")
+    FIELDS: ClassVar[tuple[str, ...]] = (
+        "publish",
+        "deliver",
+        "deliver_no_ack",
+        "get",
+        "get_no_ack",
+        "get_empty",
+        "ack",
+        "redeliver",
+    )
 
     def __init__(self) -> None:
         self.publish = self.deliver = self.deliver_no_ack = self.get = self.get_no_ack = 0
@@ -27,7 +36,7 @@ class ExchangeStats:
     """publish_in: messages published to the exchange; publish_out: copies it routed to queues."""
 
     __slots__ = ("publish_in", "publish_out")
-    FIELDS = ("publish_in", "publish_out")
+    FIELDS: ClassVar[tuple[str, ...]] = ("publish_in", "publish_out")
 
     def __init__(self) -> None:
         self.publish_in = self.publish_out = 0
@@ -50,7 +59,7 @@ class ChannelStats:
         "redeliver",
         "return_unroutable",
     )
-    FIELDS = (
+    FIELDS: ClassVar[tuple[str, ...]] = (
         "publish",
         "confirm",
         "return_unroutable",
@@ -90,7 +99,7 @@ class ChurnStats:
         "queue_declared",
         "queue_deleted",
     )
-    FIELDS = (
+    FIELDS: ClassVar[tuple[str, ...]] = (
         "channel_closed",
         "channel_created",
         "connection_closed",

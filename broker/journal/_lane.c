@@ -84,13 +84,16 @@ static int resolve(int i, PyObject *type) {
     PyMemberDef *member = ok ? ((PyMemberDescrObject *)descr)->d_member : NULL;
     ok = ok && member->type == T_OBJECT_EX && !(member->flags & READONLY);
     if (ok) slot->offset = member->offset;
+    /* A class compiled by mypyc (the default build, see setup.py) exposes its attributes as getset
+     * descriptors, not slot members: that slot stays unbound and PyObject_GetAttr serves it. */
+    int getset = Py_IS_TYPE(descr, &PyGetSetDescr_Type);
     Py_DECREF(descr);
-    if (!ok) {
+    if (!ok && !getset) {
         PyErr_Format(PyExc_TypeError, "%s.%U is not a writable __slots__ member", ((PyTypeObject *)type)->tp_name,
                      *slot->name);
         return -1;
     }
-    Py_XSETREF(slot->type, (PyTypeObject *)Py_NewRef(type));
+    Py_XSETREF(slot->type, ok ? (PyTypeObject *)Py_NewRef(type) : NULL);
     return 0;
 }
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import base64
 import datetime
+import hashlib
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 from urllib.parse import quote_plus
 
-from broker.core.arguments import Long, amqp_type_name, timestamp_seconds
+from broker.core.arguments import Long, amqp_type_name, freeze_table, timestamp_seconds
 from broker.core.exchanges.erlang_hash import Atom, phash2
 
 
@@ -66,8 +67,13 @@ def _erlang_value(value: Any) -> object:
 
 def arguments_hash(arguments: Mapping[str, Any]) -> str:
     """rabbit_mgmt_format:args_hash of a binding's arguments (names sorted, as RabbitMQ stores them)."""
-    table = _erlang_value({key: arguments[key] for key in sorted(arguments)})
-    digest = phash2(table, 1 << 32).to_bytes(4, "big")
+    try:
+        table = _erlang_value({key: arguments[key] for key in sorted(arguments)})
+        digest = phash2(table, 1 << 32).to_bytes(4, "big")
+    except RecursionError:
+        # Nested past Python's recursion limit (RabbitMQ takes thousands of levels; phash2 here recurses):
+        # a stable digest of the flat frozen form. The binding lists and unbinds; its key is not RabbitMQ's.
+        digest = hashlib.sha256(repr(freeze_table(dict(arguments))).encode()).digest()[:4]
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 

@@ -36,6 +36,7 @@ from broker.storage.base import StorageError, Store
 from broker.storage.recovery import recover
 from broker.storage.sqlite import SqliteStore
 from broker.storage.writer import StoreWriter
+from protocol import compiled
 from protocol.header_rewrite import rewrite_content_header
 
 log = structlog.get_logger("warrenmq.server")
@@ -263,6 +264,8 @@ async def serve(
         "amqps_port": server.ssl_port,
         "management_port": None,
         "recovered": server.recovered,
+        # "mypyc" or "pure": which variant of the compiled modules runs (protocol/compiled.py).
+        "build": compiled.BUILD,
     }
     for addon in addons:
         ready.update(await addon.after_listen(server))
@@ -270,7 +273,14 @@ async def serve(
     server.request_stop = stop.set
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    log.info("listening", host=host, port=port, vhosts=list(config.vhosts), users=sorted(config.users))
+    log.info(
+        "listening",
+        host=host,
+        port=port,
+        vhosts=list(config.vhosts),
+        users=sorted(config.users),
+        build=compiled.describe(),
+    )
     if on_ready is not None:
         on_ready(ready)
     await stop.wait()
