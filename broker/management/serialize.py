@@ -63,7 +63,7 @@ def queue_json(queue: Queue, node: str) -> dict[str, Any]:
         "message_bytes": ready_bytes,
         "message_bytes_paged_out": 0,
         "message_bytes_persistent": persistent_bytes,
-        "message_bytes_ram": ready_bytes,
+        "message_bytes_ram": ready_bytes if stream is None else stream.ram_bytes,
         "message_bytes_ready": ready_bytes,
         "message_bytes_unacknowledged": 0,
         "messages": ready + unacked if stream is None else ready,  # a stream's deliveries stay in its log
