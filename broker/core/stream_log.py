@@ -52,12 +52,21 @@ class Segment:
     count: int = 0
     last_ms: int = 0
     resident: bool = True
+    # Out of memory: the journal's mark and message id of the entries the journal sampled at publish, by
+    # offset, so a replay from the file is journaled against the published message as before.
+    marks: dict[int, tuple[tuple[int, int], int]] = field(default_factory=dict)
 
     @property
     def next_offset(self) -> int:
         return self.first_offset + self.count
 
     def evict(self) -> None:
+        first = self.first_offset
+        self.marks = {
+            first + index: (message.journal, message.message_id)
+            for index, message in enumerate(self.messages)
+            if message.journal is not None
+        }
         self.messages = []
         self.timestamps_ms = []
         self.resident = False

@@ -256,6 +256,12 @@ class StreamPath:
         disk = self.log.disk
         assert disk is not None  # only a log with files has closed segments out of memory
         messages, after = disk.read(segment_first, offset, position, READ_BATCH_BYTES)
+        marks = self.log.segment_of(offset).marks
+        if marks:
+            for index, message in enumerate(messages):
+                mark = marks.get(offset + index)
+                if mark is not None:
+                    message.journal, message.message_id = mark
         self.read_ahead[consumer] = _ReadAhead(segment_first, offset, messages, after)
         return messages, offset
 

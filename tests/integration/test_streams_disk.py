@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pika
+import pyarrow.parquet as pq
 import pytest
 
 from broker.core.stream_queue import READ_BATCH_BYTES, StreamPath
 from broker.management.serialize import queue_json
 from broker.testing.embed import BrokerThread
+from tests.conftest import start_broker_process
+from tests.management.test_policies_live import http
 
 SEGMENT = 64 * 1024
 STREAM = {"x-queue-type": "stream", "x-stream-max-segment-size-bytes": SEGMENT}
@@ -164,3 +167,46 @@ def test_retention_drops_closed_segments_and_their_files_and_readers_resume_at_t
         _publish(broker, "short", 2000, 1, sample)  # its confirm follows the commit that deletes the files
         assert not oldest.exists()
         assert _replay(broker, "short", "first", 2001 - head, sample) == list(range(head, 2001))
+
+
+def test_replays_from_files_are_journaled_against_the_published_messages(tmp_path: Path) -> None:
+    """Entries read back from a closed segment's file keep the journal's mark of their publish: each replay
+    is recorded as deliveries of the same messages, as replays from memory are."""
+    journal = tmp_path / "journal"
+    broker = start_broker_process(
+        "--data-dir", str(tmp_path / "data"), "--journal-dir", str(journal), "--journal-mode", "compact"
+    )
+    try:
+        connection = pika.BlockingConnection(pika.URLParameters(broker.url))
+        channel = connection.channel()
+        arguments = {"x-queue-type": "stream", "x-stream-max-segment-size-bytes": 2 * BODY}
+        channel.queue_declare("journaled", durable=True, arguments=arguments)
+        channel.confirm_delivery()  # each publish waits for the commit: the segments before it are written
+        for index in range(20):
+            channel.basic_publish("", "journaled", _body(index))
+        status, queue = http(broker, "GET", "/api/queues/%2F/journaled")
+        assert status == 200
+        assert (
+            queue["message_bytes_ram"] <= 3 * BODY
+        )  # nine of the ten two-entry segments are read from their files
+        for _round in range(2):
+            consumer = connection.channel()
+            consumer.basic_qos(prefetch_count=5)
+            seen: list[int] = []
+
+            def on_message(c: Any, method: Any, props: Any, body: bytes, seen: list[int] = seen) -> None:
+                seen.append(props.headers["x-stream-offset"])
+                c.basic_ack(method.delivery_tag)
+
+            consumer.basic_consume("journaled", on_message, arguments={"x-stream-offset": "first"})
+            while len(seen) < 20:
+                connection.process_data_events(time_limit=0.1)
+            assert seen == list(range(20))
+            consumer.close()
+        connection.close()
+    finally:
+        assert broker.stop() == 0  # the journal completes its files at shutdown
+    rows = pq.read_table(journal / "deliveries").to_pylist()
+    acked = [row for row in rows if row["queue"] == "journaled" and row["outcome"] == "ack"]
+    assert len(acked) == 40
+    assert len({row["msg_seq"] for row in acked}) == 20
