@@ -210,3 +210,32 @@ def test_replays_from_files_are_journaled_against_the_published_messages(tmp_pat
     acked = [row for row in rows if row["queue"] == "journaled" and row["outcome"] == "ack"]
     assert len(acked) == 40
     assert len({row["msg_seq"] for row in acked}) == 20
+
+
+def test_filtering_applies_to_entries_read_from_files(tmp_path: Path) -> None:
+    """x-stream-filter (3.13) on entries of closed segments: their headers come back from the file."""
+    with BrokerThread(data_dir=tmp_path) as broker:
+        connection = pika.BlockingConnection(pika.URLParameters(broker.url))
+        channel = connection.channel()
+        channel.queue_declare("filtered", durable=True, arguments=STREAM)
+        channel.confirm_delivery()
+        for index in range(400):  # ~6 segments of 64 KiB
+            value = "even" if index % 2 == 0 else "odd"
+            properties = pika.BasicProperties(headers={"x-stream-filter-value": value})
+            channel.basic_publish("", "filtered", _body(index), properties)
+        stream = _stream(broker, "filtered")
+        assert broker.call(lambda: sum(not s.resident for s in stream.log.segments)) >= 5
+        channel.basic_qos(prefetch_count=50)
+        seen: list[int] = []
+
+        def on_message(c: Any, method: Any, props: Any, body: bytes) -> None:
+            assert body == _body(props.headers["x-stream-offset"])
+            seen.append(props.headers["x-stream-offset"])
+            c.basic_ack(method.delivery_tag)
+
+        arguments = {"x-stream-offset": "first", "x-stream-filter": "odd"}
+        channel.basic_consume("filtered", on_message, arguments=arguments)
+        while len(seen) < 200:
+            connection.process_data_events(time_limit=0.1)
+        connection.close()
+    assert seen == list(range(1, 400, 2))
