@@ -14,7 +14,9 @@ The crc covers everything after the length, so a chunk torn by a crash (never co
 the write) is recognised and cut off at recovery. The index has an entry (chunk first offset u64, chunk first
 timestamp i64, file position u64) for the first chunk and then whenever ``INDEX_INTERVAL_BYTES`` were written
 since the last entry, so attaching at an offset or a timestamp is a binary search in the index plus a read
-of at most that many bytes (`SegmentReader`), whatever the length of the stream.
+of at most that many bytes (`SegmentReader`), whatever the length of the stream. When a segment rolls its
+index is sealed (count, body bytes, last append, file size): start-up reads a closed segment's seal only, and
+the broker reads its entries from the file when a consumer needs them (`broker.storage.stream_reader`).
 """
 
 from __future__ import annotations
