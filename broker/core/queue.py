@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from broker.core.clock import Clock
     from broker.core.dispatcher import Dispatcher
     from broker.core.queue_settings import QueueSettings
+    from broker.core.stream_log import StreamDisk
 
 
 class ConsumerChannel(Protocol):
@@ -101,6 +102,9 @@ class QueueStore(Protocol):
 
     def stream_segments_dropped(self, queue: Queue, segment_firsts: list[int]) -> None:
         """Retention removed these whole segments of a stream queue."""
+
+    def stream_disk(self, queue: Queue) -> StreamDisk | None:
+        """Where a stream queue's closed segments are read back from (None: they stay in memory)."""
 
 
 class DeliveryJournal(Protocol):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from broker.core.envelope import Envelope
 from broker.core.message import Message
 from broker.core.stream_filter import StreamFilter, consumer_filter
-from broker.core.stream_log import DEFAULT_SEGMENT_SIZE_BYTES, StreamLog
+from broker.core.stream_log import DEFAULT_SEGMENT_SIZE_BYTES, Segment, StreamLog
 from broker.core.stream_offset import start_offset
 from protocol.errors import ChannelError, HardError, ReplyCode
 
@@ -38,12 +38,42 @@ def not_supported(queue: Queue, operation: str) -> HardError:
 _PLACEHOLDER = 0x5753_4F46_4653_4554
 _PLACEHOLDER_ENTRY = b"\x0fx-stream-offsetl" + _PLACEHOLDER.to_bytes(8, "big")
 _TEMPLATES = 1024  # distinct content headers remembered per stream
+# What a consumer reads from a closed segment's file per turn (whole chunks, so a little more): sequential,
+# batched reads as osiris readers do, bounding each consumer's read-ahead in memory.
+READ_BATCH_BYTES = 256 * 1024
+
+
+class _ReadAhead:
+    """A consumer's batch read from a segment file: entries from ``first``, and where the file goes on."""
+
+    __slots__ = ("first", "messages", "position", "segment_first")
+
+    def __init__(self, segment_first: int, first: int, messages: list[Message], position: int) -> None:
+        self.segment_first = segment_first
+        self.first = first
+        self.messages = messages
+        self.position = position
+
+    @property
+    def end(self) -> int:
+        return self.first + len(self.messages)
 
 
 class StreamPath:
     """The log, and where each consumer reads next."""
 
-    __slots__ = ("cursors", "filters", "host", "log", "queue", "settings", "stamp", "templates")
+    __slots__ = (
+        "cursors",
+        "disk_checked",
+        "filters",
+        "host",
+        "log",
+        "queue",
+        "read_ahead",
+        "settings",
+        "stamp",
+        "templates",
+    )
 
     def __init__(self, queue: Queue, settings: QueueSettings, host: QueueHost, stamp: Stamp) -> None:
         self.queue = queue
@@ -54,6 +84,21 @@ class StreamPath:
         self.cursors: dict[Consumer, int] = {}
         self.filters: dict[Consumer, StreamFilter] = {}
         self.templates: dict[bytes, tuple[bytes, bytes]] = {}
+        self.read_ahead: dict[Consumer, _ReadAhead] = {}
+        self.disk_checked = False
+
+    def _attach_disk(self) -> None:
+        """Once the queue has its store: the segment files closed segments are read back from, if any."""
+        self.disk_checked = True
+        store = self.queue.store
+        if store is not None:
+            self.log.disk = store.stream_disk(self.queue)
+
+    @property
+    def ram_bytes(self) -> int:
+        """Body bytes this stream holds in memory: resident segments plus consumers' read-ahead batches."""
+        ahead = sum(len(m.body) for batch in self.read_ahead.values() for m in batch.messages)
+        return self.log.resident_bytes + ahead
 
     @property
     def message_count(self) -> int:
@@ -81,12 +126,15 @@ class StreamPath:
 
     def enqueue(self, message: Message) -> bool:
         now_ms = self.host.clock.now_ms()
+        if not self.disk_checked:
+            self._attach_disk()
         log = self.log
         offset = log.append(message, now_ms)
         store = self.queue.store
         if store is not None:
             # Every message of a stream is kept, transient or not; the channel's confirm waits for the commit.
             store.stream_appended(self.queue, log.segments[-1].first_offset, offset, now_ms, message)
+        log.evict_written()
         self.apply_retention(now_ms)
         if self.cursors:
             self.queue.dispatcher.wake(self.queue)
@@ -116,15 +164,25 @@ class StreamPath:
     def recover(self, envelopes: list[Envelope]) -> None:
         """Streams come back through `recover_segments` (their log is not kept as message rows)."""
 
-    def recover_segments(self, segments: Iterable[tuple[int, list[tuple[Message, int]]]]) -> None:
-        """The stored segments in order, each as its first offset and (message, append time) pairs: offsets,
-        times and segment boundaries as they were."""
+    def recover_segments(
+        self, segments: Iterable[tuple[int, list[tuple[Message, int]] | tuple[int, int, int]]]
+    ) -> None:
+        """The stored segments in order, each as its first offset and (message, append time) pairs, or for a
+        closed segment left in its file (count, body bytes, last append time): offsets, times and segment
+        boundaries as they were. Closed segments already written stay out of memory."""
         log = StreamLog(self.settings.max_segment_size_bytes)
         for first_offset, entries in segments:
-            if log.segments[-1].messages and first_offset != log.next_offset:
+            if log.segments[-1].count and first_offset != log.next_offset:
                 log = StreamLog(self.settings.max_segment_size_bytes)  # a gap: keep what follows it
-            log.restore_segment(first_offset, [e[0] for e in entries], [e[1] for e in entries])
+            if isinstance(entries, tuple):
+                log.restore_closed(first_offset, *entries)
+            else:
+                log.restore_segment(first_offset, [e[0] for e in entries], [e[1] for e in entries])
+        if not log.segments[-1].resident:  # no open segment came back: appends start a new one
+            log.segments.append(Segment(log.next_offset))
         self.log = log
+        self._attach_disk()
+        log.evict_written()
 
     def purged(self) -> None:
         raise not_supported(self.queue, "queue.purge")
@@ -142,6 +200,7 @@ class StreamPath:
         for consumer in [c for c in self.cursors if c not in live]:
             del self.cursors[consumer]
             self.filters.pop(consumer, None)
+            self.read_ahead.pop(consumer, None)
 
     def dispatch(self, budget: int) -> bool:
         """Each consumer in turn reads a burst from its cursor, within one segment, while its prefetch allows;
@@ -159,7 +218,13 @@ class StreamPath:
                     continue
                 offset = max(cursor, log.first_offset)  # retention passed the cursor: resume at the head
                 segment = log.segment_of(offset)
-                messages, first = segment.messages, segment.first_offset
+                if segment.resident:
+                    messages, first = segment.messages, segment.first_offset
+                else:
+                    messages, first = self._read_closed(consumer, segment.first_offset, offset)
+                    if not messages:  # pragma: no cover - the file lost entries the log counts
+                        self.cursors[consumer] = segment.next_offset
+                        continue
                 wanted = self.filters.get(consumer)
                 position = offset - first
                 end = min(len(messages), position + budget - work)
@@ -175,7 +240,30 @@ class StreamPath:
                         break
                 self.cursors[consumer] = first + position
                 progress = True
+        self.log.evict_written()
         return work >= budget
+
+    def _read_closed(self, consumer: Consumer, segment_first: int, offset: int) -> tuple[list[Message], int]:
+        """The consumer's batch from a closed segment's file holding ``offset``: the one it has when it
+        covers it, else the next batch, read on from where the last one ended (sequential), or through the
+        segment's index when the consumer jumps (attach, retention)."""
+        batch = self.read_ahead.get(consumer)
+        if batch is not None and batch.segment_first == segment_first and batch.first <= offset < batch.end:
+            return batch.messages, batch.first
+        position = -1
+        if batch is not None and batch.segment_first == segment_first and batch.end == offset:
+            position = batch.position
+        disk = self.log.disk
+        assert disk is not None  # only a log with files has closed segments out of memory
+        messages, after = disk.read(segment_first, offset, position, READ_BATCH_BYTES)
+        marks = self.log.segment_of(offset).marks
+        if marks:
+            for index, message in enumerate(messages):
+                mark = marks.get(offset + index)
+                if mark is not None:
+                    message.journal, message.message_id = mark
+        self.read_ahead[consumer] = _ReadAhead(segment_first, offset, messages, after)
+        return messages, offset
 
     def stamped(self, message: Message, offset: int) -> Message:
         """``message`` with the x-stream-offset header, as the vhost's rewriter would write it. The rewrite is
@@ -218,6 +306,7 @@ class StreamPath:
     def close(self) -> None:
         self.cursors.clear()
         self.filters.clear()
+        self.read_ahead.clear()
 
 
 def refuse_stream_settle(deliveries: Iterable[Delivery]) -> None:

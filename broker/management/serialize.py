@@ -60,7 +60,7 @@ def _stream_counts(queue: Queue, stream: StreamPath) -> dict[str, int]:
         "message_bytes": size,
         "message_bytes_paged_out": 0,
         "message_bytes_persistent": size,
-        "message_bytes_ram": size,
+        "message_bytes_ram": stream.ram_bytes,  # closed segments are read back from their files
         "message_bytes_ready": size,
         "message_bytes_unacknowledged": 0,
         "messages": count,

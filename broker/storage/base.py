@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from broker.core.persistence import CommitWaiter
-from broker.storage.stream_files import StreamRecord, StreamRow
+from broker.core.stream_log import StreamDisk
+from broker.storage.stream_files import ClosedMeta, StreamRecord, StreamRow
 
 KEY_SEQ_BITS = 40  # 10^12 messages per queue before a key would spill into the queue id
 
@@ -174,8 +175,14 @@ class Store(Protocol):
 
     def max_queue_id(self) -> int: ...
 
-    def stream_segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord]]]:
-        """A stream queue's log: each segment's first offset and its entries in offset order."""
+    def stream_segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord] | ClosedMeta]]:
+        """A stream queue's log: each segment's first offset and its entries in offset order, or for a
+        closed segment left in its file, its (count, body bytes, last append ms)."""
+        ...
+
+    def stream_disk(self, queue_id: int) -> StreamDisk | None:
+        """A stream queue's segment files as its log reads them, or None when the store keeps no files
+        (the log then keeps every segment in memory)."""
         ...
 
     def apply(self, batch: Batch) -> None:

@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
+from broker.core.stream_log import StreamDisk
 from broker.storage.base import (
     KEY_SEQ_BITS,
     Batch,
@@ -65,6 +66,9 @@ class MemoryStore:
     def stream_segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord]]]:
         segments = self.streams.get(queue_id, {})
         return iter([(first, list(segments[first])) for first in sorted(segments)])
+
+    def stream_disk(self, queue_id: int) -> StreamDisk | None:
+        return None  # nothing on disk: a stream's log keeps every segment in memory
 
     def apply(self, batch: Batch) -> None:
         for op, row in batch.topology:

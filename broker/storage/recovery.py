@@ -31,6 +31,7 @@ from broker.storage.base import (
     QueueRow,
     Store,
 )
+from broker.storage.stream_files import ClosedMeta
 from broker.storage.writer import StoreWriter
 from protocol.errors import AMQPError
 from protocol.fastpath import parse_content_header
@@ -216,15 +217,18 @@ def _restore_parameter(broker: Broker, row: ParameterRow) -> None:
 
 def _recover_stream(queue: Queue, stream: StreamPath, store: Store, writer: StoreWriter) -> int:
     """A stream's segments, read back from its segment files; returns how many entries it holds."""
-    segments: list[tuple[int, list[tuple[Message, int]]]] = []
+    segments: list[tuple[int, list[tuple[Message, int]] | ClosedMeta]] = []
     for first_offset, records in store.stream_segments(queue.store_id):
+        if isinstance(records, tuple):  # a closed segment: its entries stay in its file
+            segments.append((first_offset, records))
+            continue
         entries = [
             (_message(exchange, key, header, body), ts) for _o, ts, exchange, key, header, body in records
         ]
         segments.append((first_offset, entries))
     legacy = list(store.messages(queue.store_id))
     if legacy and not segments:
-        segments = _legacy_segments(legacy)
+        segments.extend(_legacy_segments(legacy))
     stream.recover_segments(segments)
     if legacy:
         _migrate_legacy(queue, stream, legacy, writer)

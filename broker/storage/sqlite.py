@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from broker.core.stream_log import StreamDisk
 from broker.storage.base import (
     KEY_SEQ_BITS,
     Batch,
@@ -30,7 +31,8 @@ from broker.storage.base import (
     UserRow,
     queue_key_range,
 )
-from broker.storage.stream_files import StreamFiles, StreamRecord
+from broker.storage.stream_files import ClosedMeta, StreamFiles, StreamRecord
+from broker.storage.stream_reader import SegmentFilesDisk
 
 DB_NAME = "warrenmq.db"
 STREAMS_DIR = "streams"  # stream queues' segment files (broker.storage.stream_files), one directory each
@@ -247,8 +249,12 @@ class SqliteStore:
         top_message = self.db.execute("SELECT max(key) FROM messages").fetchone()
         return max(row[0] or 0, (top_message[0] or 0) >> KEY_SEQ_BITS, self.streams.max_queue_id())
 
-    def stream_segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord]]]:
+    def stream_segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord] | ClosedMeta]]:
         return self.streams.segments(queue_id)
+
+    def stream_disk(self, queue_id: int) -> StreamDisk | None:
+        written = self.streams.written
+        return SegmentFilesDisk(self.streams.directory(queue_id), lambda: written.get(queue_id, 0))
 
     # -- writing (the writer thread)
 

@@ -14,7 +14,9 @@ The crc covers everything after the length, so a chunk torn by a crash (never co
 the write) is recognised and cut off at recovery. The index has an entry (chunk first offset u64, chunk first
 timestamp i64, file position u64) for the first chunk and then whenever ``INDEX_INTERVAL_BYTES`` were written
 since the last entry, so attaching at an offset or a timestamp is a binary search in the index plus a read
-of at most that many bytes (`SegmentReader`), whatever the length of the stream.
+of at most that many bytes (`SegmentReader`), whatever the length of the stream. When a segment rolls its
+index is sealed (count, body bytes, last append, file size): start-up reads a closed segment's seal only, and
+the broker reads its entries from the file when a consumer needs them (`broker.storage.stream_reader`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ CHUNK = struct.Struct(">IIQqI")
 RECORD = struct.Struct(">qHHII")
 INDEX_ENTRY = struct.Struct(">QqQ")
 INDEX_INTERVAL_BYTES = 64 * 1024
+# A closed segment's index ends with a seal of two entries: (mark, last append ms, body bytes) and (mark,
+# entry count, segment file size), so start-up knows a closed segment without reading it (only the open
+# segment is read back). An index without a valid seal (older files, a crash) makes recovery scan it.
+SEAL_MARK = (1 << 64) - 1
+SEAL_SIZE = 2 * INDEX_ENTRY.size
 SEGMENT_SUFFIX = ".segment"
 INDEX_SUFFIX = ".index"
 
@@ -40,6 +47,8 @@ INDEX_SUFFIX = ".index"
 StreamRow = tuple[int, int, int, int, str, str, bytes, bytes]
 # (offset, appended ms, exchange, routing key, content header, body)
 StreamRecord = tuple[int, int, str, str, bytes, bytes]
+# A closed segment at start-up: (entry count, body bytes, last append ms); its entries stay in the file.
+ClosedMeta = tuple[int, int, int]
 
 
 def segment_name(first_offset: int) -> str:
@@ -106,6 +115,14 @@ class _Tail:
     index: BinaryIO
     size: int
     indexed_at: int  # file position of the last index entry (-1: none yet)
+    count: int = 0
+    body_bytes: int = 0
+    last_ms: int = 0
+
+    def seal(self) -> bytes:
+        return INDEX_ENTRY.pack(SEAL_MARK, self.last_ms, self.body_bytes) + INDEX_ENTRY.pack(
+            SEAL_MARK, self.count, self.size
+        )
 
 
 class StreamFiles:
@@ -115,6 +132,9 @@ class StreamFiles:
         self.root = root
         self.fsync = fsync
         self._tails: dict[int, _Tail] = {}
+        # Per stream, the next offset not yet written and flushed: the event loop reads closed segments
+        # below it from the files (a plain dict read there; only this thread writes it).
+        self.written: dict[int, int] = {}
 
     def directory(self, queue_id: int) -> Path:
         return self.root / str(queue_id)
@@ -130,6 +150,7 @@ class StreamFiles:
     def append(self, rows: list[StreamRow]) -> None:
         """One chunk per run of rows of the same stream segment; fsync'd before returning when asked."""
         touched: dict[int, _Tail] = {}
+        ends: dict[int, int] = {}
         run: list[StreamRecord] = []
         key: tuple[int, int] | None = None
         for row in rows:
@@ -139,6 +160,7 @@ class StreamFiles:
                 run = []
             key = row_key
             run.append(row[2:])
+            ends[row[0]] = row[2] + 1
         if run and key is not None:
             touched[key[0]] = self._write(key[0], key[1], run)
         for tail in touched.values():
@@ -146,11 +168,13 @@ class StreamFiles:
             tail.index.flush()
             if self.fsync:
                 os.fsync(tail.segment.fileno())
+        self.written.update(ends)
 
     def _write(self, queue_id: int, segment_first: int, records: list[StreamRecord]) -> _Tail:
         tail = self._tails.get(queue_id)
         if tail is None or tail.first_offset != segment_first:
-            if tail is not None:
+            if tail is not None:  # the segment rolled: it is complete, seal its index
+                tail.index.write(tail.seal())
                 self._close_tail(tail)
             tail = self._open(queue_id, segment_first)
             self._tails[queue_id] = tail
@@ -160,6 +184,9 @@ class StreamFiles:
             tail.indexed_at = tail.size
         tail.segment.write(chunk)
         tail.size += len(chunk)
+        tail.count += len(records)
+        tail.body_bytes += sum(len(record[5]) for record in records)
+        tail.last_ms = records[-1][1]
         return tail
 
     def _open(self, queue_id: int, segment_first: int) -> _Tail:
@@ -182,7 +209,13 @@ class StreamFiles:
             _fsync_directory(directory)
             if created:
                 _fsync_directory(self.root)
-        return _Tail(segment_first, segment, index, size, indexed_at)
+        tail = _Tail(segment_first, segment, index, size, indexed_at)
+        if size:  # the open segment of a restarted broker: its totals for the seal (read once, bounded)
+            records = [r for chunk in decode_chunks(segment_path.read_bytes())[0] for r in chunk[3]]
+            tail.count = len(records)
+            tail.body_bytes = sum(len(record[5]) for record in records)
+            tail.last_ms = records[-1][1] if records else 0
+        return tail
 
     def _close_tail(self, tail: _Tail) -> None:
         tail.segment.close()
@@ -200,6 +233,7 @@ class StreamFiles:
             base.with_suffix(INDEX_SUFFIX).unlink(missing_ok=True)
 
     def drop_queue(self, queue_id: int) -> None:
+        self.written.pop(queue_id, None)
         tail = self._tails.pop(queue_id, None)
         if tail is not None:
             self._close_tail(tail)
@@ -212,15 +246,25 @@ class StreamFiles:
 
     # -- recovery
 
-    def segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord]]]:
-        """Each segment's first offset and records, in order. A torn chunk is cut off (with every later
-        segment: they were written by the same unconfirmed commit), and each index is rebuilt if it does not
-        match its segment."""
+    def segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord] | ClosedMeta]]:
+        """Each segment's first offset, in order, with its records for the last (open) segment and for a
+        closed one whose index has no valid seal, else the seal's totals (the file is not read). A torn chunk
+        is cut off (with every later segment: they were written by the same unconfirmed commit), and each
+        scanned index is rebuilt if it does not match its segment."""
         directory = self.directory(queue_id)
         if not directory.is_dir():
             return
         paths = sorted(directory.glob("*" + SEGMENT_SUFFIX))
+        last = len(paths) - 1  # the open segment: the last one holding anything (a crash may leave one empty)
+        while last > 0 and not paths[last].stat().st_size:
+            last -= 1
         for number, path in enumerate(paths):
+            closed = number < last
+            meta = _sealed(path) if closed else None
+            if meta is not None:
+                self.written[queue_id] = int(path.stem) + meta[0]
+                yield int(path.stem), meta
+                continue
             data = path.read_bytes()
             chunks, valid = decode_chunks(data)
             if valid < len(data):
@@ -229,21 +273,53 @@ class StreamFiles:
                 for later in paths[number + 1 :]:
                     later.unlink()
                     later.with_suffix(INDEX_SUFFIX).unlink(missing_ok=True)
-            _repair_index(path.with_suffix(INDEX_SUFFIX), chunks)
+                closed = False
             records = [record for chunk in chunks for record in chunk[3]]
+            _repair_index(path.with_suffix(INDEX_SUFFIX), chunks, valid if closed and records else None)
+            if records:
+                self.written[queue_id] = records[-1][0] + 1
             if records or number == 0:
                 yield int(path.stem), records
             if valid < len(data):
                 return
 
 
-def _repair_index(path: Path, chunks: list[tuple[int, int, int, list[StreamRecord]]]) -> None:
+def _sealed(path: Path) -> ClosedMeta | None:
+    """A closed segment's (count, body bytes, last append ms) from its index's seal, if the seal is whole
+    and names the segment file's size (else the segment is scanned)."""
+    index = path.with_suffix(INDEX_SUFFIX)
+    try:
+        with open(index, "rb") as reader:
+            size = reader.seek(0, os.SEEK_END)
+            if size < SEAL_SIZE or size % INDEX_ENTRY.size:
+                return None
+            reader.seek(size - SEAL_SIZE)
+            raw = reader.read(SEAL_SIZE)
+    except FileNotFoundError:
+        return None
+    mark, last_ms, body_bytes = INDEX_ENTRY.unpack_from(raw, 0)
+    mark_2, count, file_size = INDEX_ENTRY.unpack_from(raw, INDEX_ENTRY.size)
+    if mark != SEAL_MARK or mark_2 != SEAL_MARK or not count or file_size != path.stat().st_size:
+        return None
+    return count, body_bytes, last_ms
+
+
+def _repair_index(
+    path: Path, chunks: list[tuple[int, int, int, list[StreamRecord]]], sealed_size: int | None
+) -> None:
+    """Rewrite ``path`` if it is not the index of these chunks (sealed, for a closed segment of
+    ``sealed_size`` bytes, so the next start-up need not scan it)."""
     entries: list[bytes] = []
     indexed_at = -1
     for position, first_offset, first_timestamp, _records in chunks:
         if indexed_at < 0 or position - indexed_at >= INDEX_INTERVAL_BYTES:
             entries.append(INDEX_ENTRY.pack(first_offset, first_timestamp, position))
             indexed_at = position
+    if sealed_size is not None:
+        records = [record for chunk in chunks for record in chunk[3]]
+        body_bytes = sum(len(record[5]) for record in records)
+        entries.append(INDEX_ENTRY.pack(SEAL_MARK, records[-1][1], body_bytes))
+        entries.append(INDEX_ENTRY.pack(SEAL_MARK, len(records), sealed_size))
     wanted = b"".join(entries)
     if not path.exists() or path.read_bytes() != wanted:
         path.write_bytes(wanted)
@@ -265,7 +341,9 @@ class SegmentReader:
     def __init__(self, segment_path: Path) -> None:
         self.path = segment_path
         raw = segment_path.with_suffix(INDEX_SUFFIX).read_bytes()
-        entries = [INDEX_ENTRY.unpack_from(raw, at) for at in range(0, len(raw), INDEX_ENTRY.size)]
+        whole = len(raw) - len(raw) % INDEX_ENTRY.size
+        entries = [INDEX_ENTRY.unpack_from(raw, at) for at in range(0, whole, INDEX_ENTRY.size)]
+        entries = [entry for entry in entries if entry[0] != SEAL_MARK]
         self._offsets = [entry[0] for entry in entries]
         self._timestamps = [entry[1] for entry in entries]
         self._positions = [entry[2] for entry in entries]

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from broker.core.exchange import Exchange
     from broker.core.message import Message
     from broker.core.queue import Envelope, Queue
+    from broker.core.stream_log import StreamDisk
 
 log = structlog.get_logger("warrenmq.storage")
 
@@ -324,6 +325,9 @@ class StoreWriter:
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self._call_soon(self._flush)
+
+    def stream_disk(self, queue: Queue) -> StreamDisk | None:
+        return self.store.stream_disk(queue.store_id)
 
     def stream_segments_dropped(self, queue: Queue, segment_firsts: list[int]) -> None:
         self._batch.stream_dropped.extend((queue.store_id, first) for first in segment_firsts)

@@ -53,10 +53,18 @@ def test_stream_survives_a_clean_restart_with_offsets_and_transient_messages(dur
     assert _replay(durable) == before == [(index, f"m{index}") for index in range(10)]
 
 
-def test_confirmed_stream_messages_survive_kill_9_at_stable_offsets(durable: DurableBroker) -> None:
+@pytest.mark.parametrize(
+    "arguments",
+    # Small segments: most are closed, sealed and read back from their files, not held in memory.
+    [STREAM, {**STREAM, "x-stream-max-segment-size-bytes": 64}],
+    ids=["one-segment", "small-segments"],
+)
+def test_confirmed_stream_messages_survive_kill_9_at_stable_offsets(
+    durable: DurableBroker, arguments: dict[str, Any]
+) -> None:
     connection = durable.connect()
     ch = connection.channel()
-    ch.queue_declare(QUEUE, durable=True, arguments=STREAM)
+    ch.queue_declare(QUEUE, durable=True, arguments=arguments)
     ch.confirm_delivery()
     confirmed: list[str] = []
     for index in range(50):

@@ -35,11 +35,37 @@ def test_appends_come_back_in_order_per_segment(tmp_path: Path) -> None:
     files.append(_rows(7, 0, 3, 2) + _rows(7, 5, 5, 2))  # one commit that rolls to a new segment
     files.close()
     segments = list(StreamFiles(tmp_path, fsync=True).segments(7))
-    assert [(first, [r[0] for r in records]) for first, records in segments] == [
-        (0, [0, 1, 2, 3, 4]),
-        (5, [5, 6]),
-    ]
-    assert segments[0][1][4] == (4, 1004, "ex", "rk4", b"\x00\x02", BODY)
+    # The closed segment comes back from its index's seal (count, body bytes, last append), unread; the
+    # open one with its records.
+    assert segments[0] == (0, (5, 5 * len(BODY), 1004))
+    assert segments[1][0] == 5
+    assert segments[1][1] == [(o, 1000 + o, "ex", f"rk{o}", b"\x00\x02", BODY) for o in (5, 6)]
+
+
+def test_start_up_reads_a_sealed_closed_segment_only_through_its_index(tmp_path: Path) -> None:
+    files = StreamFiles(tmp_path, fsync=False)
+    files.append(_rows(8, 0, 0, 4) + _rows(8, 4, 4, 1))
+    files.close()
+    closed = _segment(tmp_path, 8, 0)
+    data = bytearray(closed.read_bytes())
+    data[-5] ^= 0xFF  # damage it behind the seal's back: start-up does not read it
+    closed.write_bytes(bytes(data))
+    recovered = StreamFiles(tmp_path, fsync=False)
+    assert [s[1] if s[0] == 0 else len(s[1]) for s in recovered.segments(8)] == [(4, 4 * len(BODY), 1003), 1]
+    assert recovered.written[8] == 5
+
+
+def test_a_closed_segment_without_a_valid_seal_is_scanned_and_sealed(tmp_path: Path) -> None:
+    files = StreamFiles(tmp_path, fsync=False)
+    files.append(_rows(9, 0, 0, 3) + _rows(9, 3, 3, 1))
+    files.close()
+    index = _segment(tmp_path, 9, 0).with_suffix(".index")
+    sealed = index.read_bytes()
+    index.write_bytes(sealed[: -2 * INDEX_ENTRY.size])  # as written before seals existed
+    first = next(StreamFiles(tmp_path, fsync=False).segments(9))
+    assert [r[0] for r in first[1]] == [0, 1, 2]  # type: ignore[index]
+    assert index.read_bytes() == sealed  # the repair seals it: the next start-up skips it
+    assert next(StreamFiles(tmp_path, fsync=False).segments(9)) == (0, (3, 3 * len(BODY), 1002))
 
 
 def test_a_torn_chunk_is_cut_off_and_later_segments_go(tmp_path: Path) -> None:
@@ -53,13 +79,14 @@ def test_a_torn_chunk_is_cut_off_and_later_segments_go(tmp_path: Path) -> None:
     with open(first, "r+b") as segment:  # a crash in the middle of the second chunk's write
         segment.truncate(whole - 100)
     segments = list(StreamFiles(tmp_path, fsync=False).segments(1))
-    assert [(f, [r[0] for r in records]) for f, records in segments] == [(0, [0, 1, 2, 3])]
+    # Its seal no longer names the file's size: the segment is scanned and the torn chunk cut off.
+    assert [(f, [r[0] for r in records]) for f, records in segments] == [(0, [0, 1, 2, 3])]  # type: ignore[index]
     assert not _segment(tmp_path, 1, 6).exists()
     # Appending after recovery continues the repaired file.
     files = StreamFiles(tmp_path, fsync=False)
     files.append(_rows(1, 0, 4, 1))
     files.close()
-    assert [r[0] for r in next(StreamFiles(tmp_path, fsync=False).segments(1))[1]] == [0, 1, 2, 3, 4]
+    assert [r[0] for r in next(StreamFiles(tmp_path, fsync=False).segments(1))[1]] == [0, 1, 2, 3, 4]  # type: ignore[index]
 
 
 def test_a_corrupt_chunk_fails_its_crc(tmp_path: Path) -> None:
@@ -71,7 +98,7 @@ def test_a_corrupt_chunk_fails_its_crc(tmp_path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[-5] ^= 0xFF
     path.write_bytes(bytes(data))
-    assert [r[0] for r in next(StreamFiles(tmp_path, fsync=False).segments(2))[1]] == [0, 1]
+    assert [r[0] for r in next(StreamFiles(tmp_path, fsync=False).segments(2))[1]] == [0, 1]  # type: ignore[index]
 
 
 def test_retention_deletes_whole_segment_files_and_queue_deletion_the_directory(tmp_path: Path) -> None:
