@@ -23,7 +23,7 @@ from broker.core.queue import Consumer, Envelope, Queue
 from broker.core.stats import ChannelStats
 from broker.core.stream_queue import refuse_stream_settle
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
-from broker.session import confirms, direct_reply, lifecycle_events
+from broker.session import channel_close, confirms, direct_reply
 from broker.session.access_checks import check_publish
 from broker.session.fates import (
     delivered_event,
@@ -382,39 +382,11 @@ class ChannelSession:
         return self.last_queue
 
     def close_with_error(self, error: ChannelError) -> None:
-        """Soft error: earned confirms first, then channel.close; frames are dropped until close-ok."""
-        self.flush_confirms()
-        self.release()
-        self.conn.send(
-            self.channel_id,
-            commands.Channel.Close(
-                reply_code=int(error.code),
-                reply_text=error.reply_text,
-                class_id=error.class_id,
-                method_id=error.method_id,
-            ),
-        )
+        """Soft error: earned confirms first, then channel.close (broker.session.channel_close)."""
+        channel_close.close_with_error(self, error)
 
     def release(self) -> None:
-        """Cancel consumers, then requeue every unacked delivery (RabbitMQ does both when a channel ends)."""
-        if self.closing:
-            return
-        self.closing = True
-        vhost = self.conn.vhost
-        if vhost is not None:  # the vhost's totals keep what this channel counted (RabbitMQ's do)
-            self.stats.publish_confirm = self.publish_seq
-            vhost.channel_totals.add(self.stats)
-            vhost.churn.channel_closed += 1
-            lifecycle_events.channel_closed(self.conn.broker, self.pid, self.conn.username)
-        direct_reply.forget(self)
-        consumers = list(self.consumers.values())
-        self.consumers.clear()
-        for consumer in consumers:
-            consumer.queue.remove_consumer(consumer)
-        if self.tx is not None:
-            self.tx.rollback_settlements(self.unacked)
-            self.tx = None
-        deliveries = self.unacked.take_all()
-        if vhost is not None and vhost.events.stepping:
-            settled_events(vhost.events, deliveries, True, closed=True)
-        requeue_deliveries(deliveries)
+        """Cancel consumers, then requeue every unacked delivery; once (broker.session.channel_close)."""
+        if not self.closing:
+            self.closing = True
+            channel_close.release(self)

@@ -142,6 +142,7 @@ class ChannelPort(ConsumerChannel, CommitWaiter, Protocol):
     tx: Transaction | None
     last_queue: str
     reply_key: str
+    pid: str  # the channel's pid in lifecycle events ("" while nothing listens)
 
     @property
     def conn(self) -> ConnectionPort: ...

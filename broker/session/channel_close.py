@@ -1,0 +1,56 @@
+"""How a channel ends: a soft error's channel.close, and the release of what it holds (its consumers and its
+unacked deliveries), as rabbit_channel does when a channel terminates. Off the message path: the channel
+(`broker.session.channel_session`) calls here once per channel.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pamqp import commands
+
+from broker.core.unacked import requeue_deliveries
+from broker.session import direct_reply, lifecycle_events
+from broker.session.fates import settled_events
+
+if TYPE_CHECKING:
+    from broker.session.ports import ChannelPort
+    from protocol.errors import ChannelError
+
+
+def close_with_error(channel: ChannelPort, error: ChannelError) -> None:
+    """Soft error: earned confirms first, then channel.close; frames are dropped until close-ok."""
+    channel.flush_confirms()
+    channel.release()
+    channel.conn.send(
+        channel.channel_id,
+        commands.Channel.Close(
+            reply_code=int(error.code),
+            reply_text=error.reply_text,
+            class_id=error.class_id,
+            method_id=error.method_id,
+        ),
+    )
+
+
+def release(channel: ChannelPort) -> None:
+    """Cancel consumers, then requeue every unacked delivery (RabbitMQ does both when a channel ends).
+    The caller has checked and set ``channel.closing``: this runs once per channel."""
+    vhost = channel.conn.vhost
+    if vhost is not None:  # the vhost's totals keep what this channel counted (RabbitMQ's do)
+        channel.stats.publish_confirm = channel.publish_seq
+        vhost.channel_totals.add(channel.stats)
+        vhost.churn.channel_closed += 1
+        lifecycle_events.channel_closed(channel.conn.broker, channel.pid, channel.conn.username)
+    direct_reply.forget(channel)
+    consumers = list(channel.consumers.values())
+    channel.consumers.clear()
+    for consumer in consumers:
+        consumer.queue.remove_consumer(consumer)
+    if channel.tx is not None:
+        channel.tx.rollback_settlements(channel.unacked)
+        channel.tx = None
+    deliveries = channel.unacked.take_all()
+    if vhost is not None and vhost.events.stepping:
+        settled_events(vhost.events, deliveries, True, closed=True)
+    requeue_deliveries(deliveries)
