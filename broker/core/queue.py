@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 # Envelope is re-exported: callers take it with the Queue it belongs to.
 from broker.core.envelope import Envelope as Envelope  # noqa: PLC0414
 from broker.core.envelope import seq_of
-from broker.core.event_types import Fate, Observer, Topology, consumer_detail
+from broker.core.event_types import Fate, Observer, Topology
 from broker.core.message import Message
-from broker.core.queue_bytes import added, added_all, cleared, removed
+from broker.core.queue_bytes import added, added_all, removed
 from broker.core.stats import QueueStats
-from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:
     from broker.core.clock import Clock
@@ -347,50 +346,6 @@ class Queue:
             self.ready.extend(envelopes)
             added_all(self, envelopes)
 
-    def purge(self) -> int:
-        count = len(self.ready)
-        if self.store is not None:
-            self.store.messages_removed(self, self.ready)
-        self.ready.clear()
-        cleared(self)
-        if self.features is not None:
-            self.features.purged()
-        return count
-
-    def add_consumer(self, consumer: Consumer) -> None:
-        if self.consumers and (consumer.exclusive or self.consumers[0].exclusive):
-            raise ChannelError(
-                ReplyCode.ACCESS_REFUSED, f"queue '{self.name}' in vhost '{self.vhost}' in exclusive use"
-            )
-        self.consumers.append(consumer)
-        if not self.had_consumer and self.auto_delete and self.store is not None:
-            self.store.queue_consumed(self)
-        self.had_consumer = True
-        if consumer.arguments and "x-priority" in consumer.arguments:
-            self.use_features()
-        if self.features is not None:
-            self.features.consumer_added(consumer)
-        self._consumer_event(consumer, added=True)
-        self.wake()
-
-    def remove_consumer(self, consumer: Consumer) -> None:
-        try:
-            self.consumers.remove(consumer)
-        except ValueError:
-            return
-        if self.features is not None:
-            self.features.consumer_removed()
-        self._consumer_event(consumer, added=False)
-        # auto_delete: deleted once it has had a consumer and the last one is gone (RabbitMQ queues.md).
-        if not self.consumers and self.auto_delete and self.on_unused is not None and not self.deleted:
-            self.on_unused(self)
-
-    def _consumer_event(self, consumer: Consumer, added: bool) -> None:
-        if self.events is None or not self.events.observers:
-            return
-        kind = Topology.CONSUMER_ADDED if added else Topology.CONSUMER_REMOVED
-        self.events.topology(kind, self.vhost, queue=self.name, **consumer_detail(consumer))
-
     def wake(self) -> None:
         """Ask for a dispatch pass: called when messages arrive or a consumer may take more."""
         if self.consumers and not self.deleted and (self.ready or self.message_count):
@@ -435,18 +390,3 @@ class Queue:
             consumer.channel.deliver(consumer, self, envelope)
             delivered += 1
         return bool(ready) and delivered >= budget
-
-    def delete(self) -> int:
-        """Mark deleted, cancel every consumer (server-sent basic.cancel); returns the ready count dropped."""
-        self.deleted = True
-        if self.features is not None:
-            self.features.close()
-        count = len(self.ready)
-        self.ready.clear()
-        cleared(self)
-        consumers = list(self.consumers)
-        self.consumers.clear()
-        for consumer in consumers:
-            self._consumer_event(consumer, added=False)
-            consumer.channel.consumer_cancelled(consumer)
-        return count

@@ -22,6 +22,7 @@ from broker.core.names import NameGenerator
 from broker.core.policy_apply import reapply
 from broker.core.profile import DEFAULT_PROFILE, Profile
 from broker.core.queue import Envelope, Queue
+from broker.core.queue_admin import delete_queue, purge_queue
 from broker.core.queue_args import check_queue_equivalent
 from broker.core.queue_factory import new_queue
 from broker.core.queue_features import QueueFeatures
@@ -168,13 +169,13 @@ class VirtualHost(VhostTopology):
         if self.events.observers:
             topology_events.dropped(self.events, self.name, queue, list(queue.ready), "queue_deleted")
             self.events.topology(Topology.QUEUE_DELETED, self.name, queue=queue.name)
-        return queue.delete()
+        return delete_queue(queue)
 
     def purge_queue(self, name: str, owner: object) -> int:
         queue = self.queue(name, owner)
         if self.events.observers:
             topology_events.dropped(self.events, self.name, queue, list(queue.ready), "purged")
-        return queue.purge()
+        return purge_queue(queue)
 
     # -- publishing
 

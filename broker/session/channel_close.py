@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from pamqp import commands
 
+from broker.core.queue_admin import remove_consumer
 from broker.core.unacked import requeue_deliveries
 from broker.session import direct_reply, lifecycle_events
 from broker.session.fates import settled_events
@@ -46,7 +47,7 @@ def release(channel: ChannelPort) -> None:
     consumers = list(channel.consumers.values())
     channel.consumers.clear()
     for consumer in consumers:
-        consumer.queue.remove_consumer(consumer)
+        remove_consumer(consumer.queue, consumer)
     if channel.tx is not None:
         channel.tx.rollback_settlements(channel.unacked)
         channel.tx = None

@@ -19,6 +19,7 @@ from pamqp import commands
 
 from broker.core.message import Message
 from broker.core.queue import Consumer, Queue
+from broker.core.queue_admin import add_consumer
 from protocol.errors import ChannelError, ReplyCode
 from protocol.header_rewrite import replace_reply_to
 
@@ -47,7 +48,7 @@ def consume(channel: ChannelPort, method: commands.Basic.Consume) -> None:
     queue = Queue(REPLY_QUEUE, vhost.name, vhost.dispatcher)
     queue.events = vhost.events
     consumer = Consumer(tag, queue, channel, no_ack=True, exclusive=False, prefetch_count=0)
-    queue.add_consumer(consumer)
+    add_consumer(queue, consumer)
     channel.consumers[tag] = consumer
     channel.reply_key = key
     conn.broker.direct_reply[key] = queue

@@ -9,6 +9,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from broker.core.dispatcher import Dispatcher
 from broker.core.message import Message
 from broker.core.queue import Consumer, Queue
+from broker.core.queue_admin import add_consumer, purge_queue, remove_consumer
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from tests.unit.core.fakes import ManualLoop, RecordingChannel
 
@@ -58,14 +59,14 @@ class QueueMachine(RuleBasedStateMachine):
         self.consumer = Consumer(
             "c", self.queue, self.channel, no_ack=False, exclusive=False, prefetch_count=prefetch
         )
-        self.queue.add_consumer(self.consumer)
+        add_consumer(self.queue, self.consumer)
         self._pump()
 
     @precondition(lambda self: self.consumer is not None)
     @rule()
     def cancel(self) -> None:
         assert self.consumer is not None
-        self.queue.remove_consumer(self.consumer)
+        remove_consumer(self.queue, self.consumer)
         self.consumer = None
 
     @precondition(lambda self: bool(self.model_unacked))
@@ -93,7 +94,7 @@ class QueueMachine(RuleBasedStateMachine):
 
     @rule()
     def purge(self) -> None:
-        assert self.queue.purge() == len(self.model_ready)
+        assert purge_queue(self.queue) == len(self.model_ready)
         self.model_ready.clear()
 
     @invariant()

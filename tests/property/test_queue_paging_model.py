@@ -22,6 +22,7 @@ from broker.core import queue_paging
 from broker.core.dispatcher import Dispatcher
 from broker.core.message import Message
 from broker.core.queue import Consumer, Queue
+from broker.core.queue_admin import add_consumer, purge_queue, remove_consumer
 from broker.core.queue_paging import PagedMessage, PagedQueue, page_out
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.storage.spill import SpillDirectory
@@ -79,14 +80,14 @@ class PagingMachine(RuleBasedStateMachine):
     @rule(prefetch=st.integers(1, 3))
     def consume(self, prefetch: int) -> None:
         self.consumer = Consumer("c", self.queue, self.channel, False, False, prefetch)
-        self.queue.add_consumer(self.consumer)
+        add_consumer(self.queue, self.consumer)
         self._pump()
 
     @precondition(lambda self: self.consumer is not None)
     @rule()
     def cancel(self) -> None:
         assert self.consumer is not None
-        self.queue.remove_consumer(self.consumer)
+        remove_consumer(self.queue, self.consumer)
         self.consumer = None
 
     @precondition(lambda self: bool(self.model_unacked))
@@ -111,7 +112,7 @@ class PagingMachine(RuleBasedStateMachine):
 
     @rule()
     def purge(self) -> None:
-        assert self.queue.purge() == len(self.model_ready)
+        assert purge_queue(self.queue) == len(self.model_ready)
         self.model_ready.clear()
 
     @invariant()

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from broker.core.queue_admin import purge_queue
 from broker.management import cert_expiry
 from broker.management.auth import Gate
 from broker.management.context import ManagementContext
@@ -41,7 +42,7 @@ async def aliveness_test(request: web.Request, context: ManagementContext) -> we
     vhost = context.vhost(request.match_info["vhost"])
     try:
         queue = vhost.declare_queue(ALIVENESS_QUEUE, owner=None)
-        queue.purge()
+        purge_queue(queue)
         message = build_message(
             "", {"routing_key": ALIVENESS_QUEUE, "payload": "test_message", "payload_encoding": "string"}
         )

@@ -11,6 +11,7 @@ from pamqp import commands
 
 from broker.core.arguments import amqp_type_name
 from broker.core.queue import Consumer
+from broker.core.queue_admin import add_consumer, remove_consumer
 from broker.core.queue_features import TimedEnvelope
 from broker.core.queue_settings import QUORUM, STREAM
 from broker.core.stream_queue import StreamPath
@@ -78,7 +79,7 @@ def consume(channel: ChannelPort, method: commands.Basic.Consume) -> None:
         arguments=method.arguments,
     )
     # add_consumer only schedules dispatch, so consume-ok still precedes the first basic.deliver.
-    queue.add_consumer(consumer)
+    add_consumer(queue, consumer)
     channel.consumers[tag] = consumer
     if not method.nowait:
         conn.send(channel.channel_id, commands.Basic.ConsumeOk(consumer_tag=tag))
@@ -109,7 +110,7 @@ def cancel(channel: ChannelPort, method: commands.Basic.Cancel) -> None:
     if not method.nowait:
         channel.conn.send(channel.channel_id, commands.Basic.CancelOk(consumer_tag=tag))
     if consumer is not None:
-        consumer.queue.remove_consumer(consumer)
+        remove_consumer(consumer.queue, consumer)
         if consumer.queue.name == direct_reply.REPLY_QUEUE:
             direct_reply.forget(channel)
 

@@ -7,6 +7,7 @@ import pytest
 from broker.core.dispatcher import Dispatcher
 from broker.core.message import Message
 from broker.core.queue import Consumer, Queue
+from broker.core.queue_admin import add_consumer, delete_queue, remove_consumer
 from protocol.errors import ChannelError, ReplyCode
 from tests.unit.core.fakes import ManualLoop, RecordingChannel
 
@@ -28,7 +29,7 @@ def _consumer(queue: Queue, channel: RecordingChannel, tag: str, prefetch: int =
         exclusive=kw.get("exclusive", False),
         prefetch_count=prefetch,
     )
-    queue.add_consumer(consumer)
+    add_consumer(queue, consumer)
     return consumer
 
 
@@ -118,9 +119,9 @@ def test_auto_delete_queue_goes_when_its_last_consumer_leaves() -> None:
     channel = RecordingChannel()
     a = _consumer(queue, channel, "a")
     b = _consumer(queue, channel, "b")
-    queue.remove_consumer(a)
+    remove_consumer(queue, a)
     assert unused == []
-    queue.remove_consumer(b)
+    remove_consumer(queue, b)
     assert unused == [queue]
 
 
@@ -150,7 +151,7 @@ def test_delete_cancels_consumers_and_reports_ready_count() -> None:
     channel = RecordingChannel(writable=False)
     _consumer(queue, channel, "a")
     queue.enqueue(_message("x"))
-    assert queue.delete() == 1
+    assert delete_queue(queue) == 1
     assert channel.cancelled == ["a"]
     assert queue.deleted
 

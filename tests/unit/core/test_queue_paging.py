@@ -11,6 +11,7 @@ import pytest
 from broker.core.broker import Broker
 from broker.core.message import Message
 from broker.core.queue import Consumer, Queue
+from broker.core.queue_admin import add_consumer, purge_queue, remove_consumer
 from broker.core.queue_features import QueueFeatures
 from broker.core.queue_paging import HEAD_BYTES, PagedMessage, PagedQueue, page_out
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
@@ -45,9 +46,9 @@ class Setup:
     def consume_all(self, prefetch: int = 0) -> list[bytes]:
         channel = RecordingChannel()
         consumer = Consumer("c", self.queue, channel, no_ack=True, exclusive=False, prefetch_count=prefetch)
-        self.queue.add_consumer(consumer)
+        add_consumer(self.queue, consumer)
         self.loop.drain()
-        self.queue.remove_consumer(consumer)
+        remove_consumer(self.queue, consumer)
         return [envelope.message.body for _, _, envelope in channel.envelopes]
 
 
@@ -108,7 +109,7 @@ def test_purge_and_delete_drop_the_spill(setup: Setup) -> None:
     setup.publish(300)
     page_out(setup.queue, setup.spills.new_spill)
     assert setup.files()
-    assert setup.queue.purge() == 300
+    assert purge_queue(setup.queue) == 300
     assert (setup.queue.ready_bytes, setup.queue.paged, setup.queue.features) == (0, 0, None)
     assert setup.files() == []
     setup.publish(300)
@@ -141,7 +142,7 @@ def test_a_consumer_priority_pages_the_queue_back_in_for_the_featured_path(setup
     page_out(setup.queue, setup.spills.new_spill)
     channel = RecordingChannel()
     consumer = Consumer("p", setup.queue, channel, True, False, 0, arguments={"x-priority": 5})
-    setup.queue.add_consumer(consumer)
+    add_consumer(setup.queue, consumer)
     assert isinstance(setup.queue.features, QueueFeatures)
     assert setup.files() == []
     setup.loop.drain()
@@ -157,7 +158,7 @@ def test_persistent_counters_of_a_durable_queue_do_not_move_while_paging(tmp_pat
     assert before == (100, 100 * SIZE, 200 * SIZE)
     assert page_out(queue, setup.spills.new_spill) > 0
     assert (queue.persistent_ready, queue.persistent_ready_bytes, queue.ready_bytes) == before
-    assert queue.purge() == 200
+    assert purge_queue(queue) == 200
     assert (queue.persistent_ready, queue.persistent_ready_bytes, queue.ready_bytes) == (0, 0, 0)
 
 
