@@ -2,6 +2,7 @@
 batches. What a queue calls out to is a Protocol declared here, in the queue's terms, so this module names
 nothing above it: the channel (`ConsumerChannel`), the vhost (`QueueHost`), the store (`QueueStore`, part of
 `Persistence`), the event bus (`QueueEvents`) and the featured slow path (`FeaturedPath`, `QueueFeatures`).
+Consumers joining and leaving, purge and delete (not per message) are in `broker.core.queue_admin`.
 """
 
 from __future__ import annotations
