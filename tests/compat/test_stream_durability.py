@@ -6,6 +6,7 @@ Stream filtering cannot be compared here: it is RabbitMQ 3.13 and the oracle is 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -14,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import aio_pika
 import pika
 import pytest
 
@@ -145,6 +147,29 @@ def _read_all(url: str, name: str, expect: int, timeout_s: float = 15.0) -> list
     return seen
 
 
+def _read_all_aio(url: str, name: str, expect: int) -> list[tuple[bytes, int]]:
+    """The same read with aio-pika: (body, x-stream-offset) from ``first``, ``expect`` of them."""
+
+    async def read() -> list[tuple[bytes, int]]:
+        seen: list[tuple[bytes, int]] = []
+        connection = await aio_pika.connect(url)
+        async with connection:
+            channel = await connection.channel()
+            await channel.set_qos(prefetch_count=200)
+            queue = await channel.declare_queue(name, passive=True)
+            async with queue.iterator(arguments={"x-stream-offset": "first"}) as messages:
+                async for message in messages:
+                    offset = message.headers["x-stream-offset"]
+                    assert isinstance(offset, int)
+                    seen.append((message.body, offset))
+                    await message.ack()
+                    if len(seen) >= expect:
+                        break
+        return seen
+
+    return asyncio.run(asyncio.wait_for(read(), 15))
+
+
 def _restart_run(side: Side) -> tuple[dict[str, Any], list[int]]:
     """Confirmed publishes, a clean restart, a new publish, a SIGKILL, another publish: what a consumer
     from ``first`` sees at each step, and the declare-ok message_count of a passive declare after each
@@ -163,6 +188,7 @@ def _restart_run(side: Side) -> tuple[dict[str, Any], list[int]]:
     counts.append(_passive_count(side.url(), name))
     _publish(side.url(), name, [b"after-kill"])
     seen["after kill"] = _read_all(side.url(), name, len(bodies) + 2)
+    seen["after kill, aio-pika"] = _read_all_aio(side.url(), name, len(bodies) + 2)
     return seen, counts
 
 
@@ -175,6 +201,7 @@ def test_stream_survives_restart_and_kill_like_rabbitmq(tmp_path: Path) -> None:
     ``messages`` (WarrenMQ follows 3.13)."""
     (expected, oracle_counts), (observed, counts) = _both(tmp_path, _restart_run)
     assert [offset for _, offset in expected["after kill"]] == list(range(32))  # the oracle did it all
+    assert expected["after kill, aio-pika"] == expected["after kill"]
     assert observed == expected
     assert oracle_counts == [0, 0]
     assert counts == [30, 31]
