@@ -135,14 +135,17 @@ class StreamPath:
             # Every message of a stream is kept, transient or not; the channel's confirm waits for the commit.
             store.stream_appended(self.queue, log.segments[-1].first_offset, offset, now_ms, message)
         log.evict_written()
-        self.apply_retention(now_ms)
+        if log.segments[-1].first_offset == offset:
+            # osiris evaluates retention only when a segment rolls over (osiris_log:write_chunk), so a
+            # stream past its age or size keeps its old segments until the next roll, as RabbitMQ does.
+            self.apply_retention(now_ms)
         if self.cursors:
             self.queue.dispatcher.wake(self.queue)
         return True
 
     def apply_retention(self, now_ms: int) -> None:
-        """Whole segments over x-max-length-bytes or older than x-max-age go (on append, and when a policy
-        changes the limits); cursors behind the new head move to it."""
+        """Whole segments over x-max-length-bytes or older than x-max-age go (when a segment rolls, and when a
+        policy changes the limits, as osiris_log:update_retention); cursors behind the new head move to it."""
         settings = self.settings
         dropped = self.log.apply_retention(settings.max_length_bytes, settings.max_age_ms, now_ms)
         if not dropped:

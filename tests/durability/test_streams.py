@@ -100,19 +100,21 @@ def test_stream_is_kept_in_segment_files_that_retention_deletes_whole(durable: D
     args = {**STREAM, "x-stream-max-segment-size-bytes": 100, "x-max-length-bytes": 250}
     ch.queue_declare(QUEUE, durable=True, arguments=args)
     ch.confirm_delivery()
-    for index in range(40):  # 10 bytes each: segments of 10 entries, retention keeps the newest 250 bytes
+    # 10 bytes each: segments of 10 entries. Retention runs when a segment rolls (osiris): at offset 30 the
+    # newest 250 bytes are [10, 30], so [0, 9] goes; nothing rolls after, so [10, 19] stays.
+    for index in range(40):
         ch.basic_publish("", QUEUE, f"m{index:09d}".encode())
     connection.close()
     directories = list((durable.data_dir / "streams").iterdir())
     assert len(directories) == 1
     segments = sorted(path.name for path in directories[0].glob("*.segment"))
-    assert segments == [f"{first:020d}.segment" for first in (20, 30)]
+    assert segments == [f"{first:020d}.segment" for first in (10, 20, 30)]
     assert sorted(path.name for path in directories[0].glob("*.index")) == [
         name.replace(".segment", ".index") for name in segments
     ]
     durable.restart(crash=True)
     after = _replay(durable)
-    assert after == [(index, f"m{index:09d}") for index in range(20, 40)]
+    assert after == [(index, f"m{index:09d}") for index in range(10, 40)]
     connection = durable.connect()
     connection.channel().queue_delete(QUEUE)
     connection.close()

@@ -202,6 +202,45 @@ def test_retention_by_size_and_age_on_the_manual_clock() -> None:
         connection.close()
 
 
+def test_retention_waits_for_the_next_segment_roll() -> None:
+    """osiris evaluates retention when a segment rolls over: a segment past x-max-age stays readable
+    until then (tests/compat diffs this against RabbitMQ in real time)."""
+    with BrokerThread(manual_clock=True) as broker:
+        connection = pika.BlockingConnection(pika.URLParameters(broker.url))
+        ch = connection.channel()
+        args = {**STREAM, "x-stream-max-segment-size-bytes": 20, "x-max-age": "10s"}
+        ch.queue_declare("aged", durable=True, arguments=args)
+        ch.confirm_delivery()
+        _publish(ch, "aged", [b"x" * 10] * 3)  # segments [0, 1] and [2]
+        broker.advance_clock(11.0)
+        _publish(ch, "aged", [b"y" * 10])  # into [2, 3]: no roll, [0, 1] stays although past 10 s
+        assert _first(broker.url, "aged") == (b"x" * 10, 0)
+        _publish(ch, "aged", [b"z" * 10])  # rolls [4]: now [0, 1] goes; [2, 3] was appended to at 11 s
+        assert _first(broker.url, "aged") == (b"x" * 10, 2)
+
+
+def _first(url: str, queue: str) -> tuple[bytes, int]:
+    """The first message from ``first``: a prefetch of 1 and no ack, so that pika holds nothing it would
+    nack on cancel (a stream refuses a nack with a connection error)."""
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    seen: list[tuple[bytes, int]] = []
+    try:
+        ch = connection.channel()
+        ch.basic_qos(prefetch_count=1)
+        ch.basic_consume(
+            queue,
+            lambda _c, _m, props, body: seen.append((body, props.headers["x-stream-offset"])),
+            arguments={"x-stream-offset": "first"},
+        )
+        for _ in range(50):
+            if seen:
+                break
+            connection.process_data_events(time_limit=0.1)
+    finally:
+        connection.close()
+    return seen[0]
+
+
 def test_retention_by_size_keeps_the_newest_whole_segments() -> None:
     with BrokerThread(manual_clock=True) as broker:
         connection = pika.BlockingConnection(pika.URLParameters(broker.url))
