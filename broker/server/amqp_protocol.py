@@ -29,7 +29,7 @@ PAUSE_WRITE = "write"
 PAUSE_FLOW = "flow"
 # How long a connection out of publishing credit is not read (state "flow") before it gets more. RabbitMQ's
 # queues grant credit back as they work, within milliseconds; at 50 ms a fast consumer's queue ran dry during
-# every pause and publish -> consume was capped near 57k msg/s (perf/ab.py pubsub: 157k at 5 ms, 165k at 1 ms).
+# every pause and publish -> consume was capped near 57k msg/s (perf/ab.py pubsub: 157k at 5 ms).
 FLOW_PAUSE_S = 0.005
 
 
