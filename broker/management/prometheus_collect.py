@@ -37,28 +37,13 @@ QUEUE_TYPES = {
 AMQP = {"protocol": "amqp091"}
 
 
-QUEUE_FAMILIES = (
-    "queue_messages_ready",
-    "queue_messages_unacked",
-    "queue_messages",
-    "queue_process_reductions_total",
-    "queue_consumers",
-    "queue_consumer_capacity",
-    "queue_consumer_utilisation",
-    "queue_process_memory_bytes",
-    "queue_messages_ram",
-    "queue_messages_ram_bytes",
-    "queue_messages_ready_ram",
-    "queue_messages_unacked_ram",
-    "queue_messages_persistent",
-    "queue_messages_persistent_bytes",
-    "queue_messages_bytes",
-    "queue_messages_ready_bytes",
-    "queue_messages_unacked_bytes",
-    "queue_messages_paged_out",
-    "queue_messages_paged_out_bytes",
-    "queue_disk_reads_total",
-    "queue_disk_writes_total",
+# Every per-queue family of rabbitmq_prometheus's queue groups, in catalogue order; the head message
+# timestamp is set apart (NaN: message properties are not decoded at scrape time).
+QUEUE_FAMILIES = tuple(
+    name
+    for group in ("queue_coarse_metrics", "queue_consumer_count", "queue_metrics")
+    for name in DETAILED[group]
+    if name != "queue_head_message_timestamp"
 )
 # The API's queue figures (serialize.queue_counts, read from the queue's counters) behind each family.
 _COUNT_KEYS = {
