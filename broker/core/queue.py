@@ -204,6 +204,7 @@ class Queue:
         "events",
         "exclusive_owner",
         "features",
+        "fresh",
         "had_consumer",
         "host",
         "name",
@@ -245,7 +246,12 @@ class Queue:
         self.auto_delete = auto_delete
         self.arguments: dict[str, Any] = dict(arguments or {})
         self.on_unused = on_unused
+        # The ready list is ``ready`` then ``fresh``. ``fresh``: copies never delivered, as bare messages
+        # (seqs: the last len(fresh) of ``_seq``), so a backlog holds no object per copy for the cyclic
+        # collector to walk (docs/benchmarks.md). ``ready``: envelopes of requeued and recovered copies (older
+        # seqs: they left from the head) and every copy of a featured queue.
         self.ready: deque[Envelope] = deque()
+        self.fresh: deque[Message] = deque()
         self.consumers: deque[Consumer] = deque()
         self.unacked = 0
         # Byte and persistence counters (broker.core.queue_bytes); paged: bodies on disk (queue_paging).
@@ -268,7 +274,7 @@ class Queue:
         self.operator_policy: Any = None
 
     def __repr__(self) -> str:
-        return f"Queue({self.name!r}, ready={len(self.ready)}, consumers={len(self.consumers)})"
+        return f"Queue({self.name!r}, ready={self.message_count}, consumers={len(self.consumers)})"
 
     @property
     def exclusive(self) -> bool:
@@ -277,7 +283,20 @@ class Queue:
     @property
     def message_count(self) -> int:
         # A stream keeps its messages in its log, not in ``ready``: its path counts them.
-        return len(self.ready) if self.features is None else self.features.message_count
+        return len(self.ready) + len(self.fresh) if self.features is None else self.features.message_count
+
+    def ready_envelopes(self) -> deque[Envelope]:
+        """The whole ready list as envelopes, the fresh copies wrapped first: for the slow paths that walk,
+        reorder or take over the list (purge, delete, paging, features, management). Returns ``ready``."""
+        fresh = self.fresh
+        if fresh:
+            seq = self._seq - len(fresh)
+            ready = self.ready
+            for message in fresh:
+                seq += 1
+                ready.append(Envelope(seq, message))
+            fresh.clear()
+        return self.ready
 
     @property
     def consumer_count(self) -> int:
@@ -291,14 +310,14 @@ class Queue:
             if features is not None:
                 return features.enqueue(message)
         self._seq += 1
-        envelope = Envelope(self._seq, message)
-        self.ready.append(envelope)
+        self.fresh.append(message)
         self.ready_bytes += len(message.body)
         if message.delivery_mode == 2 and self.durable:
             self.persistent_ready += 1
             self.persistent_ready_bytes += len(message.body)
             if self.store is not None:
-                self.store.message_added(self, envelope)
+                # The store keys the copy by its seq: it is put in an envelope now, with the fresh before it.
+                self.store.message_added(self, self.ready_envelopes()[-1])
         if self.consumers:
             self.dispatcher.wake(self)
         return True
@@ -316,7 +335,7 @@ class Queue:
         if self.features is not None:
             self.features.requeue(envelopes)
             return
-        ready = self.ready
+        ready = self.ready  # never ``fresh``: a requeued seq is older than every fresh one
         for envelope in sorted(envelopes, key=seq_of, reverse=True):
             envelope.redelivered = True
             added(self, envelope)
@@ -330,9 +349,12 @@ class Queue:
         """basic.get: the head message, or None when empty."""
         if self.features is not None:
             return self.features.get()
-        if not self.ready:
+        if self.ready:
+            envelope = self.ready.popleft()
+        elif self.fresh:
+            envelope = Envelope(self._seq - len(self.fresh) + 1, self.fresh.popleft())
+        else:
             return None
-        envelope = self.ready.popleft()
         removed(self, envelope)
         return envelope
 
@@ -340,23 +362,24 @@ class Queue:
         """Messages read back from the store, in publish order, before any client connects."""
         if not envelopes:
             return
+        ready = self.ready_envelopes()  # before ``_seq`` moves: fresh seqs are counted back from it
         self._seq = max(self._seq, envelopes[-1].seq)
         if self.features is not None:
             self.features.recover(envelopes)
         else:
-            self.ready.extend(envelopes)
+            ready.extend(envelopes)
             added_all(self, envelopes)
 
     def wake(self) -> None:
         """Ask for a dispatch pass: called when messages arrive or a consumer may take more."""
-        if self.consumers and not self.deleted and (self.ready or self.message_count):
+        if self.consumers and not self.deleted and (self.ready or self.fresh or self.message_count):
             self.dispatcher.wake(self)
 
     def dispatch(self, budget: int) -> bool:
         """Deliver up to ``budget`` messages round-robin; True when more could be delivered right away."""
         if self.features is not None:
             return self.features.dispatch(budget)
-        ready = self.ready
+        ready, fresh = self.ready, self.fresh
         consumers = self.consumers
         delivered = 0
         durable = self.durable  # persistent counts (queue_bytes) only for a durable queue
@@ -364,18 +387,19 @@ class Queue:
             # One consumer (the common case): no ring to rotate, bound methods hoisted out of the loop.
             consumer = consumers[0]
             can_deliver, deliver = consumer.channel.can_deliver, consumer.channel.deliver
-            while ready and delivered < budget:
+            while (ready or fresh) and delivered < budget:
                 if not can_deliver(consumer):
                     return False
-                envelope = ready.popleft()
+                # A fresh copy gets its envelope as it leaves, its seq counted back from ``_seq``.
+                envelope = ready.popleft() if ready else Envelope(self._seq - len(fresh) + 1, fresh.popleft())
                 if durable:
                     removed(self, envelope)
                 else:
                     self.ready_bytes -= len(envelope.message.body)
                 deliver(consumer, self, envelope)
                 delivered += 1
-            return bool(ready) and delivered >= budget
-        while ready and delivered < budget:
+            return bool(ready or fresh) and delivered >= budget
+        while (ready or fresh) and delivered < budget:
             for _ in range(len(consumers)):
                 consumer = consumers[0]
                 consumers.rotate(-1)
@@ -383,11 +407,11 @@ class Queue:
                     break
             else:
                 return False
-            envelope = ready.popleft()
+            envelope = ready.popleft() if ready else Envelope(self._seq - len(fresh) + 1, fresh.popleft())
             if durable:
                 removed(self, envelope)
             else:
                 self.ready_bytes -= len(envelope.message.body)
             consumer.channel.deliver(consumer, self, envelope)
             delivered += 1
-        return bool(ready) and delivered >= budget
+        return bool(ready or fresh) and delivered >= budget

@@ -50,10 +50,11 @@ def _consumer_event(queue: Queue, consumer: Consumer, added: bool) -> None:
 
 def purge_queue(queue: Queue) -> int:
     """queue.purge: drop the ready messages (not the unacked ones); returns how many."""
-    count = len(queue.ready)
+    ready = queue.ready_envelopes()
+    count = len(ready)
     if queue.store is not None:
-        queue.store.messages_removed(queue, queue.ready)
-    queue.ready.clear()
+        queue.store.messages_removed(queue, ready)
+    ready.clear()
     cleared(queue)
     if queue.features is not None:
         queue.features.purged()
@@ -65,8 +66,9 @@ def delete_queue(queue: Queue) -> int:
     queue.deleted = True
     if queue.features is not None:
         queue.features.close()
-    count = len(queue.ready)
+    count = len(queue.ready) + len(queue.fresh)
     queue.ready.clear()
+    queue.fresh.clear()
     cleared(queue)
     consumers = list(queue.consumers)
     queue.consumers.clear()

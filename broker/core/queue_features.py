@@ -77,7 +77,7 @@ class QueueFeatures:
         self._expiry_due: int | None = None
         self._unused_timer: TimerHandle | None = None
         self._last_used = host.clock.monotonic_s()
-        ready = queue.ready
+        ready = queue.ready_envelopes()  # a featured queue keeps every copy in an envelope (``ready``)
         if settings.max_priority:
             prioritised = PriorityReady(settings.max_priority)
             for envelope in ready:

@@ -78,6 +78,7 @@ def page_out(queue: Queue, new_spill: Callable[[], Spill]) -> int:
     the server ring when memory is high."""
     if queue.features is not None or queue.deleted or queue.ready_bytes <= HEAD_BYTES:
         return 0
+    queue.ready_envelopes()  # a paged queue keeps every copy in an envelope (``ready``)
     paged_queue = PagedQueue(queue, new_spill())
     queue.features = paged_queue
     return paged_queue.page_tail()

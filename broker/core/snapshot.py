@@ -68,7 +68,7 @@ def queue_info(queue: Queue) -> QueueInfo:
     return QueueInfo(
         name=queue.name,
         vhost=queue.vhost,
-        messages_ready=len(queue.ready),
+        messages_ready=len(queue.ready) + len(queue.fresh),
         messages_unacknowledged=queue.unacked,
         consumers=len(queue.consumers),
         durable=queue.durable,

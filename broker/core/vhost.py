@@ -139,7 +139,7 @@ class VirtualHost(VhostTopology):
         queue = self.queue(name, owner)
         if if_unused and queue.consumers:
             raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in vhost '{self.name}' in use")
-        if if_empty and queue.ready:
+        if if_empty and queue.message_count:
             raise ChannelError(
                 ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in vhost '{self.name}' not empty"
             )
@@ -167,14 +167,15 @@ class VirtualHost(VhostTopology):
         if queue.store is not None:
             queue.store.queue_deleted(queue)
         if self.events.observers:
-            topology_events.dropped(self.events, self.name, queue, list(queue.ready), "queue_deleted")
+            dropped = list(queue.ready_envelopes())
+            topology_events.dropped(self.events, self.name, queue, dropped, "queue_deleted")
             self.events.topology(Topology.QUEUE_DELETED, self.name, queue=queue.name)
         return delete_queue(queue)
 
     def purge_queue(self, name: str, owner: object) -> int:
         queue = self.queue(name, owner)
         if self.events.observers:
-            topology_events.dropped(self.events, self.name, queue, list(queue.ready), "purged")
+            topology_events.dropped(self.events, self.name, queue, list(queue.ready_envelopes()), "purged")
         return purge_queue(queue)
 
     # -- publishing
@@ -203,7 +204,7 @@ class VirtualHost(VhostTopology):
             queue.stats.publish += 1
             if not queue.enqueue(message):
                 rejected = True
-            if queue.consumers and len(queue.ready) > LAGGING_BACKLOG:
+            if queue.consumers and len(queue.fresh) + len(queue.ready) > LAGGING_BACKLOG:
                 self.lagging_copies += 1
         return queues, rejected
 

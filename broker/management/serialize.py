@@ -30,7 +30,7 @@ def queue_counts(queue: Queue) -> dict[str, int]:
     stream = stream_of(queue)
     if stream is not None:
         return _stream_counts(queue, stream)
-    ready = len(queue.ready)
+    ready = len(queue.ready) + len(queue.fresh)
     unacked = queue.unacked
     message_bytes = queue.ready_bytes + queue.unacked_bytes
     return {

@@ -18,7 +18,7 @@ def stream_of(queue: Queue) -> StreamPath | None:
 def ready_messages(queue: Queue) -> int:
     """Messages in the queue not awaiting an ack: a stream's whole log (acks remove nothing from it)."""
     stream = stream_of(queue)
-    return len(queue.ready) if stream is None else stream.log.message_count
+    return len(queue.ready) + len(queue.fresh) if stream is None else stream.log.message_count
 
 
 def stream_bytes(stream: StreamPath) -> int:

@@ -37,6 +37,7 @@ class QueueMachine(RuleBasedStateMachine):
             consumer.unacked -= 1  # the fake counted it; the tracker counts it again
             self.tracker.track(Delivery(tag, queue, envelope, consumer))
             ident = int(envelope.message.body)
+            assert envelope.seq == ident + 1, "a copy keeps its publish position, fresh or requeued"
             assert envelope.redelivered == (ident in self.redelivered_expected)
             assert self.model_ready[0] == ident, "deliveries follow the queue's order"
             self.model_ready.pop(0)
@@ -90,7 +91,7 @@ class QueueMachine(RuleBasedStateMachine):
         if envelope is None:
             assert not self.model_ready
             return
-        assert int(envelope.message.body) == self.model_ready.pop(0)
+        assert int(envelope.message.body) == envelope.seq - 1 == self.model_ready.pop(0)
 
     @rule()
     def purge(self) -> None:
@@ -117,7 +118,11 @@ class QueueMachine(RuleBasedStateMachine):
 
     @invariant()
     def ready_matches_model(self) -> None:
-        assert [int(e.message.body) for e in self.queue.ready] == self.model_ready
+        # The ready list is the envelopes (requeued copies), then the fresh copies held as bare messages.
+        queue = self.queue
+        held = [int(e.message.body) for e in queue.ready] + [int(m.body) for m in queue.fresh]
+        assert held == self.model_ready
+        assert queue.message_count == len(self.model_ready)
 
     @invariant()
     def prefetch_respected(self) -> None:

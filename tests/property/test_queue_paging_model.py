@@ -60,6 +60,7 @@ class PagingMachine(RuleBasedStateMachine):
             self.tracker.track(Delivery(tag, queue, envelope, consumer))
             ident = int(envelope.message.body)
             assert envelope.message.body == _body(ident)
+            assert envelope.seq == ident + 1, "a copy keeps its publish position, fresh or paged"
             assert self.model_ready.pop(0) == ident, "deliveries follow the queue's order"
             self.model_unacked[tag] = ident
         self.channel.envelopes.clear()
@@ -118,7 +119,9 @@ class PagingMachine(RuleBasedStateMachine):
     @invariant()
     def ready_and_bytes_match_the_model(self) -> None:
         queue = self.queue
-        assert [envelope.seq - 1 for envelope in queue.ready] == self.model_ready
+        fresh = [int(message.body) for message in queue.fresh]  # plain path: copies not yet in an envelope
+        assert [envelope.seq - 1 for envelope in queue.ready] + fresh == self.model_ready
+        assert not fresh or queue.features is None, "a paged queue holds every copy in an envelope"
         assert queue.ready_bytes == sum(len(_body(ident)) for ident in self.model_ready)
         assert queue.unacked_bytes == sum(len(_body(ident)) for ident in self.model_unacked.values())
 

@@ -176,7 +176,7 @@ async def get_messages(request: web.Request, context: ManagementContext) -> web.
         if envelope is None:
             break
         # message_count is what remains after each get, as basic.get-ok reports it.
-        taken.append((envelope, envelope.redelivered, len(queue.ready)))
+        taken.append((envelope, envelope.redelivered, len(queue.ready) + len(queue.fresh)))
     rows = [
         message_json(envelope.message, redelivered, remaining, encoding, truncate)
         for envelope, redelivered, remaining in taken

@@ -81,7 +81,7 @@ def test_paged_bodies_come_back_in_order_and_the_files_go(setup: Setup) -> None:
     assert setup.queue.paged >= 50
     assert setup.consume_all() == [_body(index) for index in range(350)]
     queue = setup.queue
-    assert (len(queue.ready), queue.ready_bytes, queue.paged, queue.paged_bytes) == (0, 0, 0, 0)
+    assert (queue.message_count, queue.ready_bytes, queue.paged, queue.paged_bytes) == (0, 0, 0, 0)
     assert queue.features is None  # back on the plain path
     assert setup.files() == []
 
