@@ -72,9 +72,11 @@ def breakdown(context: ManagementContext) -> dict[str, Any]:
             settings = queue.features.settings if queue.features is not None else None
             key = _QUEUE_KEYS.get(settings.queue_type if settings is not None else "classic", "queue_procs")
             envelopes = getattr(queue, "ready", ())
-            sizes[key] += sys.getsizeof(queue) + sys.getsizeof(envelopes)
+            fresh = getattr(queue, "fresh", ())  # copies never delivered, held without an envelope
+            sizes[key] += sys.getsizeof(queue) + sys.getsizeof(envelopes) + sys.getsizeof(fresh)
             sizes[key] += sum(sys.getsizeof(envelope) for envelope in envelopes)
             sizes["binary"] += _bytes((envelope.message for envelope in envelopes), seen)
+            sizes["binary"] += _bytes(fresh, seen)
             log = getattr(queue.features, "log", None)
             for segment in getattr(log, "segments", ()):
                 sizes[key] += sys.getsizeof(segment.messages) + sys.getsizeof(segment.timestamps_ms)
