@@ -9,6 +9,8 @@ alternating within every round; the table shows best-of-N rate and median µs/ms
     python perf/ab.py --tree new=. --rounds 1 --py-spy /tmp/prof pubsub   # + a py-spy profile per run
 
 ``--serve-arg`` adds arguments to `warrenmq serve` (e.g. ``--serve-arg=--config-file=/tmp/off.conf``).
+``--gc`` runs each broker with perf/gc_probe on its path: the cyclic collector's runs while it served and
+their time are added to each run's line and to the table (CPU time of the whole run, start-up excluded).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+GC_PROBE = HERE / "gc_probe"
 RUN = HERE / "run.sh"
 # Messages a broker moves per scenario (run.sh's counts): published + delivered (+ acked messages).
 MOVED = {
@@ -59,8 +62,14 @@ def _free(port: int) -> None:
         time.sleep(0.1)
 
 
-def run_one(tree: str, scenario: str, port: int, serve_args: list[str], spy: Path | None) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [tree, os.environ.get("AB_PYTHONPATH")])))
+def run_one(
+    tree: str, scenario: str, port: int, serve_args: list[str], spy: Path | None, gc_out: Path | None = None
+) -> dict[str, Any]:
+    paths = [tree, os.environ.get("AB_PYTHONPATH"), str(GC_PROBE) if gc_out is not None else None]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, paths)))
+    if gc_out is not None:
+        gc_out.unlink(missing_ok=True)
+        env["GCPROBE_OUT"] = str(gc_out)
     cmd = [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", str(port)]
     cmd += ["--log-level", "error", "--data-dir", "none", "--config-file", "none"]
     cmd += ["--management-port", "0", "--prometheus-port", "-1", *serve_args]
@@ -114,6 +123,9 @@ def run_one(tree: str, scenario: str, port: int, serve_args: list[str], spy: Pat
     lines = [line for line in text.splitlines() if line.startswith("{")]
     data = json.loads(lines[-1]) if lines else {"error": "no output"}
     data["broker_cpu_s"], data["broker_sys_s"] = cpu, system
+    if gc_out is not None and gc_out.exists():
+        probe = json.loads(gc_out.read_text().splitlines()[-1])
+        data["gc_collections"], data["gc_s"] = probe["collections"], sum(probe["seconds"])
     moved = MOVED.get(scenario)
     if moved is not None and "error" not in data:
         data["cpu_us_per_msg"] = cpu / max(1, moved(data)) * 1e6
@@ -129,14 +141,18 @@ def main() -> int:
     parser.add_argument("--serve-arg", action="append", default=[])
     parser.add_argument("--py-spy", type=Path, default=None, help="directory for py-spy raw profiles")
     parser.add_argument("--raw", type=Path, default=None, help="append raw JSON lines here")
+    parser.add_argument("--gc", action="store_true", help="count the broker's garbage collections")
     args = parser.parse_args()
+    gc_out = Path(tempfile.gettempdir()) / f"ab-gc-{os.getpid()}.jsonl" if args.gc else None
     trees = [tuple(item.split("=", 1)) for item in args.tree]
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for round_index in range(args.rounds):
         order = trees if round_index % 2 == 0 else trees[::-1]
         for scenario in args.scenarios:
             for label, path in order:
-                data = run_one(str(Path(path).resolve()), scenario, args.port, args.serve_arg, args.py_spy)
+                data = run_one(
+                    str(Path(path).resolve()), scenario, args.port, args.serve_arg, args.py_spy, gc_out
+                )
                 data["tree"], data["round"] = label, round_index
                 results.setdefault((scenario, label), []).append(data)
                 if args.raw:
@@ -148,20 +164,31 @@ def main() -> int:
                     f"cpu/msg {data.get('cpu_us_per_msg', float('nan')):.2f} µs "
                     f"(sys {data.get('broker_sys_s', 0):.2f} of "
                     f"{data.get('broker_cpu_s', 0):.2f} s) "
-                    f"p50 {data.get('lat_us', {}).get('p50')} bg {data.get('bg_cpu')}",
+                    f"p50 {data.get('lat_us', {}).get('p50')} bg {data.get('bg_cpu')}"
+                    + (f" gc {data.get('gc_collections')} {data.get('gc_s', 0) * 1e3:.0f} ms" * args.gc),
                     flush=True,
                 )
-    print("\n| Scenario | Tree | best rate | median rate | median broker CPU µs/msg | p50 µs (median) |")
-    print("|---|---|---|---|---|---|")
+    gc_head = (" median GC ms | GC share of CPU |", "---|---|") if args.gc else ("", "")
+    head = "| Scenario | Tree | best rate | median rate | median broker CPU µs/msg | p50 µs (median) |"
+    print(f"\n{head}{gc_head[0]}")
+    print(f"|---|---|---|---|---|---|{gc_head[1]}")
     for (scenario, label), rows in results.items():
         rates = [r[RATE.get(scenario, "rate")] for r in rows if RATE.get(scenario, "rate") in r]
         cpus = [r["cpu_us_per_msg"] for r in rows if "cpu_us_per_msg" in r]
         p50s = [r["lat_us"]["p50"] for r in rows if r.get("lat_us")]
+        gc_cells = ""
+        if args.gc:
+            gc_ms = [r["gc_s"] * 1e3 for r in rows if "gc_s" in r]
+            shares = [r["gc_s"] / r["broker_cpu_s"] for r in rows if "gc_s" in r and r.get("broker_cpu_s")]
+            gc_cells = (
+                f" {statistics.median(gc_ms) if gc_ms else float('nan'):.0f} |"
+                f" {statistics.median(shares) if shares else float('nan'):.1%} |"
+            )
         print(
             f"| {scenario} | {label} | {max(rates, default=0):,.0f} | "
             f"{statistics.median(rates) if rates else 0:,.0f} | "
             f"{statistics.median(cpus) if cpus else float('nan'):.2f} | "
-            f"{statistics.median(p50s) if p50s else float('nan'):,.0f} |"
+            f"{statistics.median(p50s) if p50s else float('nan'):,.0f} |{gc_cells}"
         )
     return 0
 
