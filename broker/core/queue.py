@@ -387,11 +387,25 @@ class Queue:
             # One consumer (the common case): no ring to rotate, bound methods hoisted out of the loop.
             consumer = consumers[0]
             can_deliver, deliver = consumer.channel.can_deliver, consumer.channel.deliver
-            while (ready or fresh) and delivered < budget:
+            while ready and delivered < budget:
                 if not can_deliver(consumer):
                     return False
-                # A fresh copy gets its envelope as it leaves, its seq counted back from ``_seq``.
-                envelope = ready.popleft() if ready else Envelope(self._seq - len(fresh) + 1, fresh.popleft())
+                envelope = ready.popleft()
+                if durable:
+                    removed(self, envelope)
+                else:
+                    self.ready_bytes -= len(envelope.message.body)
+                deliver(consumer, self, envelope)
+                delivered += 1
+            # A fresh copy gets its envelope as it leaves, its seq counted back from ``_seq`` (a delivery may
+            # append to ``fresh``, never take from it). A copy requeued meanwhile (``ready``) goes first: the
+            # loop stops, and the requeue woke the queue.
+            seq = self._seq - len(fresh)
+            while fresh and delivered < budget and not ready:
+                if not can_deliver(consumer):
+                    return False
+                seq += 1
+                envelope = Envelope(seq, fresh.popleft())
                 if durable:
                     removed(self, envelope)
                 else:
