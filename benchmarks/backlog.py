@@ -1,0 +1,65 @@
+"""What a queue backlog costs the broker per published message: bytes held, objects the cyclic collector
+tracks, and the time a full collection takes over the backlog.
+
+Publishes ``--messages`` messages (16-byte body, shared header) into ``--queues`` plain queues with no
+consumer, as a fanout exchange leaves them when the publisher outruns the consumers, and measures with
+tracemalloc and the collector's own object list (deterministic: no timing but the last column). Every message
+shares one body and one header object here, so the bytes are the broker's own objects per message held:
+
+    PYTHONPATH=/tmp/base-tree python benchmarks/backlog.py --queues 1 10
+    PYTHONPATH=. python benchmarks/backlog.py --queues 1 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+import tracemalloc
+
+from broker.core.dispatcher import Dispatcher
+from broker.core.message import Message
+from broker.core.queue import Queue
+
+HEADER = bytes(12)  # a content header without properties: class, weight, body size, flags
+BODY = b"x" * 16
+
+
+def measure(queues: int, messages: int) -> tuple[float, float, float]:
+    """(bytes per message, GC-tracked objects per message, full collection ms) for one backlog."""
+    dispatcher = Dispatcher(lambda callback: None)
+    held = [Queue(f"q{index}", "/", dispatcher) for index in range(queues)]
+    gc.collect()
+    tracked_before = len(gc.get_objects())
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for _ in range(messages):
+        message = Message("fan", "", HEADER, BODY)
+        for queue in held:
+            queue.enqueue(message)
+    allocated = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    tracked = len(gc.get_objects()) - tracked_before
+    start = time.perf_counter()
+    gc.collect()
+    full_ms = (time.perf_counter() - start) * 1e3
+    assert sum(queue.message_count for queue in held) == queues * messages
+    return allocated / messages, tracked / messages, full_ms
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--queues", type=int, nargs="+", default=[1, 10])
+    parser.add_argument("--messages", type=int, default=100_000)
+    args = parser.parse_args()
+    for queues in args.queues:
+        per_message, tracked, full_ms = measure(queues, args.messages)
+        print(
+            f"{queues:3} queue(s): {per_message:6.0f} B and {tracked:4.1f} GC-tracked objects per message "
+            f"held, full collection over {args.messages:,} messages {full_ms:5.0f} ms",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
