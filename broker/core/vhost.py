@@ -139,7 +139,7 @@ class VirtualHost(VhostTopology):
         queue = self.queue(name, owner)
         if if_unused and queue.consumers:
             raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in vhost '{self.name}' in use")
-        if if_empty and queue.message_count:
+        if if_empty and (queue.ready or queue.fresh):  # a stream's log (not in these) is not checked
             raise ChannelError(
                 ReplyCode.PRECONDITION_FAILED, f"queue '{name}' in vhost '{self.name}' not empty"
             )
