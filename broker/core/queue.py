@@ -17,7 +17,7 @@ from broker.core.envelope import Envelope as Envelope  # noqa: PLC0414
 from broker.core.envelope import seq_of
 from broker.core.event_types import Fate, Observer, Topology
 from broker.core.message import Message
-from broker.core.queue_bytes import added, added_all, removed
+from broker.core.queue_bytes import added, removed
 from broker.core.stats import QueueStats
 
 if TYPE_CHECKING:
@@ -194,7 +194,7 @@ class Queue:
     """One queue of a vhost. ``exclusive_owner`` is the owning connection (opaque here), or None."""
 
     __slots__ = (
-        "_seq",
+        "last_seq",
         "arguments",
         "auto_delete",
         "consumers",
@@ -247,7 +247,7 @@ class Queue:
         self.arguments: dict[str, Any] = dict(arguments or {})
         self.on_unused = on_unused
         # The ready list is ``ready`` then ``fresh``. ``fresh``: copies never delivered, as bare messages
-        # (seqs: the last len(fresh) of ``_seq``), so a backlog holds no object per copy for the cyclic
+        # (seqs: the last len(fresh) of ``last_seq``), so a backlog holds no object per copy for the cyclic
         # collector to walk (docs/benchmarks.md). ``ready``: envelopes of requeued and recovered copies (older
         # seqs: they left from the head) and every copy of a featured queue.
         self.ready: deque[Envelope] = deque()
@@ -261,7 +261,7 @@ class Queue:
         self.deleted = False
         self.had_consumer = False
         self.stats = QueueStats()  # message_stats, bumped by the session and the vhost
-        self._seq = 0
+        self.last_seq = 0
         self.events: QueueEvents | None = None  # the vhost's bus, set when the vhost creates the queue
         # TTL, limits, priorities, …: None for a plain queue, which then never leaves the code below.
         self.features: FeaturedPath | None = None
@@ -290,7 +290,7 @@ class Queue:
         reorder or take over the list (purge, delete, paging, features, management). Returns ``ready``."""
         fresh = self.fresh
         if fresh:
-            seq = self._seq - len(fresh)
+            seq = self.last_seq - len(fresh)
             ready = self.ready
             for message in fresh:
                 seq += 1
@@ -309,7 +309,7 @@ class Queue:
             features = self.features or self.use_features()
             if features is not None:
                 return features.enqueue(message)
-        self._seq += 1
+        self.last_seq += 1
         self.fresh.append(message)
         self.ready_bytes += len(message.body)
         if message.delivery_mode == 2 and self.durable:
@@ -345,31 +345,6 @@ class Queue:
                 ready.insert(bisect_left(ready, envelope.seq, key=seq_of), envelope)
         self.wake()
 
-    def get(self) -> Envelope | None:
-        """basic.get: the head message, or None when empty."""
-        if self.features is not None:
-            return self.features.get()
-        if self.ready:
-            envelope = self.ready.popleft()
-        elif self.fresh:
-            envelope = Envelope(self._seq - len(self.fresh) + 1, self.fresh.popleft())
-        else:
-            return None
-        removed(self, envelope)
-        return envelope
-
-    def recover(self, envelopes: list[Envelope]) -> None:
-        """Messages read back from the store, in publish order, before any client connects."""
-        if not envelopes:
-            return
-        ready = self.ready_envelopes()  # before ``_seq`` moves: fresh seqs are counted back from it
-        self._seq = max(self._seq, envelopes[-1].seq)
-        if self.features is not None:
-            self.features.recover(envelopes)
-        else:
-            ready.extend(envelopes)
-            added_all(self, envelopes)
-
     def wake(self) -> None:
         """Ask for a dispatch pass: called when messages arrive or a consumer may take more."""
         if self.consumers and not self.deleted and (self.ready or self.fresh or self.message_count):
@@ -397,10 +372,10 @@ class Queue:
                     self.ready_bytes -= len(envelope.message.body)
                 deliver(consumer, self, envelope)
                 delivered += 1
-            # A fresh copy gets its envelope as it leaves, its seq counted back from ``_seq`` (a delivery may
+            # A fresh copy gets its envelope as it leaves, its seq counted back from ``last_seq`` (a delivery may
             # append to ``fresh``, never take from it). A copy requeued meanwhile (``ready``) goes first: the
             # loop stops, and the requeue woke the queue.
-            seq = self._seq - len(fresh)
+            seq = self.last_seq - len(fresh)
             while fresh and delivered < budget and not ready:
                 if not can_deliver(consumer):
                     return False
@@ -421,7 +396,7 @@ class Queue:
                     break
             else:
                 return False
-            envelope = ready.popleft() if ready else Envelope(self._seq - len(fresh) + 1, fresh.popleft())
+            envelope = ready.popleft() if ready else Envelope(self.last_seq - len(fresh) + 1, fresh.popleft())
             if durable:
                 removed(self, envelope)
             else:

@@ -1,13 +1,14 @@
-"""A queue's changes that are not per message: consumers joining and leaving (basic.consume / basic.cancel /
-a channel's end), queue.purge and queue.delete. The message path (enqueue, dispatch, requeue, get) stays in
-`broker.core.queue`; these run once per consumer or per queue, so they live apart from it.
+"""A queue's changes off the per-message path: consumers joining and leaving (basic.consume / basic.cancel /
+a channel's end), basic.get, recovery from the store, queue.purge and queue.delete. The message path
+(enqueue, dispatch, requeue) stays in `broker.core.queue`; these run once per consumer, per request or per
+queue, so they live apart from it.
 """
 
 from __future__ import annotations
 
 from broker.core.event_types import Topology, consumer_detail
-from broker.core.queue import Consumer, Queue
-from broker.core.queue_bytes import cleared
+from broker.core.queue import Consumer, Envelope, Queue
+from broker.core.queue_bytes import added_all, cleared, removed
 from protocol.errors import ChannelError, ReplyCode
 
 
@@ -46,6 +47,33 @@ def _consumer_event(queue: Queue, consumer: Consumer, added: bool) -> None:
         return
     kind = Topology.CONSUMER_ADDED if added else Topology.CONSUMER_REMOVED
     queue.events.topology(kind, queue.vhost, queue=queue.name, **consumer_detail(consumer))
+
+
+def basic_get(queue: Queue) -> Envelope | None:
+    """basic.get: the head message, or None when empty."""
+    if queue.features is not None:
+        return queue.features.get()
+    if queue.ready:
+        envelope = queue.ready.popleft()
+    elif queue.fresh:
+        envelope = Envelope(queue.last_seq - len(queue.fresh) + 1, queue.fresh.popleft())
+    else:
+        return None
+    removed(queue, envelope)
+    return envelope
+
+
+def recover_messages(queue: Queue, envelopes: list[Envelope]) -> None:
+    """Messages read back from the store, in publish order, before any client connects."""
+    if not envelopes:
+        return
+    ready = queue.ready_envelopes()  # before ``last_seq`` moves: fresh seqs are counted back from it
+    queue.last_seq = max(queue.last_seq, envelopes[-1].seq)
+    if queue.features is not None:
+        queue.features.recover(envelopes)
+    else:
+        ready.extend(envelopes)
+        added_all(queue, envelopes)
 
 
 def purge_queue(queue: Queue) -> int:

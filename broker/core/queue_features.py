@@ -115,9 +115,9 @@ class QueueFeatures:
         ttl = settings.message_ttl
         if message.ttl is not None and (ttl is None or message.ttl < ttl):
             ttl = message.ttl
-        queue._seq += 1
+        queue.last_seq += 1
         expires_at = None if ttl is None else self.host.clock.now_ms() + ttl
-        envelope = TimedEnvelope(queue._seq, message, expires_at)
+        envelope = TimedEnvelope(queue.last_seq, message, expires_at)
         if queue.store is not None and message.delivery_mode == 2:
             queue.store.message_added(queue, envelope)
         ready = queue.ready

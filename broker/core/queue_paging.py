@@ -189,8 +189,8 @@ class PagedQueue:
             features = queue.use_features()
             assert features is not None
             return features.enqueue(message)
-        queue._seq += 1
-        envelope = Envelope(queue._seq, message)
+        queue.last_seq += 1
+        envelope = Envelope(queue.last_seq, message)
         if queue.store is not None and message.delivery_mode == 2:
             queue.store.message_added(queue, envelope)  # the store writes the body before it is paged
         queue.ready.append(envelope)

@@ -18,6 +18,7 @@ from broker.core.broker import Broker
 from broker.core.message import Message
 from broker.core.policies import PolicyError, parse_policy
 from broker.core.queue import Envelope, Queue
+from broker.core.queue_admin import recover_messages
 from broker.core.queue_features import TimedEnvelope
 from broker.core.runtime_parameters import ParameterError
 from broker.core.stream_queue import StreamPath
@@ -186,7 +187,7 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
             # A plain queue tracked per-message deadlines (the expiration property) before the restart: the
             # recovered messages must still expire, so it takes the featured path again, as enqueue does.
             queue.use_features()
-        queue.recover(envelopes)
+        recover_messages(queue, envelopes)
     return report
 
 

@@ -9,7 +9,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from broker.core.dispatcher import Dispatcher
 from broker.core.message import Message
 from broker.core.queue import Consumer, Queue
-from broker.core.queue_admin import add_consumer, purge_queue, remove_consumer
+from broker.core.queue_admin import add_consumer, basic_get, purge_queue, remove_consumer
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from tests.unit.core.fakes import ManualLoop, RecordingChannel
 
@@ -87,7 +87,7 @@ class QueueMachine(RuleBasedStateMachine):
 
     @rule()
     def get(self) -> None:
-        envelope = self.queue.get()
+        envelope = basic_get(self.queue)
         if envelope is None:
             assert not self.model_ready
             return

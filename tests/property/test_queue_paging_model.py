@@ -22,7 +22,7 @@ from broker.core import queue_paging
 from broker.core.dispatcher import Dispatcher
 from broker.core.message import Message
 from broker.core.queue import Consumer, Queue
-from broker.core.queue_admin import add_consumer, purge_queue, remove_consumer
+from broker.core.queue_admin import add_consumer, basic_get, purge_queue, remove_consumer
 from broker.core.queue_paging import PagedMessage, PagedQueue, page_out
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.storage.spill import SpillDirectory
@@ -105,7 +105,7 @@ class PagingMachine(RuleBasedStateMachine):
 
     @rule()
     def get(self) -> None:
-        envelope = self.queue.get()
+        envelope = basic_get(self.queue)
         if envelope is None:
             assert not self.model_ready
             return

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from broker.core.queue_admin import purge_queue
+from broker.core.queue_admin import basic_get, purge_queue
 from broker.management import cert_expiry
 from broker.management.auth import Gate
 from broker.management.context import ManagementContext
@@ -47,7 +47,7 @@ async def aliveness_test(request: web.Request, context: ManagementContext) -> we
             "", {"routing_key": ALIVENESS_QUEUE, "payload": "test_message", "payload_encoding": "string"}
         )
         vhost.publish("", message)
-        envelope = queue.get()
+        envelope = basic_get(queue)
     except AMQPError as error:
         return _failed(reason=error.reply_text)
     if envelope is None or envelope.message.body != b"test_message":

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from broker.config.cookie import ACTING_USER
 from broker.core.queue import Queue
+from broker.core.queue_admin import basic_get
 from broker.management.auth import Gate, current_user, visible_vhosts
 from broker.management.context import ManagementContext
 from broker.management.errors import access_refused, bad_request, json_response, no_content, not_found
@@ -172,7 +173,7 @@ async def get_messages(request: web.Request, context: ManagementContext) -> web.
     check(request, context, "queue", queue.name, "read")
     taken = []
     for _ in range(count):
-        envelope = queue.get()
+        envelope = basic_get(queue)
         if envelope is None:
             break
         # message_count is what remains after each get, as basic.get-ok reports it.

@@ -11,7 +11,7 @@ from pamqp import commands
 
 from broker.core.arguments import amqp_type_name
 from broker.core.queue import Consumer
-from broker.core.queue_admin import add_consumer, remove_consumer
+from broker.core.queue_admin import add_consumer, basic_get, remove_consumer
 from broker.core.queue_features import TimedEnvelope
 from broker.core.queue_settings import QUORUM, STREAM
 from broker.core.stream_queue import StreamPath
@@ -123,7 +123,7 @@ def get(channel: ChannelPort, method: commands.Basic.Get) -> None:
     if features is not None and features.settings.queue_type == QUORUM:
         get_from_quorum(channel, queue, method)
         return
-    send_get(channel, queue, queue.get(), method.no_ack)
+    send_get(channel, queue, basic_get(queue), method.no_ack)
 
 
 def get_from_quorum(channel: ChannelPort, queue: Queue, method: commands.Basic.Get) -> None:
@@ -137,7 +137,7 @@ def get_from_quorum(channel: ChannelPort, queue: Queue, method: commands.Basic.G
             f"cannot obtain access to locked queue '{queue.name}' in vhost '{queue.vhost}'. "
             "basic.get operations are not supported by quorum queues with single active consumer",
         )
-    envelope = queue.get()
+    envelope = basic_get(queue)
     if isinstance(envelope, TimedEnvelope) and envelope.delivery_count == 0:
         envelope.message = queue.host.with_delivery_count(envelope.message, 0)
     send_get(channel, queue, envelope, method.no_ack)

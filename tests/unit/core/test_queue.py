@@ -7,7 +7,7 @@ import pytest
 from broker.core.dispatcher import Dispatcher
 from broker.core.message import Message
 from broker.core.queue import Consumer, Queue
-from broker.core.queue_admin import add_consumer, delete_queue, remove_consumer
+from broker.core.queue_admin import add_consumer, basic_get, delete_queue, remove_consumer
 from protocol.errors import ChannelError, ReplyCode
 from tests.unit.core.fakes import ManualLoop, RecordingChannel
 
@@ -87,10 +87,10 @@ def test_requeued_messages_keep_their_original_position_and_are_redelivered() ->
     queue = _queue(loop)
     for i in range(5):
         queue.enqueue(_message(str(i)))
-    first, second = queue.get(), queue.get()
+    first, second = basic_get(queue), basic_get(queue)
     assert first is not None
     assert second is not None
-    third = queue.get()
+    third = basic_get(queue)
     assert third is not None
     queue.requeue([third, first])
     bodies = [(e.message.body.decode(), e.redelivered) for e in queue.ready]
@@ -112,7 +112,7 @@ def test_requeue_into_the_middle_keeps_order() -> None:
     envelopes = []
     for i in range(4):
         queue.enqueue(_message(str(i)))
-    while (envelope := queue.get()) is not None:
+    while (envelope := basic_get(queue)) is not None:
         envelopes.append(envelope)
     queue.requeue([envelopes[0], envelopes[3]])
     queue.requeue([envelopes[2]])

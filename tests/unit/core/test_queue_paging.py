@@ -11,7 +11,7 @@ import pytest
 from broker.core.broker import Broker
 from broker.core.message import Message
 from broker.core.queue import Consumer, Queue
-from broker.core.queue_admin import add_consumer, purge_queue, remove_consumer
+from broker.core.queue_admin import add_consumer, basic_get, purge_queue, remove_consumer
 from broker.core.queue_features import QueueFeatures
 from broker.core.queue_paging import HEAD_BYTES, PagedMessage, PagedQueue, page_out
 from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
@@ -93,7 +93,7 @@ def test_get_and_requeue_keep_the_order_while_paged(setup: Setup) -> None:
     tracker = UnackedTracker()
     fetched = []
     for _ in range(3):
-        envelope = queue.get()
+        envelope = basic_get(queue)
         assert envelope is not None
         tracker.track(Delivery(tracker.allocate_tag(), queue, envelope, None))
         fetched.append(envelope.message.body)

@@ -11,6 +11,7 @@ from typing import Any
 from broker.core.broker import Broker
 from broker.core.clock import ManualClock
 from broker.core.queue import Envelope, Queue
+from broker.core.queue_admin import basic_get
 from broker.core.queue_features import TimedEnvelope
 from broker.session.fates import stored_delivery
 from broker.storage.memory import MemoryStore
@@ -55,7 +56,7 @@ class Node:
 
 def drain_queue(queue: Queue) -> list[Envelope]:
     envelopes: list[Envelope] = []
-    while (envelope := queue.get()) is not None:
+    while (envelope := basic_get(queue)) is not None:
         envelopes.append(envelope)
     return envelopes
 
