@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from broker.core.persistence import CommitWaiter
 from broker.core.stream_log import StreamDisk
-from broker.storage.stream_files import ClosedMeta, StreamRecord, StreamRow
+from broker.storage.stream_files import StoredSegment, StreamRow
 
 KEY_SEQ_BITS = 40  # 10^12 messages per queue before a key would spill into the queue id
 
@@ -175,9 +175,9 @@ class Store(Protocol):
 
     def max_queue_id(self) -> int: ...
 
-    def stream_segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord] | ClosedMeta]]:
-        """A stream queue's log: each segment's first offset and its entries in offset order, or for a
-        closed segment left in its file, its (count, body bytes, last append ms)."""
+    def stream_segments(self, queue_id: int) -> Iterator[StoredSegment]:
+        """A stream queue's log: each segment's first offset, the offsets its tracking snapshot took, and its
+        entries in offset order, or for a closed segment left in its file, its seal."""
         ...
 
     def stream_disk(self, queue_id: int) -> StreamDisk | None:
