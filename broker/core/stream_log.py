@@ -103,13 +103,14 @@ class Segment:
 class StreamLog:
     """Offsets start at 0 and never change; ``first_offset`` moves up as retention drops segments."""
 
-    __slots__ = ("disk", "max_segment_size_bytes", "segments", "sizer")
+    __slots__ = ("disk", "max_segment_size_bytes", "rolled", "segments", "sizer")
 
     def __init__(self, max_segment_size_bytes: int | None = None, first_offset: int = 0) -> None:
         self.max_segment_size_bytes = max_segment_size_bytes or DEFAULT_SEGMENT_SIZE_BYTES
         self.segments: list[Segment] = [Segment(first_offset)]
         self.disk: StreamDisk | None = None  # set when the store keeps segment files the log can read
         self.sizer = EntrySizer()
+        self.rolled = False  # whether the last append opened a new segment
 
     @property
     def first_offset(self) -> int:
@@ -118,6 +119,14 @@ class StreamLog:
     @property
     def next_offset(self) -> int:
         return self.segments[-1].next_offset
+
+    @property
+    def last_message_offset(self) -> int:
+        """The newest message's offset (the tail when the log has none)."""
+        for segment in reversed(self.segments):
+            if segment.count:
+                return segment.next_offset - 1
+        return self.next_offset
 
     @property
     def message_count(self) -> int:
@@ -157,10 +166,8 @@ class StreamLog:
         """Append at the tail; a full segment is closed first (osiris_log:write_chunk rolls when the file
         has reached the size before a chunk is written), and the new one starts with the tracking snapshot
         osiris_writer writes first (one offset). Returns the new message's offset."""
+        self.rolled = self.roll_if_full()
         tail = self.segments[-1]
-        if tail.count and tail.size_bytes >= self.max_segment_size_bytes:
-            tail = _rolled(tail.next_offset)
-            self.segments.append(tail)
         offset = tail.next_offset
         tail.size_bytes += self.sizer.chunk_bytes(message, tail.skipped > 0 and not tail.count)
         tail.messages.append(message)
@@ -171,13 +178,17 @@ class StreamLog:
         return offset
 
     def roll(self) -> None:
-        """Close the tail: the next append opens a new segment (after a snapshot chunk)."""
+        """Close the tail: a new segment opens with a snapshot chunk (the next append goes after it)."""
         self.segments.append(_rolled(self.next_offset))
 
-    def rolled_at(self, offset: int) -> bool:
-        """Whether the message just appended at ``offset`` opened a new segment."""
+    def roll_if_full(self) -> bool:
+        """Roll when the tail has reached the segment size (osiris checks before each chunk it writes, a
+        tracking snapshot's included). Returns whether it rolled."""
         tail = self.segments[-1]
-        return tail.skipped > 0 and tail.entries_first == offset
+        if tail.count and tail.size_bytes >= self.max_segment_size_bytes:
+            self.roll()
+            return True
+        return False
 
     def segment_of(self, offset: int) -> Segment:
         """The segment holding ``offset`` (between the head and the tail)."""

@@ -135,13 +135,25 @@ class StreamPath:
             # Every message of a stream is kept, transient or not; the channel's confirm waits for the commit.
             store.stream_appended(self.queue, log.segments[-1].first_offset, offset, now_ms, message)
         log.evict_written()
-        if log.rolled_at(offset):
+        if log.rolled:
             # osiris evaluates retention only when a segment rolls over (osiris_log:write_chunk), so a
             # stream past its age or size keeps its old segments until the next roll, as RabbitMQ does.
             self.apply_retention(now_ms)
         if self.cursors:
             self.queue.dispatcher.wake(self.queue)
         return True
+
+    def _reader_waits(self) -> None:
+        """A consumer has read to the tail. An osiris reader then registers an offset listener with the
+        writer, and osiris_writer evaluates the tracking snapshot on every batch it handles, that one
+        included: a full segment rolls at once (a new segment holding only the snapshot, one offset) and
+        retention runs, before any further append (osiris_log:evaluate_tracking_snapshot, 1.3.1)."""
+        log = self.log
+        if log.roll_if_full():
+            store = self.queue.store
+            if store is not None:
+                store.stream_rolled(self.queue, log.segments[-1].first_offset)
+            self.apply_retention(self.host.clock.now_ms())
 
     def apply_retention(self, now_ms: int) -> None:
         """Whole segments over x-max-length-bytes or older than x-max-age go (when a segment rolls, and when a
@@ -213,10 +225,12 @@ class StreamPath:
         log, queue = self.log, self.queue
         work = 0
         progress = True
+        waiting = False
         while work < budget and progress:
             progress = False
             for consumer, cursor in list(self.cursors.items()):
                 if cursor >= log.next_offset:
+                    waiting = True
                     continue
                 channel = consumer.channel
                 if not channel.can_deliver(consumer):
@@ -250,6 +264,8 @@ class StreamPath:
                         break
                 self.cursors[consumer] = first + position
                 progress = True
+        if waiting:
+            self._reader_waits()
         self.log.evict_written()
         return work >= budget
 

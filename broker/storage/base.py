@@ -56,9 +56,11 @@ class Batch:
     delivered: list[int] = field(default_factory=list)
     removed: list[int] = field(default_factory=list)
     dropped_queues: list[int] = field(default_factory=list)
-    # Stream logs (broker.storage.stream_files): appended entries in order, and retention's dropped segments
-    # as (queue id, segment first offset). Applied after the messages, before the dropped queues.
+    # Stream logs (broker.storage.stream_files): appended entries in order, segments opened with no entry
+    # yet (a roll while a reader waits at the tail), and retention's dropped segments, each as (queue id,
+    # segment first offset). Applied after the messages, in that order, before the dropped queues.
     stream_appends: list[StreamRow] = field(default_factory=list)
+    stream_rolls: list[tuple[int, int]] = field(default_factory=list)
     stream_dropped: list[tuple[int, int]] = field(default_factory=list)
     waiters: dict[CommitWaiter, None] = field(default_factory=dict)
     committed: bool = False  # set by whoever applied it, so shutdown never applies it twice
@@ -71,6 +73,7 @@ class Batch:
             or self.removed
             or self.dropped_queues
             or self.stream_appends
+            or self.stream_rolls
             or self.stream_dropped
         )
 

@@ -22,7 +22,7 @@ from broker.storage.base import (
     UserRow,
     queue_key_range,
 )
-from broker.storage.stream_files import StoredSegment, StreamRecord
+from broker.storage.stream_files import StoredSegment, StreamRecord, snapshot_offsets
 
 
 class MemoryStore:
@@ -66,7 +66,10 @@ class MemoryStore:
     def stream_segments(self, queue_id: int) -> Iterator[StoredSegment]:
         segments = self.streams.get(queue_id, {})
         return iter(
-            [(first, segments[first][0][0] - first, list(segments[first])) for first in sorted(segments)]
+            [
+                (first, snapshot_offsets(first, segments[first]), list(segments[first]))
+                for first in sorted(segments)
+            ]
         )
 
     def stream_disk(self, queue_id: int) -> StreamDisk | None:
@@ -84,6 +87,8 @@ class MemoryStore:
             self.rows.pop(key, None)
         for queue_id, first, *record in batch.stream_appends:
             self.streams.setdefault(queue_id, {}).setdefault(first, []).append(tuple(record))  # type: ignore[arg-type]
+        for queue_id, first in batch.stream_rolls:
+            self.streams.setdefault(queue_id, {}).setdefault(first, [])
         for queue_id, first in batch.stream_dropped:
             self.streams.get(queue_id, {}).pop(first, None)
         for queue_id in batch.dropped_queues:

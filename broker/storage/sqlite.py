@@ -270,6 +270,8 @@ class SqliteStore:
             streams.drop_queue(queue_id)
         if batch.stream_appends:
             streams.append(batch.stream_appends)
+        for queue_id, first in batch.stream_rolls:
+            streams.roll(queue_id, first)
         for queue_id, first in batch.stream_dropped:
             streams.drop_segments(queue_id, [first])
         for queue_id in gone_streams:

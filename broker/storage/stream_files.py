@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from broker.core.stream_file_bytes import EntrySizer, segment_start_bytes
+from broker.core.stream_file_bytes import SNAPSHOT_OFFSETS, EntrySizer, segment_start_bytes
 from broker.core.stream_log import ClosedSegmentMeta
 
 CHUNK = struct.Struct(">IIQqI")
@@ -226,6 +226,17 @@ class StreamFiles:
         tail.totals.add(records, self.sizer)
         return tail
 
+    def roll(self, queue_id: int, segment_first: int) -> None:
+        """A segment opened before any entry went into it: its (empty) file is created and the segment
+        before it sealed, unless appends of this commit already went past it."""
+        tail = self._tails.get(queue_id)
+        if tail is not None and tail.first_offset >= segment_first:
+            return
+        if tail is not None:
+            tail.index.write(tail.totals.seal(tail.size))
+            self._close_tail(tail)
+        self._tails[queue_id] = self._open(queue_id, segment_first)
+
     def _open(self, queue_id: int, segment_first: int) -> _Tail:
         directory = self.directory(queue_id)
         created = not directory.is_dir()
@@ -291,9 +302,9 @@ class StreamFiles:
         if not directory.is_dir():
             return
         paths = sorted(directory.glob("*" + SEGMENT_SUFFIX))
-        last = len(paths) - 1  # the open segment: the last one holding anything (a crash may leave one empty)
-        while last > 0 and not paths[last].stat().st_size:
-            last -= 1
+        # The open segment is the last file, empty when it was opened with no entry yet (a roll while a
+        # reader waited at the tail, or a crash before its first chunk): its snapshot took its first offset.
+        last = len(paths) - 1
         for number, path in enumerate(paths):
             closed = number < last
             meta = _sealed(path) if closed else None
@@ -320,10 +331,17 @@ class StreamFiles:
             _repair_index(path.with_suffix(INDEX_SUFFIX), chunks, sealed)
             if records:
                 self.written[queue_id] = records[-1][0] + 1
-            if records or number == 0:
-                yield first, records[0][0] - first if records else 0, records
+            if records or number in (0, last):
+                yield first, snapshot_offsets(first, records), records
             if valid < len(data):
                 return
+
+
+def snapshot_offsets(first: int, records: list[StreamRecord]) -> int:
+    """The offsets a segment's snapshot took: before its first record, or one for an empty later segment."""
+    if records:
+        return records[0][0] - first
+    return SNAPSHOT_OFFSETS if first else 0
 
 
 def _sealed(path: Path) -> ClosedSegmentMeta | None:

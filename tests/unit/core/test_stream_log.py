@@ -58,13 +58,16 @@ def test_offsets_and_segment_sizes_across_rolls_are_osiris_ones() -> None:
     assert (log.first_offset, log.next_offset, log.message_count) == (0, 14, 12)
     assert log.body_bytes == 12_000
     # x-stream-offset at a snapshot's offset starts at the next message; first, last and next as osiris.
-    assert [start_offset(log, spec, 0, RESOURCE) for spec in (5, "first", "last", "next", 100)] == [
-        5,
-        0,
-        13,
-        14,
-        14,
-    ]
+    specs = (5, "first", "last", "next", 100)
+    assert [start_offset(log, spec, 0, RESOURCE) for spec in specs] == [5, 0, 13, 14, 14]
+    # A reader waiting at the tail rolls the full segment at once (osiris writes the snapshot): "last" is
+    # still the newest message, and the next message goes after the snapshot.
+    log.max_segment_size_bytes = 2000
+    assert log.roll_if_full()
+    assert [(s.first_offset, s.count) for s in log.segments[-2:]] == [(11, 2), (14, 0)]
+    assert (start_offset(log, "last", 0, RESOURCE), log.next_offset) == (13, 15)
+    assert log.append(Message("", "s1", PIKA_NO_PROPERTIES, b"x" * 1000), 0) == 15
+    assert not log.rolled
 
 
 @given(st.lists(st.binary(max_size=300), max_size=60), st.integers(1, 2000), st.integers(0, 4000))

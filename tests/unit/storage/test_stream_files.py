@@ -175,3 +175,19 @@ def test_a_damaged_index_is_rebuilt_at_recovery(tmp_path: Path) -> None:
     index.write_bytes(good[:-7])
     list(StreamFiles(tmp_path, fsync=False).segments(5))
     assert index.read_bytes() == good
+
+
+def test_a_segment_rolled_before_its_first_entry_comes_back_empty_after_its_snapshot(tmp_path: Path) -> None:
+    files = StreamFiles(tmp_path, fsync=True)
+    files.append(_rows(11, 0, 0, 3))
+    files.roll(11, 3)  # a reader waited at the tail of a full segment: osiris wrote the snapshot at 3
+    files.roll(11, 3)  # the same roll again changes nothing
+    files.close()
+    assert _segment(tmp_path, 11, 3).stat().st_size == 0
+    segments = list(StreamFiles(tmp_path, fsync=True).segments(11))
+    assert segments == [(0, 0, ClosedSegmentMeta(3, 3 * len(BODY), 1002, _counted(3, 0), 0)), (3, 1, [])]
+    files = StreamFiles(tmp_path, fsync=True)
+    list(files.segments(11))
+    files.append(_rows(11, 3, 4, 1))  # the next entry goes after the snapshot's offset
+    files.close()
+    assert list(StreamFiles(tmp_path, fsync=True).segments(11))[1][:2] == (3, 1)
