@@ -32,6 +32,7 @@ TRAILER_BYTES = 2 + WRITER_ID_BYTES + 8
 # Snapshot chunk: header, one entry holding per writer its type, id size, id, chunk id and sequence.
 SNAPSHOT_CHUNK_BYTES = CHUNK_HEADER_BYTES + ENTRY_HEADER_BYTES + 2 + WRITER_ID_BYTES + 16
 SNAPSHOT_OFFSETS = 1  # the snapshot chunk holds one record
+_CHUNK_BEFORE_SECTIONS = CHUNK_HEADER_BYTES + ENTRY_HEADER_BYTES
 
 _VAR_1_LIMIT = 255  # amqp10_binary_generator: str8 / vbin8 below this size, str32 / vbin32 from it
 _DESCRIPTOR = 3  # 0x00 and a smallulong section code
@@ -49,6 +50,10 @@ _FIXED: dict[int, tuple[int, int]] = {
     ord("d"): (9, 8),  # double
     ord("T"): (9, 8),  # timestamp (ms)
 }
+# Basic property flag bits (AMQP 0-9-1 content header), highest first.
+_CONTENT_TYPE, _CONTENT_ENCODING, _HEADERS, _DELIVERY_MODE, _PRIORITY = 15, 14, 13, 12, 11
+_CORRELATION_ID, _REPLY_TO, _EXPIRATION, _MESSAGE_ID, _TIMESTAMP = 10, 9, 8, 7, 6
+_TYPE, _USER_ID, _APP_ID = 5, 4, 3
 # Header values rabbit_msg_record drops (tables, arrays) or cannot convert (decimals): 0-9-1 size only.
 _DROPPED: dict[int, int] = {ord("D"): 5}
 
@@ -136,20 +141,24 @@ def header_bytes(exchange: str, routing_key: str, header_payload: bytes) -> int:
     msg_to_iodata: x-exchange and x-routing-key annotations added to rabbit_msg_record:from_amqp091)."""
     flags = _U16.unpack_from(header_payload, 12)[0] if len(header_payload) >= 14 else 0
     cursor = _Cursor(header_payload, 14)
+    more = flags
+    while more & 1:  # continuation flag words: no Basic property lives there
+        more = _U16.unpack_from(header_payload, cursor.pos)[0]
+        cursor.pos += 2
     fields: dict[int, bytes] = {}
     headers_pairs = headers_size = 0
-    for bit in range(15, 1, -1):
+    for bit in range(_CONTENT_TYPE, 1, -1):  # down to cluster-id
         if not flags & (1 << bit):
             continue
-        if bit == 13:  # headers
+        if bit == _HEADERS:
             length = _U32.unpack_from(header_payload, cursor.pos)[0]
             start = cursor.pos + 4
             headers_pairs, headers_size = _headers_pairs(header_payload, start, start + length)
             cursor.pos = start + length
-        elif bit in (12, 11):  # delivery-mode, priority: octets
+        elif bit in (_DELIVERY_MODE, _PRIORITY):  # octets
             fields[bit] = header_payload[cursor.pos : cursor.pos + 1]
             cursor.pos += 1
-        elif bit == 6:  # timestamp
+        elif bit == _TIMESTAMP:
             fields[bit] = header_payload[cursor.pos : cursor.pos + 8]
             cursor.pos += 8
         else:
@@ -157,29 +166,26 @@ def header_bytes(exchange: str, routing_key: str, header_payload: bytes) -> int:
     # message-annotations: x-exchange, x-routing-key, and the 0-9-1 fields AMQP 1.0 has no property for.
     pairs = 2
     size = _symbol(10) + _var(len(exchange.encode())) + _symbol(13) + _var(len(routing_key.encode()))
-    for bit, key_length in ((11, 16), (12, 21)):  # x-basic-priority, x-basic-delivery-mode: ubyte
+    for bit, key_length in ((_PRIORITY, 16), (_DELIVERY_MODE, 21)):  # x-basic-priority / -delivery-mode
         if bit in fields:
             pairs += 1
-            size += _symbol(key_length) + 2
-    if 8 in fields:  # x-basic-expiration: utf8
+            size += _symbol(key_length) + 2  # ubyte
+    if _EXPIRATION in fields:  # x-basic-expiration: utf8
         pairs += 1
-        size += _symbol(18) + _var(len(fields[8]))
+        size += _symbol(18) + _var(len(fields[_EXPIRATION]))
     total = _DESCRIPTOR + _compound(2 * pairs, size)
     # properties: a list of all 13 fields (null when unset), left out when none of the mapped ones is set.
     # message-id, correlation-id, reply-to: utf8; content-type, content-encoding: symbols.
-    mapped = {7: _var, 10: _var, 9: _var, 15: _symbol, 14: _symbol}
-    if any(bit in fields for bit in (*mapped, 6, 4)):
-        size = 13 - sum(1 for bit in (*mapped, 6, 4) if bit in fields)  # a null byte per unset field
-        for bit, encode in mapped.items():
-            if bit in fields:
-                size += encode(len(fields[bit]))
-        if 4 in fields:  # user-id: binary
-            size += _var(len(fields[4]))
-        if 6 in fields:  # creation-time: timestamp
-            size += 9
+    mapped = {_MESSAGE_ID: _var, _CORRELATION_ID: _var, _REPLY_TO: _var}
+    mapped |= {_CONTENT_TYPE: _symbol, _CONTENT_ENCODING: _symbol, _USER_ID: _var}  # user-id: binary
+    present = [bit for bit in (*mapped, _TIMESTAMP) if bit in fields]
+    if present:
+        size = 13 - len(present)  # a null byte per unset field
+        for bit in present:
+            size += 9 if bit == _TIMESTAMP else mapped[bit](len(fields[bit]))  # creation-time: timestamp
         total += _DESCRIPTOR + _compound(13, size)
     # application-properties: the headers, then x-basic-type and x-basic-app-id.
-    for bit, key_length in ((5, 12), (3, 14)):  # type -> x-basic-type, app-id -> x-basic-app-id
+    for bit, key_length in ((_TYPE, 12), (_APP_ID, 14)):  # x-basic-type, x-basic-app-id
         if bit in fields:
             headers_pairs += 1
             headers_size += _var(key_length) + _var(len(fields[bit]))
@@ -196,29 +202,43 @@ def body_section_bytes(body_length: int) -> int:
 class EntrySizer:
     """Each message's chunk size as osiris writes it alone (chunk header, entry header, encoded message,
     and the trailer unless ``after_snapshot``), with the size before the body remembered per distinct
-    content header (a stream's messages mostly share theirs)."""
+    content header (a stream's messages mostly share theirs, and their exchange and routing key)."""
 
     __slots__ = ("cache",)
 
     def __init__(self) -> None:
-        self.cache: dict[tuple[bytes, str, str], int] = {}
+        # content header -> (exchange, routing key, size before the body) of the last message seen with it
+        self.cache: dict[bytes, tuple[str, str, int]] = {}
 
     def chunk_bytes(self, message: Message, after_snapshot: bool) -> int:
-        return self.entry_chunk_bytes(
-            message.exchange, message.routing_key, message.header_payload, len(message.body), after_snapshot
-        )
+        """Per append (the stream's hot path): one lookup by the content header, no further call on a hit."""
+        known = self.cache.get(message.header_payload)
+        if known is not None and known[0] == message.exchange and known[1] == message.routing_key:
+            head = known[2]
+        else:
+            head = self._remember(message.header_payload, message.exchange, message.routing_key)
+        body = len(message.body)
+        size = _CHUNK_BEFORE_SECTIONS + head + body + (2 if body < _VAR_1_LIMIT else 5)
+        return size if after_snapshot else size + TRAILER_BYTES
 
     def entry_chunk_bytes(
         self, exchange: str, routing_key: str, header: bytes, body_length: int, after_snapshot: bool
     ) -> int:
-        key = (header, exchange, routing_key)
-        head = self.cache.get(key)
-        if head is None:
-            if len(self.cache) >= 1024:
-                self.cache.clear()
-            head = self.cache[key] = header_bytes(exchange, routing_key, header)
-        size = CHUNK_HEADER_BYTES + ENTRY_HEADER_BYTES + head + body_section_bytes(body_length)
+        """The same for a stored record (the writer thread, recovery)."""
+        known = self.cache.get(header)
+        if known is not None and known[0] == exchange and known[1] == routing_key:
+            head = known[2]
+        else:
+            head = self._remember(header, exchange, routing_key)
+        size = _CHUNK_BEFORE_SECTIONS + head + body_section_bytes(body_length)
         return size if after_snapshot else size + TRAILER_BYTES
+
+    def _remember(self, header: bytes, exchange: str, routing_key: str) -> int:
+        if len(self.cache) >= 1024:
+            self.cache.clear()
+        head = header_bytes(exchange, routing_key, header)
+        self.cache[header] = (exchange, routing_key, head)
+        return head
 
 
 def segment_start_bytes(skipped: int) -> int:
