@@ -302,3 +302,31 @@ def test_filtering_delivers_matching_values_and_unfiltered_only_when_asked(amqp_
     assert [body for body, _ in read({})] == ["ca", "tx", "none", "ca2", "ny"]
     ch.queue_delete(name)
     connection.close()
+
+
+def test_a_reader_at_the_tail_of_a_full_segment_rolls_it_and_runs_retention() -> None:
+    """On RabbitMQ 3.10.8 a consumer that catches up makes osiris's writer handle a batch, and the writer
+    writes a tracking snapshot first when the segment is full: a new segment holding only the snapshot
+    (one offset), and retention at once (diffed against the oracle in tests/compat/test_stream_offsets.py)."""
+    with BrokerThread(manual_clock=True) as broker:
+        connection = pika.BlockingConnection(pika.URLParameters(broker.url))
+        ch = connection.channel()
+        args = {**STREAM, "x-stream-max-segment-size-bytes": SEGMENT_OF_TWO, "x-max-length-bytes": 700}
+        ch.queue_declare("waited", durable=True, arguments=args)
+        ch.confirm_delivery()
+        _publish(
+            ch, "waited", [b"x" * 10] * 4
+        )  # [0, 1] and [2: 3, 4], the second full: no roll without a reader
+        stream = broker.broker.vhosts["/"].queues["waited"].features
+
+        def layout() -> list[tuple[int, int]]:
+            return [(s.first_offset, s.count) for s in stream.log.segments]  # type: ignore[union-attr]
+
+        assert broker.call(layout) == [(0, 2), (2, 2)]
+        assert _read(connection, "waited", "first", 4)[-1] == (b"x" * 10, 4)
+        # The reader waits at the tail: the full segment rolled into [5] (its snapshot), and retention
+        # (700 bytes: the 111-byte new segment and one full one) dropped [0, 1].
+        assert broker.call(layout) == [(2, 2), (5, 0)]
+        _publish(ch, "waited", [b"y" * 10])
+        assert _read(connection, "waited", "last", 1) == [(b"y" * 10, 6)]
+        connection.close()
