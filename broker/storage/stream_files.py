@@ -14,10 +14,10 @@ The crc covers everything after the length, so a chunk torn by a crash (never co
 the write) is recognised and cut off at recovery. The index has an entry (chunk first offset u64, chunk first
 timestamp i64, file position u64) for the first chunk and then whenever ``INDEX_INTERVAL_BYTES`` were written
 since the last entry, so attaching at an offset or a timestamp is a binary search in the index plus a read
-of at most that many bytes (`SegmentReader`), whatever the length of the stream. When a segment rolls its
-index is sealed (count, body bytes, last append, file size, and the segment's size as osiris counts it and
-the offsets its tracking snapshot took): start-up reads a closed segment's seal only, and the broker reads
-its entries from the file when a consumer needs them (`broker.storage.stream_reader`).
+of at most that many bytes, whatever the length of the stream. When a segment rolls its index is sealed
+(count, body bytes, last append, file size, and the segment's size as osiris counts it and the offsets its
+tracking snapshot took): start-up reads a closed segment's seal only, and the broker reads its entries from
+the file when a consumer needs them, attaching through the index (`broker.storage.stream_reader`).
 
 A segment after a stream's first is named by the offset of RabbitMQ's tracking snapshot chunk, which this
 format does not write: its first chunk starts one offset later (the gap `broker.core.stream_log` keeps).
@@ -29,7 +29,6 @@ import os
 import shutil
 import struct
 import zlib
-from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -389,63 +388,3 @@ def _fsync_directory(directory: Path) -> None:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
-
-
-class SegmentReader:
-    """Attach to a segment at an offset or a timestamp through its sparse index: a binary search over the
-    index entries, then a read from the entry's position (at most ``INDEX_INTERVAL_BYTES`` plus a chunk
-    before the wanted record), never a scan from the start of the segment."""
-
-    def __init__(self, segment_path: Path) -> None:
-        self.path = segment_path
-        raw = segment_path.with_suffix(INDEX_SUFFIX).read_bytes()
-        whole = len(raw) - len(raw) % INDEX_ENTRY.size
-        entries = [INDEX_ENTRY.unpack_from(raw, at) for at in range(0, whole, INDEX_ENTRY.size)]
-        entries = [entry for entry in entries if entry[0] != SEAL_MARK]
-        self._offsets = [entry[0] for entry in entries]
-        self._timestamps = [entry[1] for entry in entries]
-        self._positions = [entry[2] for entry in entries]
-        self.bytes_read = 0  # what the last read cost (tests check it stays bounded)
-
-    def position_of_offset(self, offset: int) -> int:
-        at = bisect_right(self._offsets, offset) - 1
-        return self._positions[max(at, 0)] if self._positions else 0
-
-    def position_of_timestamp(self, timestamp_ms: int) -> int:
-        """The indexed chunk before the first one that starts at or after ``timestamp_ms`` (appends are in
-        time order, so the first record at or after it is in that chunk or later)."""
-        at = bisect_right(self._timestamps, timestamp_ms - 1) - 1
-        return self._positions[max(at, 0)] if self._positions else 0
-
-    def read_from_offset(self, offset: int, limit: int) -> list[StreamRecord]:
-        return list(self._read(self.position_of_offset(offset), offset, None, limit))
-
-    def read_from_timestamp(self, timestamp_ms: int, limit: int) -> list[StreamRecord]:
-        return list(self._read(self.position_of_timestamp(timestamp_ms), None, timestamp_ms, limit))
-
-    def _read(
-        self, position: int, offset: int | None, timestamp_ms: int | None, limit: int
-    ) -> Iterator[StreamRecord]:
-        self.bytes_read = 0
-        produced = 0
-        with open(self.path, "rb") as segment:
-            segment.seek(position)
-            while produced < limit:
-                head = segment.read(CHUNK.size)
-                if len(head) < CHUNK.size:
-                    return
-                length = CHUNK.unpack(head)[1]
-                data = head + segment.read(length + 8 - CHUNK.size)
-                self.bytes_read += len(data)
-                chunks, _valid = decode_chunks(data)
-                if not chunks:
-                    return
-                for record in chunks[0][3]:
-                    if offset is not None and record[0] < offset:
-                        continue
-                    if timestamp_ms is not None and record[1] < timestamp_ms:
-                        continue
-                    yield record
-                    produced += 1
-                    if produced >= limit:
-                        return

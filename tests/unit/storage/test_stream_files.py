@@ -11,11 +11,11 @@ from broker.core.stream_log import ClosedSegmentMeta
 from broker.storage.stream_files import (
     INDEX_ENTRY,
     INDEX_INTERVAL_BYTES,
-    SegmentReader,
     StreamFiles,
     StreamRow,
     segment_name,
 )
+from broker.storage.stream_reader import SegmentReader
 
 BODY = b"b" * 1024
 
