@@ -100,6 +100,10 @@ class QueueStore(Protocol):
         """A stream queue appended ``message`` at ``offset`` in the segment starting at ``segment_first``
         (every message of a stream is stored, transient or not; confirms wait for the commit)."""
 
+    def stream_rolled(self, queue: Queue, segment_first: int) -> None:
+        """A stream queue opened the segment starting at ``segment_first`` before any entry went into it
+        (its file holds only RabbitMQ's tracking snapshot, which takes that offset)."""
+
     def stream_segments_dropped(self, queue: Queue, segment_firsts: list[int]) -> None:
         """Retention removed these whole segments of a stream queue."""
 

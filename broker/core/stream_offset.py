@@ -32,8 +32,8 @@ def start_offset(log: StreamLog, spec: Any, now_ms: int, resource: str) -> int:
         if text == "next":
             return log.next_offset
         if text == "last":
-            # The last chunk's first offset; each append is one chunk here.
-            return max(log.first_offset, log.next_offset - 1)
+            # The last user chunk's first offset (osiris skips a tail snapshot's); each append is one chunk.
+            return log.last_message_offset
         try:
             interval_ms = max_age({"x-max-age": text}, resource)
         except ChannelError:

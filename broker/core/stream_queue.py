@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from broker.core.envelope import Envelope
 from broker.core.message import Message
 from broker.core.stream_filter import StreamFilter, consumer_filter
-from broker.core.stream_log import DEFAULT_SEGMENT_SIZE_BYTES, Segment, StreamLog
+from broker.core.stream_log import DEFAULT_SEGMENT_SIZE_BYTES, ClosedSegmentMeta, StreamLog
 from broker.core.stream_offset import start_offset
 from protocol.errors import ChannelError, HardError, ReplyCode
 
@@ -135,13 +135,25 @@ class StreamPath:
             # Every message of a stream is kept, transient or not; the channel's confirm waits for the commit.
             store.stream_appended(self.queue, log.segments[-1].first_offset, offset, now_ms, message)
         log.evict_written()
-        if log.segments[-1].first_offset == offset:
+        if log.rolled:
             # osiris evaluates retention only when a segment rolls over (osiris_log:write_chunk), so a
             # stream past its age or size keeps its old segments until the next roll, as RabbitMQ does.
             self.apply_retention(now_ms)
         if self.cursors:
             self.queue.dispatcher.wake(self.queue)
         return True
+
+    def _reader_waits(self) -> None:
+        """A consumer has read to the tail. An osiris reader then registers an offset listener with the
+        writer, and osiris_writer evaluates the tracking snapshot on every batch it handles, that one
+        included: a full segment rolls at once (a new segment holding only the snapshot, one offset) and
+        retention runs, before any further append (osiris_log:evaluate_tracking_snapshot, 1.3.1)."""
+        log = self.log
+        if log.roll_if_full():
+            store = self.queue.store
+            if store is not None:
+                store.stream_rolled(self.queue, log.segments[-1].first_offset)
+            self.apply_retention(self.host.clock.now_ms())
 
     def apply_retention(self, now_ms: int) -> None:
         """Whole segments over x-max-length-bytes or older than x-max-age go (when a segment rolls, and when a
@@ -168,21 +180,23 @@ class StreamPath:
         """Streams come back through `recover_segments` (their log is not kept as message rows)."""
 
     def recover_segments(
-        self, segments: Iterable[tuple[int, list[tuple[Message, int]] | tuple[int, int, int]]]
+        self, segments: Iterable[tuple[int, int, list[tuple[Message, int]] | ClosedSegmentMeta]]
     ) -> None:
-        """The stored segments in order, each as its first offset and (message, append time) pairs, or for a
-        closed segment left in its file (count, body bytes, last append time): offsets, times and segment
-        boundaries as they were. Closed segments already written stay out of memory."""
+        """The stored segments in order, each as its first offset, the offsets its tracking snapshot took,
+        and (message, append time) pairs, or for a closed segment left in its file its seal: offsets
+        (snapshot gaps included), times and segment boundaries as they were. Closed segments already written
+        stay out of memory."""
         log = StreamLog(self.settings.max_segment_size_bytes)
-        for first_offset, entries in segments:
+        for first_offset, skipped, entries in segments:
             if log.segments[-1].count and first_offset != log.next_offset:
                 log = StreamLog(self.settings.max_segment_size_bytes)  # a gap: keep what follows it
-            if isinstance(entries, tuple):
-                log.restore_closed(first_offset, *entries)
+            if isinstance(entries, ClosedSegmentMeta):
+                log.restore_closed(first_offset, entries)
             else:
-                log.restore_segment(first_offset, [e[0] for e in entries], [e[1] for e in entries])
-        if not log.segments[-1].resident:  # no open segment came back: appends start a new one
-            log.segments.append(Segment(log.next_offset))
+                messages, times = [e[0] for e in entries], [e[1] for e in entries]
+                log.restore_segment(first_offset, messages, times, skipped)
+        if not log.segments[-1].resident:  # no open segment came back: appends go to a new one
+            log.roll()
         self.log = log
         self._attach_disk()
         log.evict_written()
@@ -211,18 +225,25 @@ class StreamPath:
         log, queue = self.log, self.queue
         work = 0
         progress = True
+        waiting = False
         while work < budget and progress:
             progress = False
             for consumer, cursor in list(self.cursors.items()):
                 if cursor >= log.next_offset:
+                    waiting = True
                     continue
                 channel = consumer.channel
                 if not channel.can_deliver(consumer):
                     continue
                 offset = max(cursor, log.first_offset)  # retention passed the cursor: resume at the head
                 segment = log.segment_of(offset)
+                # A segment's first offset may be its tracking snapshot's: reading starts at its first
+                # message, as an osiris reader skips non-user chunks.
+                offset = max(offset, segment.entries_first)
+                if offset >= segment.next_offset:  # an empty tail that only holds a snapshot
+                    continue
                 if segment.resident:
-                    messages, first = segment.messages, segment.first_offset
+                    messages, first = segment.messages, segment.entries_first
                 else:
                     messages, first = self._read_closed(consumer, segment.first_offset, offset)
                     if not messages:  # pragma: no cover - the file lost entries the log counts
@@ -243,6 +264,8 @@ class StreamPath:
                         break
                 self.cursors[consumer] = first + position
                 progress = True
+        if waiting:
+            self._reader_waits()
         self.log.evict_written()
         return work >= budget
 

@@ -22,8 +22,10 @@ def ready_messages(queue: Queue) -> int:
 
 
 def stream_bytes(stream: StreamPath) -> int:
-    """The body bytes the stream's segments hold (what x-max-length-bytes retention counts)."""
-    return stream.log.size_bytes
+    """The message bodies the stream's segments hold (message_bytes: the sum of the bodies, as for every
+    queue). x-max-length-bytes retention counts the segment files as osiris writes them instead
+    (``log.size_bytes``, `broker.core.stream_file_bytes`)."""
+    return stream.log.body_bytes
 
 
 def stream_keys(stream: StreamPath, node: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from broker.core.persistence import CommitWaiter
 from broker.core.stream_log import StreamDisk
-from broker.storage.stream_files import ClosedMeta, StreamRecord, StreamRow
+from broker.storage.stream_files import StoredSegment, StreamRow
 
 KEY_SEQ_BITS = 40  # 10^12 messages per queue before a key would spill into the queue id
 
@@ -56,9 +56,11 @@ class Batch:
     delivered: list[int] = field(default_factory=list)
     removed: list[int] = field(default_factory=list)
     dropped_queues: list[int] = field(default_factory=list)
-    # Stream logs (broker.storage.stream_files): appended entries in order, and retention's dropped segments
-    # as (queue id, segment first offset). Applied after the messages, before the dropped queues.
+    # Stream logs (broker.storage.stream_files): appended entries in order, segments opened with no entry
+    # yet (a roll while a reader waits at the tail), and retention's dropped segments, each as (queue id,
+    # segment first offset). Applied after the messages, in that order, before the dropped queues.
     stream_appends: list[StreamRow] = field(default_factory=list)
+    stream_rolls: list[tuple[int, int]] = field(default_factory=list)
     stream_dropped: list[tuple[int, int]] = field(default_factory=list)
     waiters: dict[CommitWaiter, None] = field(default_factory=dict)
     committed: bool = False  # set by whoever applied it, so shutdown never applies it twice
@@ -71,6 +73,7 @@ class Batch:
             or self.removed
             or self.dropped_queues
             or self.stream_appends
+            or self.stream_rolls
             or self.stream_dropped
         )
 
@@ -175,9 +178,9 @@ class Store(Protocol):
 
     def max_queue_id(self) -> int: ...
 
-    def stream_segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord] | ClosedMeta]]:
-        """A stream queue's log: each segment's first offset and its entries in offset order, or for a
-        closed segment left in its file, its (count, body bytes, last append ms)."""
+    def stream_segments(self, queue_id: int) -> Iterator[StoredSegment]:
+        """A stream queue's log: each segment's first offset, the offsets its tracking snapshot took, and its
+        entries in offset order, or for a closed segment left in its file, its seal."""
         ...
 
     def stream_disk(self, queue_id: int) -> StreamDisk | None:

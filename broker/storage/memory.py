@@ -22,7 +22,7 @@ from broker.storage.base import (
     UserRow,
     queue_key_range,
 )
-from broker.storage.stream_files import StreamRecord
+from broker.storage.stream_files import StoredSegment, StreamRecord, snapshot_offsets
 
 
 class MemoryStore:
@@ -63,9 +63,14 @@ class MemoryStore:
         # As SqliteStore: a queue id that still has stored messages is taken, even without its queue row.
         return max(max(self.queues, default=0), max(self.rows, default=0) >> KEY_SEQ_BITS)
 
-    def stream_segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord]]]:
+    def stream_segments(self, queue_id: int) -> Iterator[StoredSegment]:
         segments = self.streams.get(queue_id, {})
-        return iter([(first, list(segments[first])) for first in sorted(segments)])
+        return iter(
+            [
+                (first, snapshot_offsets(first, segments[first]), list(segments[first]))
+                for first in sorted(segments)
+            ]
+        )
 
     def stream_disk(self, queue_id: int) -> StreamDisk | None:
         return None  # nothing on disk: a stream's log keeps every segment in memory
@@ -82,6 +87,8 @@ class MemoryStore:
             self.rows.pop(key, None)
         for queue_id, first, *record in batch.stream_appends:
             self.streams.setdefault(queue_id, {}).setdefault(first, []).append(tuple(record))  # type: ignore[arg-type]
+        for queue_id, first in batch.stream_rolls:
+            self.streams.setdefault(queue_id, {}).setdefault(first, [])
         for queue_id, first in batch.stream_dropped:
             self.streams.get(queue_id, {}).pop(first, None)
         for queue_id in batch.dropped_queues:

@@ -21,6 +21,7 @@ from broker.core.queue import Envelope, Queue
 from broker.core.queue_admin import recover_messages
 from broker.core.queue_features import TimedEnvelope
 from broker.core.runtime_parameters import ParameterError
+from broker.core.stream_log import ClosedSegmentMeta
 from broker.core.stream_queue import StreamPath
 from broker.core.typed_json import decode_table
 from broker.storage.base import (
@@ -32,7 +33,6 @@ from broker.storage.base import (
     QueueRow,
     Store,
 )
-from broker.storage.stream_files import ClosedMeta
 from broker.storage.writer import StoreWriter
 from protocol.errors import AMQPError
 from protocol.fastpath import parse_content_header
@@ -218,15 +218,15 @@ def _restore_parameter(broker: Broker, row: ParameterRow) -> None:
 
 def _recover_stream(queue: Queue, stream: StreamPath, store: Store, writer: StoreWriter) -> int:
     """A stream's segments, read back from its segment files; returns how many entries it holds."""
-    segments: list[tuple[int, list[tuple[Message, int]] | ClosedMeta]] = []
-    for first_offset, records in store.stream_segments(queue.store_id):
-        if isinstance(records, tuple):  # a closed segment: its entries stay in its file
-            segments.append((first_offset, records))
+    segments: list[tuple[int, int, list[tuple[Message, int]] | ClosedSegmentMeta]] = []
+    for first_offset, skipped, records in store.stream_segments(queue.store_id):
+        if isinstance(records, ClosedSegmentMeta):  # a closed segment: its entries stay in its file
+            segments.append((first_offset, skipped, records))
             continue
         entries = [
             (_message(exchange, key, header, body), ts) for _o, ts, exchange, key, header, body in records
         ]
-        segments.append((first_offset, entries))
+        segments.append((first_offset, skipped, entries))
     legacy = list(store.messages(queue.store_id))
     if legacy and not segments:
         segments.extend(_legacy_segments(legacy))
@@ -236,16 +236,16 @@ def _recover_stream(queue: Queue, stream: StreamPath, store: Store, writer: Stor
     return stream.log.message_count
 
 
-def _legacy_segments(rows: list[MessageRow]) -> list[tuple[int, list[tuple[Message, int]]]]:
+def _legacy_segments(rows: list[MessageRow]) -> list[tuple[int, int, list[tuple[Message, int]]]]:
     """A stream stored as message rows (before segment files): the row key's seq is offset + 1 and the
     append time rode in expires_at. Each run of consecutive offsets becomes a segment (the log keeps what
     follows a gap, as it did)."""
-    segments: list[tuple[int, list[tuple[Message, int]]]] = []
+    segments: list[tuple[int, int, list[tuple[Message, int]]]] = []
     for key, exchange, routing_key, header, body, appended_ms, _delivered in rows:
         offset = (key & _SEQ_MASK) - 1
-        if not segments or segments[-1][0] + len(segments[-1][1]) != offset:
-            segments.append((offset, []))
-        segments[-1][1].append((_message(exchange, routing_key, header, body), appended_ms or 0))
+        if not segments or segments[-1][0] + len(segments[-1][2]) != offset:
+            segments.append((offset, 0, []))
+        segments[-1][2].append((_message(exchange, routing_key, header, body), appended_ms or 0))
     return segments
 
 
@@ -255,7 +255,7 @@ def _migrate_legacy(queue: Queue, stream: StreamPath, rows: list[MessageRow], wr
         pairs = zip(segment.messages, segment.timestamps_ms, strict=True)
         for index, (message, appended_ms) in enumerate(pairs):
             writer.stream_appended(
-                queue, segment.first_offset, segment.first_offset + index, appended_ms, message
+                queue, segment.first_offset, segment.entries_first + index, appended_ms, message
             )
     # messages_removed names rows through persistent envelopes (it skips transient ones, which a classic
     # queue never stores; a stream stored every message).

@@ -31,7 +31,7 @@ from broker.storage.base import (
     UserRow,
     queue_key_range,
 )
-from broker.storage.stream_files import ClosedMeta, StreamFiles, StreamRecord
+from broker.storage.stream_files import StoredSegment, StreamFiles
 from broker.storage.stream_reader import SegmentFilesDisk
 
 DB_NAME = "warrenmq.db"
@@ -249,7 +249,7 @@ class SqliteStore:
         top_message = self.db.execute("SELECT max(key) FROM messages").fetchone()
         return max(row[0] or 0, (top_message[0] or 0) >> KEY_SEQ_BITS, self.streams.max_queue_id())
 
-    def stream_segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord] | ClosedMeta]]:
+    def stream_segments(self, queue_id: int) -> Iterator[StoredSegment]:
         return self.streams.segments(queue_id)
 
     def stream_disk(self, queue_id: int) -> StreamDisk | None:
@@ -270,6 +270,8 @@ class SqliteStore:
             streams.drop_queue(queue_id)
         if batch.stream_appends:
             streams.append(batch.stream_appends)
+        for queue_id, first in batch.stream_rolls:
+            streams.roll(queue_id, first)
         for queue_id, first in batch.stream_dropped:
             streams.drop_segments(queue_id, [first])
         for queue_id in gone_streams:

@@ -14,9 +14,13 @@ The crc covers everything after the length, so a chunk torn by a crash (never co
 the write) is recognised and cut off at recovery. The index has an entry (chunk first offset u64, chunk first
 timestamp i64, file position u64) for the first chunk and then whenever ``INDEX_INTERVAL_BYTES`` were written
 since the last entry, so attaching at an offset or a timestamp is a binary search in the index plus a read
-of at most that many bytes (`SegmentReader`), whatever the length of the stream. When a segment rolls its
-index is sealed (count, body bytes, last append, file size): start-up reads a closed segment's seal only, and
-the broker reads its entries from the file when a consumer needs them (`broker.storage.stream_reader`).
+of at most that many bytes, whatever the length of the stream. When a segment rolls its index is sealed
+(count, body bytes, last append, file size, and the segment's size as osiris counts it and the offsets its
+tracking snapshot took): start-up reads a closed segment's seal only, and the broker reads its entries from
+the file when a consumer needs them, attaching through the index (`broker.storage.stream_reader`).
+
+A segment after a stream's first is named by the offset of RabbitMQ's tracking snapshot chunk, which this
+format does not write: its first chunk starts one offset later (the gap `broker.core.stream_log` keeps).
 """
 
 from __future__ import annotations
@@ -25,21 +29,24 @@ import os
 import shutil
 import struct
 import zlib
-from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from broker.core.stream_file_bytes import SNAPSHOT_OFFSETS, EntrySizer, segment_start_bytes
+from broker.core.stream_log import ClosedSegmentMeta
+
 CHUNK = struct.Struct(">IIQqI")
 RECORD = struct.Struct(">qHHII")
 INDEX_ENTRY = struct.Struct(">QqQ")
 INDEX_INTERVAL_BYTES = 64 * 1024
-# A closed segment's index ends with a seal of two entries: (mark, last append ms, body bytes) and (mark,
-# entry count, segment file size), so start-up knows a closed segment without reading it (only the open
-# segment is read back). An index without a valid seal (older files, a crash) makes recovery scan it.
+# A closed segment's index ends with a seal of three entries: (mark, osiris size, snapshot offsets), (mark,
+# last append ms, body bytes) and (mark, entry count, segment file size), so start-up knows a closed segment
+# without reading it (only the open segment is read back). An index without a valid seal (older files, a
+# crash) makes recovery scan it.
 SEAL_MARK = (1 << 64) - 1
-SEAL_SIZE = 2 * INDEX_ENTRY.size
+SEAL_SIZE = 3 * INDEX_ENTRY.size
 SEGMENT_SUFFIX = ".segment"
 INDEX_SUFFIX = ".index"
 
@@ -47,8 +54,9 @@ INDEX_SUFFIX = ".index"
 StreamRow = tuple[int, int, int, int, str, str, bytes, bytes]
 # (offset, appended ms, exchange, routing key, content header, body)
 StreamRecord = tuple[int, int, str, str, bytes, bytes]
-# A closed segment at start-up: (entry count, body bytes, last append ms); its entries stay in the file.
-ClosedMeta = tuple[int, int, int]
+# A segment at start-up: its first offset, the offsets its snapshot took, and its records (the open one, or
+# a closed one without a valid seal) or its seal (a closed one: its entries stay in the file).
+StoredSegment = tuple[int, int, list[StreamRecord] | ClosedSegmentMeta]
 
 
 def segment_name(first_offset: int) -> str:
@@ -107,22 +115,51 @@ def decode_chunks(data: bytes) -> tuple[list[tuple[int, int, int, list[StreamRec
 
 
 @dataclass
+class _Totals:
+    """A segment's figures for its seal, added up as its records are written (or scanned)."""
+
+    first_offset: int
+    count: int = 0
+    body_bytes: int = 0
+    last_ms: int = 0
+    skipped: int = 0  # offsets RabbitMQ's tracking snapshot takes before the first record
+    counted_bytes: int = 0  # the segment as osiris would write it (`broker.core.stream_file_bytes`)
+
+    def add(self, records: list[StreamRecord], sizer: EntrySizer) -> None:
+        if not self.count and records:
+            self.skipped = records[0][0] - self.first_offset
+            self.counted_bytes = segment_start_bytes(self.skipped)
+        for _offset, _ts, exchange, routing_key, header, body in records:
+            after_snapshot = self.skipped > 0 and not self.count
+            self.counted_bytes += sizer.entry_chunk_bytes(
+                exchange, routing_key, header, len(body), after_snapshot
+            )
+            self.count += 1
+            self.body_bytes += len(body)
+        if records:
+            self.last_ms = records[-1][1]
+
+    def seal(self, file_size: int) -> bytes:
+        return (
+            INDEX_ENTRY.pack(SEAL_MARK, self.counted_bytes, self.skipped)
+            + INDEX_ENTRY.pack(SEAL_MARK, self.last_ms, self.body_bytes)
+            + INDEX_ENTRY.pack(SEAL_MARK, self.count, file_size)
+        )
+
+
+@dataclass
 class _Tail:
     """The segment a stream appends to: open handles and where its next index entry is due."""
 
-    first_offset: int
     segment: BinaryIO
     index: BinaryIO
     size: int
     indexed_at: int  # file position of the last index entry (-1: none yet)
-    count: int = 0
-    body_bytes: int = 0
-    last_ms: int = 0
+    totals: _Totals
 
-    def seal(self) -> bytes:
-        return INDEX_ENTRY.pack(SEAL_MARK, self.last_ms, self.body_bytes) + INDEX_ENTRY.pack(
-            SEAL_MARK, self.count, self.size
-        )
+    @property
+    def first_offset(self) -> int:
+        return self.totals.first_offset
 
 
 class StreamFiles:
@@ -135,6 +172,7 @@ class StreamFiles:
         # Per stream, the next offset not yet written and flushed: the event loop reads closed segments
         # below it from the files (a plain dict read there; only this thread writes it).
         self.written: dict[int, int] = {}
+        self.sizer = EntrySizer()
 
     def directory(self, queue_id: int) -> Path:
         return self.root / str(queue_id)
@@ -174,7 +212,7 @@ class StreamFiles:
         tail = self._tails.get(queue_id)
         if tail is None or tail.first_offset != segment_first:
             if tail is not None:  # the segment rolled: it is complete, seal its index
-                tail.index.write(tail.seal())
+                tail.index.write(tail.totals.seal(tail.size))
                 self._close_tail(tail)
             tail = self._open(queue_id, segment_first)
             self._tails[queue_id] = tail
@@ -184,10 +222,19 @@ class StreamFiles:
             tail.indexed_at = tail.size
         tail.segment.write(chunk)
         tail.size += len(chunk)
-        tail.count += len(records)
-        tail.body_bytes += sum(len(record[5]) for record in records)
-        tail.last_ms = records[-1][1]
+        tail.totals.add(records, self.sizer)
         return tail
+
+    def roll(self, queue_id: int, segment_first: int) -> None:
+        """A segment opened before any entry went into it: its (empty) file is created and the segment
+        before it sealed, unless appends of this commit already went past it."""
+        tail = self._tails.get(queue_id)
+        if tail is not None and tail.first_offset >= segment_first:
+            return
+        if tail is not None:
+            tail.index.write(tail.totals.seal(tail.size))
+            self._close_tail(tail)
+        self._tails[queue_id] = self._open(queue_id, segment_first)
 
     def _open(self, queue_id: int, segment_first: int) -> _Tail:
         directory = self.directory(queue_id)
@@ -209,12 +256,10 @@ class StreamFiles:
             _fsync_directory(directory)
             if created:
                 _fsync_directory(self.root)
-        tail = _Tail(segment_first, segment, index, size, indexed_at)
+        tail = _Tail(segment, index, size, indexed_at, _Totals(segment_first))
         if size:  # the open segment of a restarted broker: its totals for the seal (read once, bounded)
             records = [r for chunk in decode_chunks(segment_path.read_bytes())[0] for r in chunk[3]]
-            tail.count = len(records)
-            tail.body_bytes = sum(len(record[5]) for record in records)
-            tail.last_ms = records[-1][1] if records else 0
+            tail.totals.add(records, self.sizer)
         return tail
 
     def _close_tail(self, tail: _Tail) -> None:
@@ -246,24 +291,26 @@ class StreamFiles:
 
     # -- recovery
 
-    def segments(self, queue_id: int) -> Iterator[tuple[int, list[StreamRecord] | ClosedMeta]]:
-        """Each segment's first offset, in order, with its records for the last (open) segment and for a
-        closed one whose index has no valid seal, else the seal's totals (the file is not read). A torn chunk
+    def segments(self, queue_id: int) -> Iterator[StoredSegment]:
+        """Each segment's first offset, in order, and the offsets its snapshot took, with its records for the
+        last (open) segment and for a closed one whose index has no valid seal, else the seal's totals (the
+        file is not read). A torn chunk
         is cut off (with every later segment: they were written by the same unconfirmed commit), and each
         scanned index is rebuilt if it does not match its segment."""
         directory = self.directory(queue_id)
         if not directory.is_dir():
             return
         paths = sorted(directory.glob("*" + SEGMENT_SUFFIX))
-        last = len(paths) - 1  # the open segment: the last one holding anything (a crash may leave one empty)
-        while last > 0 and not paths[last].stat().st_size:
-            last -= 1
+        # The open segment is the last file, empty when it was opened with no entry yet (a roll while a
+        # reader waited at the tail, or a crash before its first chunk): its snapshot took its first offset.
+        last = len(paths) - 1
         for number, path in enumerate(paths):
             closed = number < last
             meta = _sealed(path) if closed else None
+            first = int(path.stem)
             if meta is not None:
-                self.written[queue_id] = int(path.stem) + meta[0]
-                yield int(path.stem), meta
+                self.written[queue_id] = first + meta.skipped + meta.count
+                yield first, meta.skipped, meta
                 continue
             data = path.read_bytes()
             chunks, valid = decode_chunks(data)
@@ -275,18 +322,30 @@ class StreamFiles:
                     later.with_suffix(INDEX_SUFFIX).unlink(missing_ok=True)
                 closed = False
             records = [record for chunk in chunks for record in chunk[3]]
-            _repair_index(path.with_suffix(INDEX_SUFFIX), chunks, valid if closed and records else None)
+            sealed = None
+            if closed and records:
+                totals = _Totals(first)
+                totals.add(records, self.sizer)
+                sealed = totals.seal(valid)
+            _repair_index(path.with_suffix(INDEX_SUFFIX), chunks, sealed)
             if records:
                 self.written[queue_id] = records[-1][0] + 1
-            if records or number == 0:
-                yield int(path.stem), records
+            if records or number in (0, last):
+                yield first, snapshot_offsets(first, records), records
             if valid < len(data):
                 return
 
 
-def _sealed(path: Path) -> ClosedMeta | None:
-    """A closed segment's (count, body bytes, last append ms) from its index's seal, if the seal is whole
-    and names the segment file's size (else the segment is scanned)."""
+def snapshot_offsets(first: int, records: list[StreamRecord]) -> int:
+    """The offsets a segment's snapshot took: before its first record, or one for an empty later segment."""
+    if records:
+        return records[0][0] - first
+    return SNAPSHOT_OFFSETS if first else 0
+
+
+def _sealed(path: Path) -> ClosedSegmentMeta | None:
+    """A closed segment's totals from its index's seal, if the seal is whole and names the segment file's
+    size (else the segment is scanned)."""
     index = path.with_suffix(INDEX_SUFFIX)
     try:
         with open(index, "rb") as reader:
@@ -297,29 +356,27 @@ def _sealed(path: Path) -> ClosedMeta | None:
             raw = reader.read(SEAL_SIZE)
     except FileNotFoundError:
         return None
-    mark, last_ms, body_bytes = INDEX_ENTRY.unpack_from(raw, 0)
-    mark_2, count, file_size = INDEX_ENTRY.unpack_from(raw, INDEX_ENTRY.size)
-    if mark != SEAL_MARK or mark_2 != SEAL_MARK or not count or file_size != path.stat().st_size:
+    mark, counted_bytes, skipped = INDEX_ENTRY.unpack_from(raw, 0)
+    mark_2, last_ms, body_bytes = INDEX_ENTRY.unpack_from(raw, INDEX_ENTRY.size)
+    mark_3, count, file_size = INDEX_ENTRY.unpack_from(raw, 2 * INDEX_ENTRY.size)
+    if mark != SEAL_MARK or mark != mark_2 or mark != mark_3 or not count or file_size != path.stat().st_size:
         return None
-    return count, body_bytes, last_ms
+    return ClosedSegmentMeta(count, body_bytes, last_ms, counted_bytes, skipped)
 
 
 def _repair_index(
-    path: Path, chunks: list[tuple[int, int, int, list[StreamRecord]]], sealed_size: int | None
+    path: Path, chunks: list[tuple[int, int, int, list[StreamRecord]]], seal: bytes | None
 ) -> None:
-    """Rewrite ``path`` if it is not the index of these chunks (sealed, for a closed segment of
-    ``sealed_size`` bytes, so the next start-up need not scan it)."""
+    """Rewrite ``path`` if it is not the index of these chunks (ending with ``seal`` for a closed segment,
+    so the next start-up need not scan it)."""
     entries: list[bytes] = []
     indexed_at = -1
     for position, first_offset, first_timestamp, _records in chunks:
         if indexed_at < 0 or position - indexed_at >= INDEX_INTERVAL_BYTES:
             entries.append(INDEX_ENTRY.pack(first_offset, first_timestamp, position))
             indexed_at = position
-    if sealed_size is not None:
-        records = [record for chunk in chunks for record in chunk[3]]
-        body_bytes = sum(len(record[5]) for record in records)
-        entries.append(INDEX_ENTRY.pack(SEAL_MARK, records[-1][1], body_bytes))
-        entries.append(INDEX_ENTRY.pack(SEAL_MARK, len(records), sealed_size))
+    if seal is not None:
+        entries.append(seal)
     wanted = b"".join(entries)
     if not path.exists() or path.read_bytes() != wanted:
         path.write_bytes(wanted)
@@ -331,63 +388,3 @@ def _fsync_directory(directory: Path) -> None:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
-
-
-class SegmentReader:
-    """Attach to a segment at an offset or a timestamp through its sparse index: a binary search over the
-    index entries, then a read from the entry's position (at most ``INDEX_INTERVAL_BYTES`` plus a chunk
-    before the wanted record), never a scan from the start of the segment."""
-
-    def __init__(self, segment_path: Path) -> None:
-        self.path = segment_path
-        raw = segment_path.with_suffix(INDEX_SUFFIX).read_bytes()
-        whole = len(raw) - len(raw) % INDEX_ENTRY.size
-        entries = [INDEX_ENTRY.unpack_from(raw, at) for at in range(0, whole, INDEX_ENTRY.size)]
-        entries = [entry for entry in entries if entry[0] != SEAL_MARK]
-        self._offsets = [entry[0] for entry in entries]
-        self._timestamps = [entry[1] for entry in entries]
-        self._positions = [entry[2] for entry in entries]
-        self.bytes_read = 0  # what the last read cost (tests check it stays bounded)
-
-    def position_of_offset(self, offset: int) -> int:
-        at = bisect_right(self._offsets, offset) - 1
-        return self._positions[max(at, 0)] if self._positions else 0
-
-    def position_of_timestamp(self, timestamp_ms: int) -> int:
-        """The indexed chunk before the first one that starts at or after ``timestamp_ms`` (appends are in
-        time order, so the first record at or after it is in that chunk or later)."""
-        at = bisect_right(self._timestamps, timestamp_ms - 1) - 1
-        return self._positions[max(at, 0)] if self._positions else 0
-
-    def read_from_offset(self, offset: int, limit: int) -> list[StreamRecord]:
-        return list(self._read(self.position_of_offset(offset), offset, None, limit))
-
-    def read_from_timestamp(self, timestamp_ms: int, limit: int) -> list[StreamRecord]:
-        return list(self._read(self.position_of_timestamp(timestamp_ms), None, timestamp_ms, limit))
-
-    def _read(
-        self, position: int, offset: int | None, timestamp_ms: int | None, limit: int
-    ) -> Iterator[StreamRecord]:
-        self.bytes_read = 0
-        produced = 0
-        with open(self.path, "rb") as segment:
-            segment.seek(position)
-            while produced < limit:
-                head = segment.read(CHUNK.size)
-                if len(head) < CHUNK.size:
-                    return
-                length = CHUNK.unpack(head)[1]
-                data = head + segment.read(length + 8 - CHUNK.size)
-                self.bytes_read += len(data)
-                chunks, _valid = decode_chunks(data)
-                if not chunks:
-                    return
-                for record in chunks[0][3]:
-                    if offset is not None and record[0] < offset:
-                        continue
-                    if timestamp_ms is not None and record[1] < timestamp_ms:
-                        continue
-                    yield record
-                    produced += 1
-                    if produced >= limit:
-                        return

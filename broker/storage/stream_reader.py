@@ -1,18 +1,23 @@
 """The core's view of a stream's segment files (`broker.core.stream_log.StreamDisk`): closed segments are
 read back sequentially, a bounded batch of chunks per call, on the event loop (plain buffered file reads of
 at most ``max_bytes`` plus one chunk; the writer thread only ever appends to the open segment, which is never
-read from here). Attaching at an offset or a timestamp goes through the segment's sparse index."""
+read from here). Attaching at an offset or a timestamp goes through the segment's sparse index
+(`SegmentReader`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from broker.core.message import Message
 from broker.storage.stream_files import (
     CHUNK,
+    INDEX_ENTRY,
+    INDEX_SUFFIX,
+    SEAL_MARK,
     SEGMENT_SUFFIX,
-    SegmentReader,
+    StreamRecord,
     decode_chunks,
     segment_name,
 )
@@ -74,3 +79,63 @@ def message_of(exchange: str, routing_key: str, header: bytes, body: bytes) -> M
         info.priority,
         info.expiration,
     )
+
+
+class SegmentReader:
+    """Attach to a segment at an offset or a timestamp through its sparse index: a binary search over the
+    index entries, then a read from the entry's position (at most ``INDEX_INTERVAL_BYTES`` plus a chunk
+    before the wanted record), never a scan from the start of the segment."""
+
+    def __init__(self, segment_path: Path) -> None:
+        self.path = segment_path
+        raw = segment_path.with_suffix(INDEX_SUFFIX).read_bytes()
+        whole = len(raw) - len(raw) % INDEX_ENTRY.size
+        entries = [INDEX_ENTRY.unpack_from(raw, at) for at in range(0, whole, INDEX_ENTRY.size)]
+        entries = [entry for entry in entries if entry[0] != SEAL_MARK]
+        self._offsets = [entry[0] for entry in entries]
+        self._timestamps = [entry[1] for entry in entries]
+        self._positions = [entry[2] for entry in entries]
+        self.bytes_read = 0  # what the last read cost (tests check it stays bounded)
+
+    def position_of_offset(self, offset: int) -> int:
+        at = bisect_right(self._offsets, offset) - 1
+        return self._positions[max(at, 0)] if self._positions else 0
+
+    def position_of_timestamp(self, timestamp_ms: int) -> int:
+        """The indexed chunk before the first one that starts at or after ``timestamp_ms`` (appends are in
+        time order, so the first record at or after it is in that chunk or later)."""
+        at = bisect_right(self._timestamps, timestamp_ms - 1) - 1
+        return self._positions[max(at, 0)] if self._positions else 0
+
+    def read_from_offset(self, offset: int, limit: int) -> list[StreamRecord]:
+        return list(self._read(self.position_of_offset(offset), offset, None, limit))
+
+    def read_from_timestamp(self, timestamp_ms: int, limit: int) -> list[StreamRecord]:
+        return list(self._read(self.position_of_timestamp(timestamp_ms), None, timestamp_ms, limit))
+
+    def _read(
+        self, position: int, offset: int | None, timestamp_ms: int | None, limit: int
+    ) -> Iterator[StreamRecord]:
+        self.bytes_read = 0
+        produced = 0
+        with open(self.path, "rb") as segment:
+            segment.seek(position)
+            while produced < limit:
+                head = segment.read(CHUNK.size)
+                if len(head) < CHUNK.size:
+                    return
+                length = CHUNK.unpack(head)[1]
+                data = head + segment.read(length + 8 - CHUNK.size)
+                self.bytes_read += len(data)
+                chunks, _valid = decode_chunks(data)
+                if not chunks:
+                    return
+                for record in chunks[0][3]:
+                    if offset is not None and record[0] < offset:
+                        continue
+                    if timestamp_ms is not None and record[1] < timestamp_ms:
+                        continue
+                    yield record
+                    produced += 1
+                    if produced >= limit:
+                        return

@@ -329,6 +329,10 @@ class StoreWriter:
     def stream_disk(self, queue: Queue) -> StreamDisk | None:
         return self.store.stream_disk(queue.store_id)
 
+    def stream_rolled(self, queue: Queue, segment_first: int) -> None:
+        self._batch.stream_rolls.append((queue.store_id, segment_first))
+        self._dirty()
+
     def stream_segments_dropped(self, queue: Queue, segment_firsts: list[int]) -> None:
         self._batch.stream_dropped.extend((queue.store_id, first) for first in segment_firsts)
         self._dirty()

@@ -30,11 +30,20 @@ STREAM = {"x-queue-type": "stream"}
 
 
 class Side:
-    """One broker of the comparison, restartable with its data kept."""
+    """One broker of the comparison, restartable with its data kept; ``segments(name)`` lists the first
+    offsets of a stream's segment files, as their names give them on either broker."""
 
-    def __init__(self, url: Callable[[], str], restart: Callable[[bool], None]) -> None:
+    def __init__(
+        self, url: Callable[[], str], restart: Callable[[bool], None], segments: Callable[[str], list[int]]
+    ) -> None:
         self.url = url
         self.restart = restart  # restart(kill): SIGKILL when kill, else a clean stop
+        self.segments = segments
+
+
+def _segment_firsts(directories: list[Path]) -> list[int]:
+    assert len(directories) == 1, directories  # one stream per run
+    return sorted(int(path.stem) for path in directories[0].glob("*.segment"))
 
 
 @contextmanager
@@ -53,8 +62,12 @@ def _rabbitmq(tmp_path: Path) -> Iterator[Side]:
         node.stop()
         node.start()
 
+    def segments(name: str) -> list[int]:
+        # osiris names a stream's directory after the vhost-prefixed queue name and a timestamp.
+        return _segment_firsts(list(node.base_dir.glob(f"mnesia/*/stream/__{name}_*")))
+
     try:
-        yield Side(lambda: node.url, restart)
+        yield Side(lambda: node.url, restart, segments)
     finally:
         node.stop()
 
@@ -73,8 +86,11 @@ def _warrenmq(tmp_path: Path) -> Iterator[Side]:
             broker.stop()
         broker = start_broker_process("--data-dir", data_dir)
 
+    def segments(_name: str) -> list[int]:
+        return _segment_firsts([path for path in Path(data_dir, "streams").iterdir() if path.is_dir()])
+
     try:
-        yield Side(lambda: broker.url, restart)
+        yield Side(lambda: broker.url, restart, segments)
     finally:
         broker.stop()
 
@@ -207,13 +223,11 @@ def test_stream_survives_restart_and_kill_like_rabbitmq(tmp_path: Path) -> None:
     assert counts == [30, 31]
 
 
-# Retention. Both brokers cut whole segments, oldest first, and keep the active one; the differences are in
-# bytes and offsets. osiris counts segment *file* bytes (its chunk headers, the AMQP 1.0 encoding of each
-# message) where WarrenMQ counts body bytes, and it opens every segment after the first with a tracking
-# snapshot chunk (the channel's publisher sequence) that takes one offset. With 1000-byte bodies and
-# 5000-byte segments both brokers roll every 5 messages (osiris's overhead per message is well under the
-# 250 bytes that would make 4 messages fill a segment), so what is retained can be compared exactly, and
-# RabbitMQ's offset of message i is i + i // 5 (one snapshot per earlier roll) where WarrenMQ's is i.
+# Retention. Both brokers cut whole segments, oldest first, and keep the active one, counting segment-file
+# bytes as osiris writes them (broker/core/stream_file_bytes.py), and open every segment after the first
+# with a tracking snapshot that takes one offset. With 1000-byte bodies (a 1142-byte chunk each) and
+# 5000-byte segments both roll every 5 messages, so the offset of message i is i + i // 5 on both, and
+# the segment files (named by their first offsets) are the same.
 BODY, SEGMENT, PER_SEGMENT = 1000, 5000, 5
 SIZED = {"x-stream-max-segment-size-bytes": SEGMENT}
 
@@ -245,14 +259,15 @@ def _size_run(side: Side) -> dict[str, Any]:
     _declare(side.url(), name, **SIZED, **{"x-max-length-bytes": 15000})
     _publish(side.url(), name, _bodies(96))
     seen = _retained(side, name, lambda indexes: bool(indexes) and indexes[0] > 0)
-    return {"seen": seen, "count": _passive_count(side.url(), name)}
+    return {"seen": seen, "count": _passive_count(side.url(), name), "segments": side.segments(name)}
 
 
 def test_retention_by_size_keeps_the_same_segments_as_rabbitmq(tmp_path: Path) -> None:
     expected, observed = _both(tmp_path, _size_run)
     kept = list(range(85, 96))
     assert expected["seen"] == [(i, i + i // PER_SEGMENT) for i in kept]
-    assert observed["seen"] == [(i, i) for i in kept]
+    assert (observed["seen"], observed["segments"]) == (expected["seen"], expected["segments"])
+    assert expected["segments"] == [(PER_SEGMENT + 1) * n - 1 for n in (17, 18, 19)]  # each after a snapshot
     # declare-ok message_count: 0 from 3.10's stat/1; 3.13 (WarrenMQ) counts the retained log.
     assert (expected["count"], observed["count"]) == (0, len(kept))
 
@@ -269,7 +284,8 @@ def _age_run(side: Side) -> dict[str, Any]:
     before_roll = _read_all(side.url(), name, 9)
     _publish(side.url(), name, _bodies(2, 9))  # 9 fills [5..9]; 10 rolls: [0..4] is past 2s and goes
     seen = _retained(side, name, lambda indexes: bool(indexes) and indexes[0] > 0)
-    return {"before roll": [int(body[:6]) for body, _ in before_roll], "after roll": seen}
+    before = [int(body[:6]) for body, _ in before_roll]
+    return {"before roll": before, "after roll": seen, "segments": side.segments(name)}
 
 
 @pytest.mark.timeout(180)
@@ -278,4 +294,4 @@ def test_retention_by_age_matches_rabbitmq_at_segment_roll(tmp_path: Path) -> No
     expected, observed = _both(tmp_path, _age_run)
     assert expected["before roll"] == observed["before roll"] == list(range(9))
     assert expected["after roll"] == [(i, i + i // PER_SEGMENT) for i in range(5, 11)]
-    assert observed["after roll"] == [(i, i) for i in range(5, 11)]
+    assert observed == expected

@@ -179,25 +179,31 @@ async def test_aio_pika_replays_a_stream_from_first(amqp_url: str) -> None:
         await queue.delete()
 
 
+# Segment sizes count as osiris's files (broker.core.stream_file_bytes): a 10-byte persistent message to
+# the default exchange is a chunk of about 180 bytes (137 right after a segment's snapshot), so 300-byte
+# segments hold two messages, and every segment after the first opens with a snapshot taking one offset.
+SEGMENT_OF_TWO = 300
+
+
 def test_retention_by_size_and_age_on_the_manual_clock() -> None:
     with BrokerThread(manual_clock=True) as broker:
         connection = pika.BlockingConnection(pika.URLParameters(broker.url))
         ch = connection.channel()
         args = {
             **STREAM,
-            "x-stream-max-segment-size-bytes": 20,
+            "x-stream-max-segment-size-bytes": SEGMENT_OF_TWO,
             "x-max-age": "10s",
-            "x-max-length-bytes": 1000,
+            "x-max-length-bytes": 2000,
         }
         ch.queue_declare("retained", durable=True, arguments=args)
         ch.confirm_delivery()
         _publish(ch, "retained", [b"x" * 10] * 2)  # segment [0, 1], closed at 0 s
         broker.advance_clock(6.0)
-        _publish(ch, "retained", [b"z" * 10] * 2)  # segment [2, 3], closed at 6 s
+        _publish(ch, "retained", [b"z" * 10] * 2)  # segment [snapshot 2, 3, 4], closed at 6 s
         broker.advance_clock(5.0)
         _publish(ch, "retained", [b"y" * 10])  # at 11 s: [0, 1] is older than 10 s and goes whole
         seen = _read(connection, "retained", "first", 1)
-        assert seen[0] == (b"z" * 10, 2)
+        assert seen[0] == (b"z" * 10, 3)
         assert ch.queue_declare("retained", passive=True).method.message_count == 3
         connection.close()
 
@@ -208,15 +214,15 @@ def test_retention_waits_for_the_next_segment_roll() -> None:
     with BrokerThread(manual_clock=True) as broker:
         connection = pika.BlockingConnection(pika.URLParameters(broker.url))
         ch = connection.channel()
-        args = {**STREAM, "x-stream-max-segment-size-bytes": 20, "x-max-age": "10s"}
+        args = {**STREAM, "x-stream-max-segment-size-bytes": SEGMENT_OF_TWO, "x-max-age": "10s"}
         ch.queue_declare("aged", durable=True, arguments=args)
         ch.confirm_delivery()
-        _publish(ch, "aged", [b"x" * 10] * 3)  # segments [0, 1] and [2]
+        _publish(ch, "aged", [b"x" * 10] * 3)  # segments [0, 1] and [snapshot 2, 3]
         broker.advance_clock(11.0)
-        _publish(ch, "aged", [b"y" * 10])  # into [2, 3]: no roll, [0, 1] stays although past 10 s
+        _publish(ch, "aged", [b"y" * 10])  # into [2, 3, 4]: no roll, [0, 1] stays although past 10 s
         assert _first(broker.url, "aged") == (b"x" * 10, 0)
-        _publish(ch, "aged", [b"z" * 10])  # rolls [4]: now [0, 1] goes; [2, 3] was appended to at 11 s
-        assert _first(broker.url, "aged") == (b"x" * 10, 2)
+        _publish(ch, "aged", [b"z" * 10])  # rolls [5, 6]: now [0, 1] goes; [2, 3, 4] was appended to at 11 s
+        assert _first(broker.url, "aged") == (b"x" * 10, 3)
 
 
 def _first(url: str, queue: str) -> tuple[bytes, int]:
@@ -245,12 +251,13 @@ def test_retention_by_size_keeps_the_newest_whole_segments() -> None:
     with BrokerThread(manual_clock=True) as broker:
         connection = pika.BlockingConnection(pika.URLParameters(broker.url))
         ch = connection.channel()
-        args = {**STREAM, "x-stream-max-segment-size-bytes": 20, "x-max-length-bytes": 45}
+        args = {**STREAM, "x-stream-max-segment-size-bytes": SEGMENT_OF_TWO, "x-max-length-bytes": 900}
         ch.queue_declare("sized", durable=True, arguments=args)
         ch.confirm_delivery()
-        _publish(ch, "sized", [b"x" * 10] * 7)  # segments [0,1] [2,3] [4,5] [6]: 70 bytes > 45
+        # Segments [0, 1] [2: 3, 4] [5: 6, 7] [8: 9] of 362, 422, 422 and 245 bytes: the newest two fit 900.
+        _publish(ch, "sized", [b"x" * 10] * 7)
         assert ch.queue_declare("sized", passive=True).method.message_count == 3
-        assert _read(connection, "sized", "first", 1)[0][1] == 4
+        assert _read(connection, "sized", "first", 1)[0][1] == 6
         connection.close()
 
 
@@ -295,3 +302,31 @@ def test_filtering_delivers_matching_values_and_unfiltered_only_when_asked(amqp_
     assert [body for body, _ in read({})] == ["ca", "tx", "none", "ca2", "ny"]
     ch.queue_delete(name)
     connection.close()
+
+
+def test_a_reader_at_the_tail_of_a_full_segment_rolls_it_and_runs_retention() -> None:
+    """On RabbitMQ 3.10.8 a consumer that catches up makes osiris's writer handle a batch, and the writer
+    writes a tracking snapshot first when the segment is full: a new segment holding only the snapshot
+    (one offset), and retention at once (diffed against the oracle in tests/compat/test_stream_offsets.py)."""
+    with BrokerThread(manual_clock=True) as broker:
+        connection = pika.BlockingConnection(pika.URLParameters(broker.url))
+        ch = connection.channel()
+        args = {**STREAM, "x-stream-max-segment-size-bytes": SEGMENT_OF_TWO, "x-max-length-bytes": 700}
+        ch.queue_declare("waited", durable=True, arguments=args)
+        ch.confirm_delivery()
+        _publish(
+            ch, "waited", [b"x" * 10] * 4
+        )  # [0, 1] and [2: 3, 4], the second full: no roll without a reader
+        stream = broker.broker.vhosts["/"].queues["waited"].features
+
+        def layout() -> list[tuple[int, int]]:
+            return [(s.first_offset, s.count) for s in stream.log.segments]  # type: ignore[union-attr]
+
+        assert broker.call(layout) == [(0, 2), (2, 2)]
+        assert _read(connection, "waited", "first", 4)[-1] == (b"x" * 10, 4)
+        # The reader waits at the tail: the full segment rolled into [5] (its snapshot), and retention
+        # (700 bytes: the 111-byte new segment and one full one) dropped [0, 1].
+        assert broker.call(layout) == [(2, 2), (5, 0)]
+        _publish(ch, "waited", [b"y" * 10])
+        assert _read(connection, "waited", "last", 1) == [(b"y" * 10, 6)]
+        connection.close()

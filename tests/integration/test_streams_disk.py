@@ -55,6 +55,19 @@ def _body(index: int) -> bytes:
     return (b"%08d" % index) * (BODY // 8)
 
 
+def _index(body: bytes) -> int:
+    """The publish number ``_body`` wrote (offsets skip each later segment's snapshot offset, as osiris)."""
+    index = int(body[:8])
+    assert body == _body(index)
+    return index
+
+
+def _log_offsets(broker: BrokerThread, queue: str) -> list[int]:
+    """The offset of every message in the log, in order: each segment's entries after its snapshot."""
+    segments = broker.call(lambda: [(s.entries_first, s.count) for s in _stream(broker, queue).log.segments])
+    return [first + n for first, count in segments for n in range(count)]
+
+
 def _publish(broker: BrokerThread, queue: str, start: int, count: int, sample: list[int]) -> None:
     """Publishes in blocks; after each, a passive declare on the channel (the broker handled every publish
     before it) and a sample of the stream's held bytes. The last entry goes on a confirming channel: its
@@ -74,17 +87,27 @@ def _publish(broker: BrokerThread, queue: str, start: int, count: int, sample: l
     connection.close()
 
 
-def _replay(broker: BrokerThread, queue: str, spec: Any, count: int, sample: list[int]) -> list[int]:
-    """Offsets delivered to one consumer attached at ``spec``; each body checked against its offset."""
+def _replay(
+    broker: BrokerThread,
+    queue: str,
+    spec: Any,
+    count: int,
+    sample: list[int],
+    offsets: list[int] | None = None,
+) -> list[int]:
+    """Publish numbers delivered to one consumer attached at ``spec`` (their offsets, increasing, go to
+    ``offsets``)."""
     connection = pika.BlockingConnection(pika.URLParameters(broker.url))
     channel = connection.channel()
     channel.basic_qos(prefetch_count=500)
     seen: list[int] = []
+    delivered = [] if offsets is None else offsets
 
     def on_message(c: Any, method: Any, props: Any, body: bytes) -> None:
         offset = props.headers["x-stream-offset"]
-        assert body == _body(offset)
-        seen.append(offset)
+        assert not delivered or offset > delivered[-1]
+        delivered.append(offset)
+        seen.append(_index(body))
         if len(seen) % 500 == 0:
             c.basic_ack(method.delivery_tag, multiple=True)
 
@@ -112,7 +135,9 @@ def test_a_200k_stream_holds_only_its_open_segment_and_replays_from_files(tmp_pa
         assert broker.call(lambda: stream.log.message_count) == total
         segments = broker.call(lambda: len(stream.log.segments))
         assert segments > 2000  # ~64 KiB segments of 1 KiB bodies
-        seen = _replay(broker, "big", "first", total, replaying)
+        offsets: list[int] = []
+        seen = _replay(broker, "big", "first", total, replaying, offsets)
+        assert offsets == _log_offsets(broker, "big")
         # Every closed segment was written by then: only the open one is left in memory.
         assert broker.call(lambda: [s.first_offset for s in stream.log.segments if s.resident]) == [
             stream.log.segments[-1].first_offset
@@ -141,8 +166,15 @@ def test_after_a_restart_only_the_tail_is_held_and_attach_seeks_through_the_inde
         resident = broker.call(lambda: [s.resident for s in log.segments])
         assert resident == [False] * (len(resident) - 1) + [True]  # only the open segment is in memory
         assert _ram(broker, "kept") <= SEGMENT + BODY
-        assert _replay(broker, "kept", "first", 4000, sample) == list(range(4000))
-        assert _replay(broker, "kept", 1234, 2766, sample) == list(range(1234, 4000))  # mid-segment offset
+        offsets: list[int] = []
+        assert _replay(broker, "kept", "first", 4000, sample, offsets) == list(range(4000))
+        assert offsets == _log_offsets(broker, "kept")
+        assert offsets[-1] > 4000  # each segment after the first took an offset for its snapshot
+        # A mid-segment offset, and a segment's snapshot offset (its first message follows).
+        assert _replay(broker, "kept", offsets[1234], 2766, sample) == list(range(1234, 4000))
+        snapshot = broker.call(lambda: log.segments[3].first_offset)
+        after = offsets.index(snapshot + 1)
+        assert _replay(broker, "kept", snapshot, 4000 - after, sample) == list(range(after, 4000))
         at = datetime.datetime.fromtimestamp(since_ms // 1000, tz=datetime.UTC)
         assert _replay(broker, "kept", at, 1000, sample) == list(range(3000, 4000))
         api = broker.call(lambda: queue_json(broker.broker.vhosts["/"].queues["kept"], "rabbit@x"))
@@ -166,7 +198,9 @@ def test_retention_drops_closed_segments_and_their_files_and_readers_resume_at_t
         assert 0 < head < 2000
         _publish(broker, "short", 2000, 1, sample)  # its confirm follows the commit that deletes the files
         assert not oldest.exists()
-        assert _replay(broker, "short", "first", 2001 - head, sample) == list(range(head, 2001))
+        kept = broker.call(lambda: stream.log.message_count)
+        assert 0 < kept < 2001
+        assert _replay(broker, "short", "first", kept, sample) == list(range(2001 - kept, 2001))
 
 
 def test_replays_from_files_are_journaled_against_the_published_messages(tmp_path: Path) -> None:
@@ -179,6 +213,7 @@ def test_replays_from_files_are_journaled_against_the_published_messages(tmp_pat
     try:
         connection = pika.BlockingConnection(pika.URLParameters(broker.url))
         channel = connection.channel()
+        # Two entries a segment (a 1 KiB message is a chunk of about 1.2 KB as osiris counts it).
         arguments = {"x-queue-type": "stream", "x-stream-max-segment-size-bytes": 2 * BODY}
         channel.queue_declare("journaled", durable=True, arguments=arguments)
         channel.confirm_delivery()  # each publish waits for the commit: the segments before it are written
@@ -201,7 +236,7 @@ def test_replays_from_files_are_journaled_against_the_published_messages(tmp_pat
             consumer.basic_consume("journaled", on_message, arguments={"x-stream-offset": "first"})
             while len(seen) < 20:
                 connection.process_data_events(time_limit=0.1)
-            assert seen == list(range(20))
+            assert seen == [n + n // 2 for n in range(20)]  # each later segment's snapshot takes an offset
             consumer.close()
         connection.close()
     finally:
@@ -229,8 +264,7 @@ def test_filtering_applies_to_entries_read_from_files(tmp_path: Path) -> None:
         seen: list[int] = []
 
         def on_message(c: Any, method: Any, props: Any, body: bytes) -> None:
-            assert body == _body(props.headers["x-stream-offset"])
-            seen.append(props.headers["x-stream-offset"])
+            seen.append(_index(body))
             c.basic_ack(method.delivery_tag)
 
         arguments = {"x-stream-offset": "first", "x-stream-filter": "odd"}

@@ -17,7 +17,10 @@ from broker.testing.embed import BrokerThread
 from tests.conftest import BrokerProcess, start_broker_process
 from tests.management.test_policies_live import connect, count, http
 
-STREAM = {"x-queue-type": "stream", "x-stream-max-segment-size-bytes": 20}
+# As osiris counts a segment file, each 10-byte message below is a chunk of about 150 bytes (108 right
+# after a segment's snapshot): two fill a 300-byte segment, and each later segment's snapshot takes an offset.
+SEGMENT_OF_TWO = 300
+STREAM = {"x-queue-type": "stream", "x-stream-max-segment-size-bytes": SEGMENT_OF_TWO}
 
 
 @pytest.fixture
@@ -31,14 +34,14 @@ def _fill(channel: Any, queue: str, count_: int) -> None:
     if not channel._delivery_confirmation:
         channel.confirm_delivery()
     for index in range(count_):
-        channel.basic_publish("", queue, b"%010d" % index)  # 10 bytes: two entries close a 20-byte segment
+        channel.basic_publish("", queue, b"%010d" % index)  # 10 bytes: two entries close a segment
 
 
 def test_a_stream_shows_its_log_segments_and_offsets(broker: BrokerProcess) -> None:
     connection = connect(broker)
     channel = connection.channel()
     channel.queue_declare("visible", durable=True, arguments=STREAM)
-    _fill(channel, "visible", 5)  # segments [0, 1] [2, 3] [4]
+    _fill(channel, "visible", 5)  # segments [0, 1] [snapshot 2: 3, 4] [snapshot 5: 6]
     reader = connection.channel()
     reader.basic_qos(prefetch_count=2)
     reader.basic_consume("visible", lambda *_: None, consumer_tag="r1", arguments={"x-stream-offset": 3})
@@ -48,7 +51,7 @@ def test_a_stream_shows_its_log_segments_and_offsets(broker: BrokerProcess) -> N
     assert queue["type"] == "stream"
     assert (queue["messages"], queue["messages_ready"], queue["messages_unacknowledged"]) == (5, 5, 2)
     assert queue["message_bytes"] == 50
-    assert (queue["segments"], queue["committed_offset"], queue["first_offset"]) == (3, 4, 0)
+    assert (queue["segments"], queue["committed_offset"], queue["first_offset"]) == (3, 6, 0)
     assert queue["readers"] == {"r1": 5}
     assert queue["leader"] == queue["node"]
     assert queue["members"] == [queue["node"]]
@@ -65,11 +68,11 @@ def test_a_max_length_bytes_policy_trims_a_running_stream_by_whole_segments(brok
     connection = connect(broker)
     channel = connection.channel()
     channel.queue_declare("trimmed", durable=True, arguments=STREAM)
-    _fill(channel, "trimmed", 6)  # segments [0, 1] [2, 3] [4, 5]: 60 bytes
-    body = {"pattern": "^trimmed$", "definition": {"max-length-bytes": 25}, "apply-to": "queues"}
+    _fill(channel, "trimmed", 6)  # segments [0, 1] [2: 3, 4] [5: 6, 7] of 310, 370 and 370 bytes
+    body = {"pattern": "^trimmed$", "definition": {"max-length-bytes": 500}, "apply-to": "queues"}
     assert http(broker, "PUT", "/api/policies/%2F/trim", body)[0] == 201
     _status, queue = http(broker, "GET", "/api/queues/%2F/trimmed")
-    assert (queue["policy"], queue["messages"], queue["segments"], queue["first_offset"]) == ("trim", 2, 1, 4)
+    assert (queue["policy"], queue["messages"], queue["segments"], queue["first_offset"]) == ("trim", 2, 1, 5)
     assert count(channel, "trimmed") == 2
     connection.close()
 
@@ -81,14 +84,17 @@ def test_max_age_and_segment_size_policies_apply_to_a_running_stream() -> None:
         channel.queue_declare("aged", durable=True, arguments={"x-queue-type": "stream"})
         _fill(channel, "aged", 4)  # one segment (the default size is 500 MB)
         size = parse_policy(
-            "/", "size", {"pattern": "^aged$", "definition": {"stream-max-segment-size-bytes": 20}}
+            "/",
+            "size",
+            {"pattern": "^aged$", "definition": {"stream-max-segment-size-bytes": SEGMENT_OF_TWO}},
         )
         broker.call(broker.embedded.broker.put_policy, size)
-        _fill(channel, "aged", 4)  # the active segment is over 20 bytes: it closes, then [4, 5] [6, 7]
+        # The active segment is over the new size: it closes, then [4: 5, 6] [7: 8, 9].
+        _fill(channel, "aged", 4)
         stream = broker.embedded.broker.vhosts["/"].queues["aged"].features
-        assert [segment.first_offset for segment in stream.log.segments] == [0, 4, 6]  # type: ignore[union-attr]
+        assert [segment.first_offset for segment in stream.log.segments] == [0, 4, 7]  # type: ignore[union-attr]
         broker.advance_clock(11.0)
-        _fill(channel, "aged", 1)  # at 11 s: [6, 7] is full, so offset 8 opens a segment
+        _fill(channel, "aged", 1)  # at 11 s: [7: 8, 9] is full, so a segment opens at 10 (message at 11)
         assert count(channel, "aged") == 9
         age = parse_policy("/", "age", {"pattern": "^aged$", "definition": {"max-age": "10s"}, "priority": 1})
         broker.call(broker.embedded.broker.put_policy, age)  # the higher priority replaces "size"
