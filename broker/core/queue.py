@@ -198,7 +198,6 @@ class Queue:
     """One queue of a vhost. ``exclusive_owner`` is the owning connection (opaque here), or None."""
 
     __slots__ = (
-        "last_seq",
         "arguments",
         "auto_delete",
         "consumers",
@@ -211,6 +210,7 @@ class Queue:
         "fresh",
         "had_consumer",
         "host",
+        "last_seq",
         "name",
         "on_unused",
         "operator_policy",
@@ -376,9 +376,9 @@ class Queue:
                     self.ready_bytes -= len(envelope.message.body)
                 deliver(consumer, self, envelope)
                 delivered += 1
-            # A fresh copy gets its envelope as it leaves, its seq counted back from ``last_seq`` (a delivery may
-            # append to ``fresh``, never take from it). A copy requeued meanwhile (``ready``) goes first: the
-            # loop stops, and the requeue woke the queue.
+            # A fresh copy gets its envelope as it leaves, its seq counted back from ``last_seq`` (a delivery
+            # may append to ``fresh``, never take from it). A copy requeued meanwhile (``ready``) goes first:
+            # the loop stops, and the requeue woke the queue.
             seq = self.last_seq - len(fresh)
             while fresh and delivered < budget and not ready:
                 if not can_deliver(consumer):

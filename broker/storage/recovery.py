@@ -33,9 +33,9 @@ from broker.storage.base import (
     QueueRow,
     Store,
 )
+from broker.storage.stream_reader import message_of
 from broker.storage.writer import StoreWriter
 from protocol.errors import AMQPError
-from protocol.fastpath import parse_content_header
 
 log = structlog.get_logger("warrenmq.storage")
 
@@ -224,7 +224,7 @@ def _recover_stream(queue: Queue, stream: StreamPath, store: Store, writer: Stor
             segments.append((first_offset, skipped, records))
             continue
         entries = [
-            (_message(exchange, key, header, body), ts) for _o, ts, exchange, key, header, body in records
+            (message_of(exchange, key, header, body), ts) for _o, ts, exchange, key, header, body in records
         ]
         segments.append((first_offset, skipped, entries))
     legacy = list(store.messages(queue.store_id))
@@ -245,7 +245,7 @@ def _legacy_segments(rows: list[MessageRow]) -> list[tuple[int, int, list[tuple[
         offset = (key & _SEQ_MASK) - 1
         if not segments or segments[-1][0] + len(segments[-1][2]) != offset:
             segments.append((offset, 0, []))
-        segments[-1][2].append((_message(exchange, routing_key, header, body), appended_ms or 0))
+        segments[-1][2].append((message_of(exchange, routing_key, header, body), appended_ms or 0))
     return segments
 
 
@@ -263,23 +263,9 @@ def _migrate_legacy(queue: Queue, stream: StreamPath, rows: list[MessageRow], wr
     writer.messages_removed(queue, [Envelope(row[0] & _SEQ_MASK, stand_in) for row in rows])
 
 
-def _message(exchange: str, routing_key: str, header: bytes, body: bytes) -> Message:
-    info = parse_content_header(header)
-    return Message(
-        exchange,
-        routing_key,
-        header,
-        body,
-        info.headers,
-        info.delivery_mode or 1,
-        info.priority,
-        info.expiration,
-    )
-
-
 def _envelope(row: MessageRow) -> Envelope:
     key, exchange, routing_key, header, body, expires_at, delivered = row
-    message = _message(exchange, routing_key, header, body)
+    message = message_of(exchange, routing_key, header, body)
     seq = key & _SEQ_MASK
     if expires_at is not None:
         return TimedEnvelope(seq, message, expires_at, bool(delivered))

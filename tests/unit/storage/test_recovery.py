@@ -103,13 +103,13 @@ def test_durable_topology_and_persistent_messages_come_back_and_nothing_else() -
     assert first.publish("", "dq2", "v2-transient", vhost="v2") == ["dq2"]
 
     dq = root.queues["dq"]
-    unacked = dq.get()  # m0: delivered, not acked when the broker stops
+    unacked = basic_get(dq)  # m0: delivered, not acked when the broker stops
     assert unacked is not None
     stored_delivery(dq, unacked, no_ack=False)
-    consumed = dq.get()  # m1 (transient) with no_ack
+    consumed = basic_get(dq)  # m1 (transient) with no_ack
     assert consumed is not None
     stored_delivery(dq, consumed, no_ack=True)
-    consumed = dq.get()  # m2 with no_ack: gone from the store too
+    consumed = basic_get(dq)  # m2 with no_ack: gone from the store too
     assert consumed is not None
     stored_delivery(dq, consumed, no_ack=True)
     first.settle()
