@@ -7,8 +7,9 @@ then takes this slow path (`PagedQueue`, installed as its ``features``, so a que
 nothing): its ready list keeps every envelope, in order, but the bodies of all but a head of about
 `HEAD_BYTES` are in a spill (`Spill`, files of the storage ring), their messages replaced by `PagedMessage`
 copies without a body. The paged envelopes are always a suffix of the ready list: new messages join it, and
-the head is paged back in before a delivery or a basic.get reaches it. Requeued messages go back before it
-(they came from the head, so their publish positions are older than every paged one).
+the head is paged back in before a delivery or a basic.get reaches it. Requeued messages go back at their
+publish positions: before the paged suffix, or paged themselves when an older copy requeued earlier was paged
+since and they land behind it.
 
 What is bounded here: only plain classic queues page (no TTL, length limit, priorities, single active
 consumer or policy); a per-message TTL, a consumer priority or a policy arriving at a paged queue pages it
@@ -212,9 +213,16 @@ class PagedQueue:
             added(queue, envelope)
             if not ready or envelope.seq < ready[0].seq:
                 ready.appendleft(envelope)
-            else:
-                # Lands before every paged envelope: their publish positions are newer.
-                ready.insert(bisect_left(ready, envelope.seq, key=seq_of), envelope)
+                continue
+            position = bisect_left(ready, envelope.seq, key=seq_of)
+            ready.insert(position, envelope)
+            if position > len(ready) - 1 - queue.paged:
+                # Behind a paged envelope (an older copy requeued earlier and paged since): paged too, so the
+                # paged envelopes stay a suffix for page_head.
+                try:
+                    self._out(envelope, self.spill)
+                except OSError:
+                    self.leave()
         queue.wake()
 
     def get(self) -> Envelope | None:

@@ -105,6 +105,28 @@ def test_get_and_requeue_keep_the_order_while_paged(setup: Setup) -> None:
     assert setup.consume_all() == [_body(index) for index in range(300)]
 
 
+def test_a_younger_copy_requeued_behind_paged_older_ones_is_paged_too(setup: Setup) -> None:
+    # Copies 0-199 fetched; 0-198 requeued and paged beyond the head; then 199 comes back: its position
+    # is behind the paged ones, and the paged envelopes must stay the tail (page_head pages in from there).
+    queue = setup.queue
+    setup.publish(200)
+    tracker = UnackedTracker()
+    deliveries = []
+    while (envelope := basic_get(queue)) is not None:
+        delivery = Delivery(tracker.allocate_tag(), queue, envelope, None)
+        tracker.track(delivery)
+        deliveries.append(delivery)
+    requeue_deliveries(tracker.settle(deliveries[-2].delivery_tag, multiple=True))
+    assert page_out(queue, setup.spills.new_spill) > 0
+    requeue_deliveries(tracker.settle(deliveries[-1].delivery_tag, multiple=False))
+    flags = [isinstance(envelope.message, PagedMessage) for envelope in queue.ready]
+    assert flags == sorted(flags)
+    assert sum(flags) == queue.paged
+    assert [envelope.seq for envelope in queue.ready] == list(range(1, 201))
+    assert setup.consume_all() == [_body(index) for index in range(200)]
+    assert setup.files() == []
+
+
 def test_purge_and_delete_drop_the_spill(setup: Setup) -> None:
     setup.publish(300)
     page_out(setup.queue, setup.spills.new_spill)
