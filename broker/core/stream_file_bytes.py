@@ -211,15 +211,10 @@ class EntrySizer:
         self.cache: dict[bytes, tuple[str, str, int]] = {}
 
     def chunk_bytes(self, message: Message, after_snapshot: bool) -> int:
-        """Per append (the stream's hot path): one lookup by the content header, no further call on a hit."""
-        known = self.cache.get(message.header_payload)
-        if known is not None and known[0] == message.exchange and known[1] == message.routing_key:
-            head = known[2]
-        else:
-            head = self._remember(message.header_payload, message.exchange, message.routing_key)
-        body = len(message.body)
-        size = _CHUNK_BEFORE_SECTIONS + head + body + (2 if body < _VAR_1_LIMIT else 5)
-        return size if after_snapshot else size + TRAILER_BYTES
+        """Per append: one lookup by the content header, no further call on a hit."""
+        return self.entry_chunk_bytes(
+            message.exchange, message.routing_key, message.header_payload, len(message.body), after_snapshot
+        )
 
     def entry_chunk_bytes(
         self, exchange: str, routing_key: str, header: bytes, body_length: int, after_snapshot: bool

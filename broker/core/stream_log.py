@@ -166,13 +166,8 @@ class StreamLog:
         """Append at the tail; a full segment is closed first (osiris_log:write_chunk rolls when the file
         has reached the size before a chunk is written), and the new one starts with the tracking snapshot
         osiris_writer writes first (one offset). Returns the new message's offset."""
+        self.rolled = self.roll_if_full()
         tail = self.segments[-1]
-        if tail.count and tail.size_bytes >= self.max_segment_size_bytes:  # roll_if_full, inlined
-            tail = _rolled(tail.next_offset)
-            self.segments.append(tail)
-            self.rolled = True
-        else:
-            self.rolled = False
         offset = tail.next_offset
         tail.size_bytes += self.sizer.chunk_bytes(message, not tail.count and tail.skipped > 0)
         tail.messages.append(message)
