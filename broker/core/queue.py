@@ -366,25 +366,18 @@ class Queue:
             # One consumer (the common case): no ring to rotate, bound methods hoisted out of the loop.
             consumer = consumers[0]
             can_deliver, deliver = consumer.channel.can_deliver, consumer.channel.deliver
-            while ready and delivered < budget:
-                if not can_deliver(consumer):
-                    return False
-                envelope = ready.popleft()
-                if durable:
-                    removed(self, envelope)
-                else:
-                    self.ready_bytes -= len(envelope.message.body)
-                deliver(consumer, self, envelope)
-                delivered += 1
-            # A fresh copy gets its envelope as it leaves, its seq counted back from ``last_seq`` (a delivery
-            # may append to ``fresh``, never take from it). A copy requeued meanwhile (``ready``) goes first:
-            # the loop stops, and the requeue woke the queue.
+            # Requeued copies (``ready``) first, then the fresh ones, each given its envelope as it leaves,
+            # its seq counted on from the one before the head (a delivery may append to ``fresh``, never
+            # take from it; a copy requeued meanwhile goes first and leaves the fresh seqs as they were).
             seq = self.last_seq - len(fresh)
-            while fresh and delivered < budget and not ready:
+            while (ready or fresh) and delivered < budget:
                 if not can_deliver(consumer):
                     return False
-                seq += 1
-                envelope = Envelope(seq, fresh.popleft())
+                if ready:
+                    envelope = ready.popleft()
+                else:
+                    seq += 1
+                    envelope = Envelope(seq, fresh.popleft())
                 if durable:
                     removed(self, envelope)
                 else:
