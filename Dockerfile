@@ -2,7 +2,8 @@
 # /var/lib/rabbitmq, RABBITMQ_* variables, /etc/rabbitmq files, rabbitmq-server / rabbitmq-diagnostics /
 # rabbitmqctl), so that swapping the image name is the only change. Starts in well under a second.
 
-# Build stage: the wheel, with the journal's C lane (broker/journal/_lane.c) and the mypyc-compiled modules
+# Build stage: the wheel, with the journal's C lane (broker/journal/_lane.c), the wire loops (protocol/_wire.c)
+# and the mypyc-compiled modules
 # (setup.py's MYPYC_MODULES) built; the runtime image has no compiler, and without them the journal costs
 # about three times as much per delivery and the message path runs its slower pure-Python variant.
 FROM python:3.11-slim AS build
@@ -14,10 +15,12 @@ COPY pyproject.toml setup.py README.md ./
 COPY protocol ./protocol
 COPY broker ./broker
 # The extensions are optional for pip (a failed compile only warns), so the image build checks they are there:
-# the lane, the compiled group's library, one of its modules, and the manifest protocol/compiled.py checks.
+# the lane, the wire loops, the compiled group's library, one of its modules, and the manifest
+# protocol/compiled.py checks.
 RUN pip wheel --no-deps --wheel-dir /wheels . \
     && python -m zipfile -l /wheels/warrenmq-*.whl > /tmp/wheel.txt \
     && grep -q 'broker/journal/_lane\..*\.so' /tmp/wheel.txt \
+    && grep -q 'protocol/_wire\..*\.so' /tmp/wheel.txt \
     && grep -q 'protocol/native__mypyc\..*\.so' /tmp/wheel.txt \
     && grep -q 'broker/core/router\..*\.so' /tmp/wheel.txt \
     && grep -q 'protocol/_compiled\.json' /tmp/wheel.txt

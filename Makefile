@@ -23,12 +23,13 @@ $(PY):
 
 # `make run` installs what the broker needs and nothing else (no dev tools, no journal or analytics extras:
 # `pip install -e '.[journal]'` adds Parquet for the journal); `make test` and the tools install everything.
-# Both also build the native parts (setup.py): the journal's C lane and the mypyc-compiled modules.
-$(RUN_STAMP): pyproject.toml setup.py broker/journal/_lane.c $(MYPYC_SOURCES) | $(PY)
+# Both also build the native parts (setup.py): the journal's C lane, the wire loops (protocol/_wire.c) and the
+# mypyc-compiled modules.
+$(RUN_STAMP): pyproject.toml setup.py broker/journal/_lane.c protocol/_wire.c $(MYPYC_SOURCES) | $(PY)
 	$(PY) -m pip install -q -e .
 	touch $(RUN_STAMP)
 
-$(STAMP): pyproject.toml setup.py broker/journal/_lane.c $(MYPYC_SOURCES) | $(PY)
+$(STAMP): pyproject.toml setup.py broker/journal/_lane.c protocol/_wire.c $(MYPYC_SOURCES) | $(PY)
 	$(PY) -m pip install -q -e '.[dev,journal,analytics]'
 	touch $(STAMP) $(RUN_STAMP)
 

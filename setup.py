@@ -2,12 +2,14 @@
 
 1. The journal's C lane (broker/journal/_lane.c). Without it the journal uses its pure-Python lane
    (broker.journal.lane.PyLane), which costs about three times as much per journaled delivery.
-2. The routing core and the field-table decoder, compiled with mypyc (`MYPYC_MODULES`; docs/benchmarks.md
+2. The wire loops (protocol/_wire.c): frame scanning with a publish's three frames as one item, and the
+   delivery encoder. Without it protocol/framing.py and protocol/fastpath.py do the same in Python.
+3. The routing core and the field-table decoder, compiled with mypyc (`MYPYC_MODULES`; docs/benchmarks.md
    has what each part gains, and why the rest stays Python). setup.py also writes protocol/_compiled.json, the
    digest of each compiled source, which protocol/compiled.py checks at startup so that an extension never
    runs older code than its ``.py``.
 
-Both are ``optional``: without a C compiler (or without mypyc) the install still succeeds and the pure-Python
+All are ``optional``: without a C compiler (or without mypyc) the install still succeeds and the pure-Python
 modules serve. ``WARRENMQ_PURE=1`` at build time skips mypyc and removes in-place extensions an earlier
 editable build left; at run time it loads the pure modules even where the compiled ones are installed.
 """
@@ -106,20 +108,17 @@ def mypyc_extensions() -> list[Extension]:
     return extensions
 
 
+C_FLAGS = ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-missing-field-initializers"]
+
 setup(
     ext_modules=[
         Extension(
             "broker.journal._lane",
             sources=["broker/journal/_lane.c"],
-            extra_compile_args=[
-                "-O2",
-                "-Wall",
-                "-Wextra",
-                "-Wno-unused-parameter",
-                "-Wno-missing-field-initializers",
-            ],
+            extra_compile_args=C_FLAGS,
             optional=True,
         ),
+        Extension("protocol._wire", sources=["protocol/_wire.c"], extra_compile_args=C_FLAGS, optional=True),
         *mypyc_extensions(),
     ]
 )

@@ -60,17 +60,17 @@ class ContentAssembler:
         "_context",
         "_header",
         "_header_payload",
-        "_limit",
         "_parts",
         "_remaining",
         "discarding",
+        "limit",
         "max_message_size",
         "state",
     )
 
     def __init__(self, max_message_size: int) -> None:
         self.max_message_size = max_message_size
-        self._limit = min(max_message_size, MAX_MSG_SIZE)
+        self.limit = min(max_message_size, MAX_MSG_SIZE)  # the largest body accepted
         self.state = _IDLE
         self.discarding = False
         self._context: object = None
@@ -116,7 +116,7 @@ class ContentAssembler:
             raise _unexpected("expected content body, got non content body frame instead", _PUBLISH)
         info = parse_content_header(payload)
         size = info.body_size
-        if size > self._limit:
+        if size > self.limit:
             self._refuse(size)
         if not size:
             context = self._context

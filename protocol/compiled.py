@@ -103,6 +103,19 @@ def is_compiled(module: str) -> bool:
     return module in MODULES
 
 
+def native_wire() -> ModuleType | None:
+    """protocol._wire, the C frame scanner and delivery encoder (built by setup.py where gcc is), or None:
+    not built, or the pure variant asked for (``WARRENMQ_PURE``, which runs every native part as Python, or
+    ``WARRENMQ_WIRE_NATIVE=0``, this part alone: for measuring what it gains)."""
+    if os.environ.get(PURE_ENV, "") not in ("", "0") or os.environ.get("WARRENMQ_WIRE_NATIVE", "1") == "0":
+        return None
+    try:
+        from protocol import _wire
+    except ImportError:
+        return None
+    return _wire
+
+
 def describe() -> str:
     """One phrase for people: ``compiled (mypyc)`` or ``pure Python (<why>)``."""
     return "compiled (mypyc)" if BUILD == COMPILED else f"pure Python ({REASON})"

@@ -11,8 +11,10 @@ there, so tags up to 2**64-1 round-trip (pamqp packs them signed: the same bytes
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
+from protocol.compiled import native_wire
 from protocol.erlang_terms import binary_w
 from protocol.errors import HardError, ReplyCode
 from protocol.field_table import FieldTableError, decode_table
@@ -157,7 +159,7 @@ def encode_basic_deliver(
     )
 
 
-def encode_basic_deliver_content(
+def py_encode_basic_deliver_content(
     channel: int,
     consumer_tag: str,
     delivery_tag: int,
@@ -215,6 +217,13 @@ def encode_basic_deliver_content(
         part = view[start : start + chunk]
         parts += (head(3, channel, len(part)), part, _END)
     return b"".join(parts)
+
+
+_WIRE = native_wire()
+# The C twin (protocol/_wire.c) where it is built and the pure variant is not asked for: the same bytes.
+encode_basic_deliver_content: Callable[[int, str, int, bool, str, str, bytes, bytes, int], bytes] = (
+    py_encode_basic_deliver_content if _WIRE is None else _WIRE.encode_basic_deliver_content
+)
 
 
 def encode_basic_get_ok(

@@ -8,8 +8,9 @@ then the frame type and minimum payload (``rabbit_command_assembler:analyze_fram
 from __future__ import annotations
 
 import struct
-from typing import Final
+from typing import Any, Final
 
+from protocol.compiled import native_wire
 from protocol.erlang_terms import binary_tp, payload_snippet
 from protocol.errors import FrameError, HardError, ProtocolHeaderError, ReplyCode
 
@@ -18,6 +19,9 @@ FRAME_HEADER: Final = 2
 FRAME_BODY: Final = 3
 FRAME_HEARTBEAT: Final = 8
 FRAME_END: Final = 0xCE
+# Not a wire type: the item of a basic.publish whose method, header and body frames came in one read, as the
+# native scanner returns it: (FRAME_PUBLISH, channel, (method payload, header payload, body)).
+FRAME_PUBLISH: Final = 0
 FRAME_MIN_SIZE: Final = 4096
 FRAME_HEADER_SIZE: Final = 7
 # ?EMPTY_FRAME_SIZE in rabbit_framing.hrl: header (7) + frame-end (1).
@@ -27,6 +31,10 @@ PROTOCOL_HEADER: Final = b"AMQP\x00\x00\x09\x01"
 _ACCEPTED_HEADERS: Final = frozenset({PROTOCOL_HEADER, b"AMQP\x01\x01\x00\x09"})
 
 Frame = tuple[int, int, bytes]
+# What feed returns: Frames, and with the native scanner FRAME_PUBLISH items too.
+Item = tuple[int, int, Any]
+
+_WIRE = native_wire()
 
 _FRAME_HEADER = struct.Struct("!BHI")
 _NO_LIMIT = 0xFFFFFFFF
@@ -40,6 +48,21 @@ _MIN_PAYLOAD[FRAME_BODY] = 0
 _MIN_PAYLOAD[FRAME_HEARTBEAT] = 0
 
 
+def ungrouped(items: list[Item]) -> list[Frame]:
+    """The frames ``items`` stand for: each FRAME_PUBLISH item as its method, header and body frames (no body
+    frame for an empty body), as the pure scanner returns them."""
+    frames: list[Frame] = []
+    for frame_type, channel, payload in items:
+        if frame_type != FRAME_PUBLISH:
+            frames.append((frame_type, channel, payload))
+            continue
+        method, header, body = payload
+        frames += ((FRAME_METHOD, channel, method), (FRAME_HEADER, channel, header))
+        if body:
+            frames.append((FRAME_BODY, channel, body))
+    return frames
+
+
 class FrameSyncError(FrameError):
     """A 501 after which the stream cannot resynchronise ("we've lost sync with the client", rabbit_reader).
 
@@ -47,13 +70,13 @@ class FrameSyncError(FrameError):
     those before it fails, so a session that wants that fidelity dispatches them before closing.
     """
 
-    def __init__(self, text: str, frames: list[Frame] | None = None) -> None:
+    def __init__(self, text: str, frames: list[Item] | None = None) -> None:
         super().__init__(text)
-        self.frames: list[Frame] = frames if frames is not None else []
+        self.frames: list[Item] = frames if frames is not None else []
 
 
 def frame_error(
-    frame_type: int, payload: bytes, error: str, frames: list[Frame] | None = None
+    frame_type: int, payload: bytes, error: str, frames: list[Item] | None = None
 ) -> FrameSyncError:
     """rabbit_reader:frame_error/5, e.g. ``type 1, all octets = <<...>>: {invalid_frame_end_marker,0}``."""
     which, snippet = payload_snippet(payload)
@@ -85,10 +108,12 @@ class FrameBuffer:
     limit, as in RabbitMQ. The session raises it after tune-ok.
     """
 
-    __slots__ = ("_buf", "_header_pending", "_need", "max_frame_size")
+    __slots__ = ("_buf", "_header_pending", "_need", "_scan", "max_frame_size")
 
-    def __init__(self, max_frame_size: int, expect_protocol_header: bool = True) -> None:
+    def __init__(self, max_frame_size: int, expect_protocol_header: bool = True, native: bool = True) -> None:
         self.max_frame_size = max_frame_size
+        # protocol._wire.scan takes the well-formed frames (and groups publishes); the loop below the rest.
+        self._scan = _WIRE.scan if native and _WIRE is not None else None
         self._buf = bytearray()
         self._header_pending = expect_protocol_header
         # Bytes the buffer must hold before parsing can make progress: a whole protocol header, frame header
@@ -100,8 +125,9 @@ class FrameBuffer:
         """Bytes received but not yet returned as frames (for the per-connection buffer limit)."""
         return len(self._buf)
 
-    def feed(self, data: bytes) -> list[Frame]:
-        """Append ``data``; return the complete frames in order as ``(frame_type, channel, payload)``.
+    def feed(self, data: bytes) -> list[Item]:
+        """Append ``data``; return the complete frames in order as ``(frame_type, channel, payload)``; with
+        the native scanner, a publish's frames that arrived together as one ``FRAME_PUBLISH`` item.
 
         Raises ``ProtocolHeaderError`` for a bad protocol header (answer ``PROTOCOL_HEADER`` and close) and
         ``FrameSyncError`` (a ``FrameError``, 501) for an oversized frame, bad frame-end or unknown frame.
@@ -121,10 +147,14 @@ class FrameBuffer:
         pos = 0
         if self._header_pending:
             pos = self._accept_protocol_header(data)
-        frames: list[Frame] = []
+        limit = self.max_frame_size or _NO_LIMIT
+        frames: list[Item]
+        if self._scan is not None:
+            frames, pos = self._scan(data, pos, limit)
+        else:
+            frames = []
         append = frames.append
         unpack = _FRAME_HEADER.unpack_from
-        limit = self.max_frame_size or _NO_LIMIT
         min_payload = _MIN_PAYLOAD
         n = len(data)
         need = FRAME_HEADER_SIZE
@@ -157,7 +187,7 @@ class FrameBuffer:
         self._header_pending = False
         return len(PROTOCOL_HEADER)
 
-    def _too_large(self, frame_type: int, size: int, frames: list[Frame]) -> FrameSyncError:
+    def _too_large(self, frame_type: int, size: int, frames: list[Item]) -> FrameSyncError:
         # handle_input(frame_header, ...) when PayloadSize > FrameMax - ?EMPTY_FRAME_SIZE + ?FRAME_SIZE_FUDGE:
         # the fudge (8) tolerates clients off by one frame overhead, so a payload may equal frame_max.
         # The error reports the payload limit (FrameMax - 8) and an empty snippet: the payload is never read.

@@ -47,6 +47,7 @@ from protocol.fastpath import (
     decode_basic_reject,
     encode_basic_deliver_content,
     encode_basic_return,
+    parse_content_header,
 )
 
 # Method frames are at least 4 bytes (protocol.framing); module constants: cheaper than Enum/int lookups.
@@ -115,6 +116,24 @@ class ChannelSession:
             self.settle(tag, False, requeue)
         else:
             self.on_method(decode_method(payload))
+
+    def on_publish(self, frames: tuple[bytes, bytes, bytes]) -> None:
+        """basic.publish with its content header and whole body, grouped by the native frame scanner: what
+        on_method_frame, on_header and on_body do in turn, in one call while the channel is idle and the
+        message is within the size limit; anything else takes those three steps."""
+        method, header, body = frames
+        assembler = self.assembler
+        if assembler.state is _IDLE:
+            exchange, routing_key, mandatory, immediate = decode_basic_publish(method)
+            if not immediate:
+                info = parse_content_header(header)
+                if info.body_size <= assembler.limit:
+                    self._on_content((exchange, routing_key, mandatory), info, header, body)
+                    return
+        self.on_method_frame(method)
+        self.on_header(header)
+        if body:
+            self.on_body(body)
 
     def on_method(self, method: Frame) -> None:
         token = ACTOR.set(self.conn.username)  # who acts, while the handler runs (broker.core.acting)

@@ -34,6 +34,7 @@ from protocol.framing import (
     FRAME_HEADER,
     FRAME_HEARTBEAT,
     FRAME_METHOD,
+    FRAME_PUBLISH,
     PROTOCOL_HEADER,
     FrameBuffer,
     unexpected_frame,
@@ -125,6 +126,8 @@ class ConnectionSession:
                     # frames already in flight are dropped, not 505 (rabbit_channel in state closing).
                     if channel is None or channel.closing:
                         self._on_other_channel_frame(frame_type, channel_id, payload)
+                    elif frame_type == FRAME_PUBLISH:  # method, header and body of one publish
+                        channel.on_publish(payload)
                     elif frame_type == FRAME_METHOD:
                         channel.on_method_frame(payload)
                     elif frame_type == FRAME_HEADER:
@@ -155,7 +158,11 @@ class ConnectionSession:
         if self._confirm_channels:
             self.flush_confirms()
 
-    def _on_other_channel_frame(self, frame_type: int, channel_id: int, payload: bytes) -> None:
+    def _on_other_channel_frame(self, frame_type: int, channel_id: int, payload: Any) -> None:
+        if frame_type == FRAME_PUBLISH:
+            # Its method frame decides: on a closing channel the header and body are dropped after it, and
+            # without a channel it is refused before they are looked at.
+            frame_type, payload = FRAME_METHOD, payload[0]
         channel = self.channels.get(channel_id)
         if frame_type == FRAME_HEARTBEAT:
             raise unexpected_frame(frame_type, payload)
@@ -197,7 +204,9 @@ class ConnectionSession:
             return
         raise HardError(ReplyCode.CHANNEL_ERROR, "expected 'channel.open'", *_ids(method))
 
-    def _on_connection_frame(self, frame_type: int, channel_id: int, payload: bytes) -> None:
+    def _on_connection_frame(self, frame_type: int, channel_id: int, payload: Any) -> None:
+        if frame_type == FRAME_PUBLISH:  # before connection.open-ok: refused on its method frame (505)
+            frame_type, payload = FRAME_METHOD, payload[0]
         if frame_type == FRAME_HEARTBEAT:
             if channel_id != 0:
                 raise unexpected_frame(frame_type, payload)

@@ -91,11 +91,15 @@ class Client:
         assert isinstance(self.received()[-1][1], commands.Channel.OpenOk)
 
     def publish(self, channel: int, body: bytes, routing_key: str, exchange: str = "", **props: Any) -> None:
-        self.send(channel, commands.Basic.Publish(exchange=exchange, routing_key=routing_key))
-        self.send(channel, header.ContentHeader(0, len(body), commands.Basic.Properties(**props)))
+        """All frames of the publish in one read, as clients write them (the native scanner groups them)."""
+        frames = [
+            frame.marshal(commands.Basic.Publish(exchange=exchange, routing_key=routing_key), channel),
+            frame.marshal(header.ContentHeader(0, len(body), commands.Basic.Properties(**props)), channel),
+        ]
         step = getattr(self, "frame_max", 131072) - 8
         for start in range(0, len(body), step):
-            self.send(channel, ContentBody(body[start : start + step]))
+            frames.append(frame.marshal(ContentBody(body[start : start + step]), channel))
+        self.feed(b"".join(frames))
 
 
 def close_of(frames: list[tuple[int, Any]]) -> tuple[int, int, str]:

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,17 +71,18 @@ def test_the_source_finder_loads_the_py_beside_an_extension(tmp_path: Path) -> N
     assert finder.find_spec("pkg.gamma", None) is None
 
 
-def _loaded_from(environ: dict[str, str]) -> dict[str, str]:
+def _loaded_from(environ: dict[str, str]) -> dict[str, Any]:
     code = (
         "import json, broker.core.router, protocol.field_table\n"
-        "from protocol import compiled\n"
+        "from protocol import compiled, fastpath, framing\n"
         "print(json.dumps({'build': compiled.BUILD, 'router': broker.core.router.__file__,"
-        " 'field_table': protocol.field_table.__file__}))\n"
+        " 'field_table': protocol.field_table.__file__,"
+        " 'wire': [m.__file__ for m in (framing._WIRE, fastpath._WIRE) if m is not None]}))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True, timeout=60
     )
-    loaded: dict[str, str] = json.loads(done.stdout)
+    loaded: dict[str, Any] = json.loads(done.stdout)
     return loaded
 
 
@@ -89,6 +91,12 @@ def test_warrenmq_pure_loads_every_module_from_its_source() -> None:
     assert loaded["build"] == compiled.PURE
     assert loaded["router"].endswith("router.py")
     assert loaded["field_table"].endswith("field_table.py")
+    assert loaded["wire"] == []  # the C wire loops are off too: framing and fastpath run their Python
+
+
+def test_warrenmq_wire_native_0_turns_off_the_wire_loops_alone() -> None:
+    loaded = _loaded_from({**os.environ, "WARRENMQ_WIRE_NATIVE": "0"})
+    assert loaded["wire"] == []
 
 
 @pytest.mark.skipif(os.environ.get("WARRENMQ_PURE", "") not in ("", "0"), reason="WARRENMQ_PURE is set")
@@ -102,3 +110,6 @@ def test_the_compiled_build_is_loaded_where_a_compiler_is_present() -> None:
     assert loaded["router"].endswith(SUFFIX)
     assert loaded["field_table"].endswith(SUFFIX)
     assert compiled.is_compiled("broker.core.router")
+    # protocol._wire (setup.py builds it beside the mypyc group): both its users load it.
+    assert len(loaded["wire"]) == 2
+    assert all(path.endswith(SUFFIX) for path in loaded["wire"])

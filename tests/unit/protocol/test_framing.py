@@ -7,6 +7,7 @@ import struct
 import pytest
 from pamqp import commands
 
+from protocol import framing
 from protocol.errors import FrameError, HardError, ProtocolHeaderError, ReplyCode
 from protocol.framing import (
     FRAME_BODY,
@@ -14,11 +15,28 @@ from protocol.framing import (
     FRAME_HEARTBEAT,
     FRAME_METHOD,
     PROTOCOL_HEADER,
+    Frame,
     FrameBuffer,
     FrameSyncError,
     unexpected_frame,
+    ungrouped,
 )
 from tests.unit.protocol.reference import pamqp_frame
+
+
+@pytest.fixture(autouse=True, params=["python", "native"])
+def scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs on the pure scanner and on protocol._wire's (where it is built)."""
+    if request.param == "python":
+        monkeypatch.setattr(framing, "_WIRE", None)
+    elif framing._WIRE is None:
+        pytest.skip("protocol._wire is not built (or WARRENMQ_PURE is set)")
+    return str(request.param)
+
+
+def feed(buffer: FrameBuffer, data: bytes) -> list[Frame]:
+    """What a feed returns, a grouped publish counted as its three frames."""
+    return ungrouped(buffer.feed(data))
 
 
 def raw_frame(frame_type: int, channel: int, payload: bytes, end: int = 0xCE) -> bytes:
@@ -39,14 +57,14 @@ EXPECTED = [
 
 
 def test_one_feed_returns_every_frame_in_order() -> None:
-    assert FrameBuffer(4096).feed(STREAM) == EXPECTED
+    assert feed(FrameBuffer(4096), STREAM) == EXPECTED
 
 
 @pytest.mark.parametrize("split", range(len(STREAM) + 1))
 def test_a_stream_split_at_any_byte_reassembles_identically(split: int) -> None:
     buffer = FrameBuffer(4096)
-    frames = buffer.feed(STREAM[:split])
-    frames += buffer.feed(STREAM[split:])
+    frames = feed(buffer, STREAM[:split])
+    frames += feed(buffer, STREAM[split:])
     assert frames == EXPECTED
     assert buffer.buffered_bytes == 0
 
@@ -55,22 +73,22 @@ def test_byte_by_byte_feeding_reassembles_identically() -> None:
     buffer = FrameBuffer(4096)
     frames = []
     for i in range(len(STREAM)):
-        frames += buffer.feed(STREAM[i : i + 1])
+        frames += feed(buffer, STREAM[i : i + 1])
     assert frames == EXPECTED
 
 
 def test_partial_frame_stays_buffered() -> None:
     buffer = FrameBuffer(4096, expect_protocol_header=False)
-    assert buffer.feed(BODY[:-1]) == []
+    assert feed(buffer, BODY[:-1]) == []
     assert buffer.buffered_bytes == len(BODY) - 1
-    assert buffer.feed(BODY[-1:]) == [(FRAME_BODY, 1, b"hello")]
+    assert feed(buffer, BODY[-1:]) == [(FRAME_BODY, 1, b"hello")]
     assert buffer.buffered_bytes == 0
 
 
 def test_oversized_frame_is_rejected_from_its_header_alone() -> None:
     buffer = FrameBuffer(131072, expect_protocol_header=False)
     with pytest.raises(FrameError) as raised:
-        buffer.feed(struct.pack("!BHI", FRAME_BODY, 1, 200000))  # 7 bytes, no payload yet
+        feed(buffer, struct.pack("!BHI", FRAME_BODY, 1, 200000))  # 7 bytes, no payload yet
     assert raised.value.code is ReplyCode.FRAME_ERROR
     # rabbit_reader: fatal_frame_error({frame_too_large, PayloadSize, FrameMax - ?EMPTY_FRAME_SIZE}, ...)
     assert (
@@ -81,25 +99,25 @@ def test_oversized_frame_is_rejected_from_its_header_alone() -> None:
 def test_payload_may_reach_frame_max_thanks_to_rabbitmqs_fudge() -> None:
     # PayloadSize > FrameMax - 8 + 8 is the refusal test: a payload of exactly frame_max is accepted.
     buffer = FrameBuffer(4096, expect_protocol_header=False)
-    assert buffer.feed(raw_frame(FRAME_BODY, 1, b"x" * 4096)) == [(FRAME_BODY, 1, b"x" * 4096)]
+    assert feed(buffer, raw_frame(FRAME_BODY, 1, b"x" * 4096)) == [(FRAME_BODY, 1, b"x" * 4096)]
     with pytest.raises(FrameError, match="frame_too_large,4097,4088"):
-        buffer.feed(raw_frame(FRAME_BODY, 1, b"x" * 4097))
+        feed(buffer, raw_frame(FRAME_BODY, 1, b"x" * 4097))
 
 
 def test_frame_max_zero_means_no_limit() -> None:
     buffer = FrameBuffer(0, expect_protocol_header=False)
-    assert buffer.feed(raw_frame(FRAME_BODY, 1, b"x" * 70000))[0][2] == b"x" * 70000
+    assert feed(buffer, raw_frame(FRAME_BODY, 1, b"x" * 70000))[0][2] == b"x" * 70000
 
 
 def test_raised_frame_max_applies_to_the_next_frame() -> None:
     buffer = FrameBuffer(4096, expect_protocol_header=False)
     buffer.max_frame_size = 131072
-    assert len(buffer.feed(raw_frame(FRAME_BODY, 1, b"x" * 100000))[0][2]) == 100000
+    assert len(feed(buffer, raw_frame(FRAME_BODY, 1, b"x" * 100000))[0][2]) == 100000
 
 
 def test_bad_frame_end_octet_is_a_frame_error_with_rabbitmqs_text() -> None:
     with pytest.raises(FrameSyncError) as raised:
-        FrameBuffer(4096, expect_protocol_header=False).feed(raw_frame(FRAME_BODY, 1, b"abc", end=0))
+        feed(FrameBuffer(4096, expect_protocol_header=False), raw_frame(FRAME_BODY, 1, b"abc", end=0))
     assert (
         raised.value.reply_text
         == 'FRAME_ERROR - type 3, all octets = <<"abc">>: {invalid_frame_end_marker,0}'
@@ -108,9 +126,9 @@ def test_bad_frame_end_octet_is_a_frame_error_with_rabbitmqs_text() -> None:
 
 def test_unknown_frame_type_is_a_frame_error_once_the_frame_is_read() -> None:
     buffer = FrameBuffer(4096, expect_protocol_header=False)
-    assert buffer.feed(raw_frame(9, 1, b"\x00\x01")[:-1]) == []
+    assert feed(buffer, raw_frame(9, 1, b"\x00\x01")[:-1]) == []
     with pytest.raises(FrameSyncError) as raised:
-        buffer.feed(b"\xce")
+        feed(buffer, b"\xce")
     assert raised.value.reply_text == "FRAME_ERROR - type 9, all octets = <<0,1>>: unknown_frame"
 
 
@@ -120,21 +138,21 @@ def test_unknown_frame_type_is_a_frame_error_once_the_frame_is_read() -> None:
 )
 def test_payloads_analyze_frame_cannot_match_are_unknown_frames(frame_type: int, payload: bytes) -> None:
     with pytest.raises(FrameSyncError, match="unknown_frame"):
-        FrameBuffer(4096, expect_protocol_header=False).feed(raw_frame(frame_type, 0, payload))
+        feed(FrameBuffer(4096, expect_protocol_header=False), raw_frame(frame_type, 0, payload))
 
 
 def test_long_payload_snippet_shows_first_16_octets() -> None:
     with pytest.raises(FrameSyncError) as raised:
-        FrameBuffer(4096, expect_protocol_header=False).feed(
-            raw_frame(FRAME_BODY, 1, bytes(range(20)), end=1)
+        feed(
+            FrameBuffer(4096, expect_protocol_header=False), raw_frame(FRAME_BODY, 1, bytes(range(20)), end=1)
         )
     assert "type 3, first 16 octets = <<0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15>>" in raised.value.text
 
 
 def test_frames_before_a_bad_frame_travel_with_the_error() -> None:
     with pytest.raises(FrameSyncError) as raised:
-        FrameBuffer(4096, expect_protocol_header=False).feed(BODY + raw_frame(FRAME_BODY, 1, b"", end=0))
-    assert raised.value.frames == [(FRAME_BODY, 1, b"hello")]
+        feed(FrameBuffer(4096, expect_protocol_header=False), BODY + raw_frame(FRAME_BODY, 1, b"", end=0))
+    assert ungrouped(raised.value.frames) == [(FRAME_BODY, 1, b"hello")]
 
 
 @pytest.mark.parametrize(
@@ -151,19 +169,19 @@ def test_frames_before_a_bad_frame_travel_with_the_error() -> None:
 )
 def test_bad_protocol_headers_are_refused(header: bytes) -> None:
     with pytest.raises(ProtocolHeaderError):
-        FrameBuffer(4096).feed(header)
+        feed(FrameBuffer(4096), header)
 
 
 def test_protocol_header_needs_all_eight_bytes_first() -> None:
     buffer = FrameBuffer(4096)
-    assert buffer.feed(b"GET ") == []  # rabbit_reader waits for 8 bytes too
+    assert feed(buffer, b"GET ") == []  # rabbit_reader waits for 8 bytes too
     with pytest.raises(ProtocolHeaderError, match="detected_http_get"):
-        buffer.feed(b"/ HT")
+        feed(buffer, b"/ HT")
 
 
 def test_amqp_0_9_header_is_accepted_as_0_9_1() -> None:
     # version_negotiation({1, 1, 0, 9}, ...) -> start_091_connection
-    assert FrameBuffer(4096).feed(b"AMQP\x01\x01\x00\x09" + HEARTBEAT) == [(FRAME_HEARTBEAT, 0, b"")]
+    assert feed(FrameBuffer(4096), b"AMQP\x01\x01\x00\x09" + HEARTBEAT) == [(FRAME_HEARTBEAT, 0, b"")]
 
 
 def test_unexpected_frame_text_matches_rabbit_reader() -> None:

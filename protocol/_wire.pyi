@@ -1,0 +1,17 @@
+from typing import Any, Final
+
+FRAME_PUBLISH: Final[int]
+
+def scan(data: bytes, pos: int, limit: int, /) -> tuple[list[tuple[int, int, Any]], int]: ...
+def encode_basic_deliver_content(
+    channel: int,
+    consumer_tag: str,
+    delivery_tag: int,
+    redelivered: bool,
+    exchange: str,
+    routing_key: str,
+    header_payload: bytes,
+    body: bytes,
+    frame_max: int,
+    /,
+) -> bytes: ...
