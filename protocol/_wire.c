@@ -24,6 +24,9 @@
 #define FRAME_END 0xCE
 /* The item type of a grouped publish: (FRAME_PUBLISH, channel, (method, header, body)). */
 #define FRAME_PUBLISH 0
+/* A decoded basic.ack: (FRAME_ACK, channel, delivery_tag), (FRAME_ACK_MULTIPLE, channel, delivery_tag). */
+#define FRAME_ACK (-1)
+#define FRAME_ACK_MULTIPLE (-2)
 
 static inline uint16_t be16(const unsigned char *p) { return (uint16_t)((p[0] << 8) | p[1]); }
 
@@ -94,7 +97,9 @@ static PyObject *slice(const unsigned char *d, Py_ssize_t start, Py_ssize_t size
  * Items are FrameBuffer's (frame_type, channel, payload) tuples, except that a basic.publish method frame
  * followed at once by its content header (class 60, weight 0) and, for a non-empty body, exactly one body
  * frame holding the whole body, all on the same channel (not 0), is one (0, channel, (method, header, body)). `pos`
- * is where scanning stopped: the end of the data, an incomplete frame, or a frame the Python loop must judge.
+ * A basic.ack method frame (13 bytes, bits 0 or 1, not on channel 0) is (FRAME_ACK or FRAME_ACK_MULTIPLE,
+ * channel, delivery_tag). `pos` is where scanning stopped: the end of the data, an incomplete frame, or a
+ * frame the Python loop must judge.
  */
 static PyObject *scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3 || !PyBytes_CheckExact(args[0])) {
@@ -159,6 +164,13 @@ static PyObject *scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
                     pos = next;
                 }
             }
+        }
+        if (entry == NULL && type == FRAME_METHOD && channel != 0 && size == 13 && d[start] == 0 &&
+            d[start + 1] == 60 && d[start + 2] == 0 && d[start + 3] == 80 && d[start + 12] <= 1) {
+            entry = item(d[start + 12] ? FRAME_ACK_MULTIPLE : FRAME_ACK, channel,
+                         PyLong_FromUnsignedLongLong(be64(d + start + 4)));
+            if (entry == NULL) goto error;
+            pos = start + size + 1;
         }
         if (entry == NULL) {
             entry = item(type, channel, slice(d, start, size));
@@ -289,7 +301,9 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "protocol._wire",
 PyMODINIT_FUNC PyInit__wire(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    if (PyModule_AddIntConstant(m, "FRAME_PUBLISH", FRAME_PUBLISH) < 0) {
+    if (PyModule_AddIntConstant(m, "FRAME_PUBLISH", FRAME_PUBLISH) < 0 ||
+        PyModule_AddIntConstant(m, "FRAME_ACK", FRAME_ACK) < 0 ||
+        PyModule_AddIntConstant(m, "FRAME_ACK_MULTIPLE", FRAME_ACK_MULTIPLE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1,6 +1,8 @@
 from typing import Any, Final
 
 FRAME_PUBLISH: Final[int]
+FRAME_ACK: Final[int]
+FRAME_ACK_MULTIPLE: Final[int]
 
 def scan(data: bytes, pos: int, limit: int, /) -> tuple[list[tuple[int, int, Any]], int]: ...
 def encode_basic_deliver_content(

@@ -22,6 +22,9 @@ FRAME_END: Final = 0xCE
 # Not a wire type: the item of a basic.publish whose method, header and body frames came in one read, as the
 # native scanner returns it: (FRAME_PUBLISH, channel, (method payload, header payload, body)).
 FRAME_PUBLISH: Final = 0
+# Nor these: a basic.ack the native scanner decoded, (FRAME_ACK or FRAME_ACK_MULTIPLE, channel, delivery_tag).
+FRAME_ACK: Final = -1
+FRAME_ACK_MULTIPLE: Final = -2
 FRAME_MIN_SIZE: Final = 4096
 FRAME_HEADER_SIZE: Final = 7
 # ?EMPTY_FRAME_SIZE in rabbit_framing.hrl: header (7) + frame-end (1).
@@ -37,6 +40,7 @@ Item = tuple[int, int, Any]
 _WIRE = native_wire()
 
 _FRAME_HEADER = struct.Struct("!BHI")
+_ACK_PAYLOAD = struct.Struct("!IQB")  # basic.ack's class/method ids, delivery-tag, bits
 _NO_LIMIT = 0xFFFFFFFF
 
 # analyze_frame/2: a method payload holds at least class+method ids, a content header at least class,
@@ -48,13 +52,24 @@ _MIN_PAYLOAD[FRAME_BODY] = 0
 _MIN_PAYLOAD[FRAME_HEARTBEAT] = 0
 
 
+def method_payload(frame_type: int, payload: Any) -> tuple[int, bytes]:
+    """The wire frame type and payload of an item's (first) frame: a FRAME_PUBLISH item's method frame, a
+    FRAME_ACK item's basic.ack; a plain frame as it is."""
+    if frame_type == FRAME_PUBLISH:
+        return FRAME_METHOD, payload[0]
+    if frame_type in (FRAME_ACK, FRAME_ACK_MULTIPLE):
+        return FRAME_METHOD, _ACK_PAYLOAD.pack(0x003C0050, payload, frame_type == FRAME_ACK_MULTIPLE)
+    return frame_type, payload
+
+
 def ungrouped(items: list[Item]) -> list[Frame]:
     """The frames ``items`` stand for: each FRAME_PUBLISH item as its method, header and body frames (no body
-    frame for an empty body), as the pure scanner returns them."""
+    frame for an empty body), each FRAME_ACK item as its frame, as the pure scanner returns them."""
     frames: list[Frame] = []
     for frame_type, channel, payload in items:
         if frame_type != FRAME_PUBLISH:
-            frames.append((frame_type, channel, payload))
+            wire_type, wire_payload = method_payload(frame_type, payload)
+            frames.append((wire_type, channel, wire_payload))
             continue
         method, header, body = payload
         frames += ((FRAME_METHOD, channel, method), (FRAME_HEADER, channel, header))

@@ -135,6 +135,12 @@ class ChannelSession:
         if body:
             self.on_body(body)
 
+    def on_ack(self, delivery_tag: int, multiple: bool) -> None:
+        """basic.ack as the native frame scanner decodes it: what on_method_frame does for one."""
+        if self.assembler.state is not _IDLE:
+            self.assembler.on_method()
+        self.settle(delivery_tag, multiple, None)
+
     def on_method(self, method: Frame) -> None:
         token = ACTOR.set(self.conn.username)  # who acts, while the handler runs (broker.core.acting)
         try:

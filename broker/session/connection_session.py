@@ -30,6 +30,8 @@ from protocol.codec import decode_method, encode_method
 from protocol.connection import ConnectionState
 from protocol.errors import AMQPError, ChannelError, HardError, ProtocolHeaderError, ReplyCode
 from protocol.framing import (
+    FRAME_ACK,
+    FRAME_ACK_MULTIPLE,
     FRAME_BODY,
     FRAME_HEADER,
     FRAME_HEARTBEAT,
@@ -37,6 +39,7 @@ from protocol.framing import (
     FRAME_PUBLISH,
     PROTOCOL_HEADER,
     FrameBuffer,
+    method_payload,
     unexpected_frame,
 )
 from protocol.header_rewrite import rewrite_content_header
@@ -128,6 +131,10 @@ class ConnectionSession:
                         self._on_other_channel_frame(frame_type, channel_id, payload)
                     elif frame_type == FRAME_PUBLISH:  # method, header and body of one publish
                         channel.on_publish(payload)
+                    elif frame_type == FRAME_ACK:  # a basic.ack, decoded (payload: its delivery tag)
+                        channel.on_ack(payload, False)
+                    elif frame_type == FRAME_ACK_MULTIPLE:
+                        channel.on_ack(payload, True)
                     elif frame_type == FRAME_METHOD:
                         channel.on_method_frame(payload)
                     elif frame_type == FRAME_HEADER:
@@ -159,10 +166,10 @@ class ConnectionSession:
             self.flush_confirms()
 
     def _on_other_channel_frame(self, frame_type: int, channel_id: int, payload: Any) -> None:
-        if frame_type == FRAME_PUBLISH:
-            # Its method frame decides: on a closing channel the header and body are dropped after it, and
-            # without a channel it is refused before they are looked at.
-            frame_type, payload = FRAME_METHOD, payload[0]
+        if frame_type <= FRAME_PUBLISH:
+            # A native item's method frame decides: on a closing channel a publish's header and body are
+            # dropped after it, and without a channel it is refused before they are looked at.
+            frame_type, payload = method_payload(frame_type, payload)
         channel = self.channels.get(channel_id)
         if frame_type == FRAME_HEARTBEAT:
             raise unexpected_frame(frame_type, payload)
@@ -205,8 +212,8 @@ class ConnectionSession:
         raise HardError(ReplyCode.CHANNEL_ERROR, "expected 'channel.open'", *_ids(method))
 
     def _on_connection_frame(self, frame_type: int, channel_id: int, payload: Any) -> None:
-        if frame_type == FRAME_PUBLISH:  # before connection.open-ok: refused on its method frame (505)
-            frame_type, payload = FRAME_METHOD, payload[0]
+        if frame_type <= FRAME_PUBLISH:  # a native item: judged by its method frame (505 before open-ok)
+            frame_type, payload = method_payload(frame_type, payload)
         if frame_type == FRAME_HEARTBEAT:
             if channel_id != 0:
                 raise unexpected_frame(frame_type, payload)

@@ -21,7 +21,14 @@ from pamqp.body import ContentBody
 from broker.session.config import SessionConfig
 from protocol import fastpath, framing
 from protocol.errors import AMQPError, ProtocolHeaderError
-from protocol.framing import FRAME_PUBLISH, PROTOCOL_HEADER, FrameBuffer, ungrouped
+from protocol.framing import (
+    FRAME_ACK,
+    FRAME_ACK_MULTIPLE,
+    FRAME_PUBLISH,
+    PROTOCOL_HEADER,
+    FrameBuffer,
+    ungrouped,
+)
 from tests.component.harness import Client
 
 pytestmark = pytest.mark.skipif(
@@ -74,8 +81,16 @@ def publishes(draw: st.DrawFn) -> bytes:
     return b"".join(parts)
 
 
+def ack(channel: int, tag: int, bits: int, size: int = 13) -> bytes:
+    return encode(1, channel, struct.pack("!IQB", 0x003C0050, tag, bits)[:size])
+
+
+acks = st.builds(ack, st.sampled_from([1, 2, 0]), st.integers(0, 2**64 - 1), st.sampled_from([0, 1, 1, 2, 3]))
+
 other_frames = st.one_of(
     st.just(encode(8, 0, b"")),
+    acks,
+    st.builds(ack, st.just(1), st.integers(0, 9), st.just(0), st.sampled_from([12, 4])),  # short: 501
     st.builds(encode, st.sampled_from([1, 2, 3]), st.integers(0, 3), st.binary(min_size=0, max_size=30)),
     # payloads either side of frame_max 40 (the size check is the scanner's to get exactly right)
     st.builds(encode, st.sampled_from([1, 2, 3]), st.integers(1, 2), st.binary(min_size=38, max_size=42)),
@@ -123,14 +138,17 @@ def test_a_whole_publish_is_one_item_and_anything_else_is_not() -> None:
         encode(1, 1, publish_method(b"", b"q", 0)) + encode(2, 1, content_header(3)) + encode(3, 1, b"abc")
     )
     empty = encode(1, 2, publish_method(b"x", b"", 1)) + encode(2, 2, content_header(0))
+    acked = ack(1, 7, 0) + ack(2, 2**64 - 1, 1) + ack(1, 3, 2) + ack(0, 1, 0)
     split = encode(1, 1, publish_method(b"", b"q", 0)) + encode(2, 1, content_header(3))
     split += encode(3, 1, b"a") + encode(3, 1, b"bc")
-    items = FrameBuffer(4096, expect_protocol_header=False).feed(whole + empty + split)
-    assert [item[0] for item in items] == [FRAME_PUBLISH, FRAME_PUBLISH, 1, 2, 3, 3]
+    items = FrameBuffer(4096, expect_protocol_header=False).feed(whole + empty + acked + split)
+    assert [item[0] for item in items[:6]] == [FRAME_PUBLISH, FRAME_PUBLISH, FRAME_ACK, FRAME_ACK_MULTIPLE, 1, 1]
+    assert [item[0] for item in items[6:]] == [1, 2, 3, 3]
+    assert items[2:4] == [(FRAME_ACK, 1, 7), (FRAME_ACK_MULTIPLE, 2, 2**64 - 1)]
     assert items[0] == (FRAME_PUBLISH, 1, (publish_method(b"", b"q", 0), content_header(3), b"abc"))
     assert items[1] == (FRAME_PUBLISH, 2, (publish_method(b"x", b"", 1), content_header(0), b""))
     assert ungrouped(items) == FrameBuffer(4096, expect_protocol_header=False, native=False).feed(
-        whole + empty + split
+        whole + empty + acked + split
     )
 
 
@@ -200,6 +218,12 @@ publish_ops = st.builds(
 )
 
 
+def _body_missing(channel: int, body_size: int) -> bytes:
+    """A publish whose body never comes: what follows meets an assembler waiting for it (505)."""
+    method = encode(1, channel, publish_method(b"", b"q", 0))
+    return method + frame.marshal(header.ContentHeader(0, body_size, commands.Basic.Properties()), channel)
+
+
 def _session(native: bool) -> Client:
     client = Client(config=SessionConfig(max_message_size=32))
     client.session.frames = FrameBuffer(client.session.config.pre_auth_frame_max, native=native)
@@ -208,13 +232,26 @@ def _session(native: bool) -> Client:
         client.open_channel(channel)
     client.send(1, commands.Queue.Declare(queue="q"))
     client.send(1, commands.Queue.Bind(queue="q", exchange="amq.fanout"))
-    client.send(2, commands.Basic.Consume(queue="q", consumer_tag="c", no_ack=True))
+    client.send(2, commands.Basic.Consume(queue="q", consumer_tag="c"))
     client.received()
     return client
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(publish_ops, min_size=1, max_size=12), st.lists(st.integers(0, 4000), max_size=6))
+@given(
+    st.lists(
+        st.one_of(
+            publish_ops,
+            publish_ops,
+            st.builds(_body_missing, st.sampled_from([1, 2]), st.integers(1, 8)),
+            # acks of the consumer's deliveries (channel 2), with unknown tags (406) and on channel 1 (406)
+            st.builds(ack, st.sampled_from([2, 2, 1]), st.integers(0, 6), st.sampled_from([0, 0, 1, 2])),
+        ),
+        min_size=1,
+        max_size=16,
+    ),
+    st.lists(st.integers(0, 4000), max_size=6),
+)
 def test_a_session_answers_grouped_publishes_as_it_answers_their_frames(
     ops: list[bytes], cuts: list[int]
 ) -> None:
