@@ -9,6 +9,9 @@ alternating within every round; the table shows best-of-N rate and median µs/ms
     python perf/ab.py --tree new=. --rounds 1 --py-spy /tmp/prof pubsub   # + a py-spy profile per run
 
 ``--serve-arg`` adds arguments to `warrenmq serve` (e.g. ``--serve-arg=--config-file=/tmp/off.conf``).
+``--tree-env LABEL:VAR=VALUE`` sets an environment variable for one tree's brokers, so one tree can be its own
+baseline: ``--tree wire=. --tree py=. --tree-env py:WARRENMQ_WIRE_NATIVE=0`` (the C wire loops against their
+Python).
 ``--gc`` runs each broker with perf/gc_probe on its path: the cyclic collector's runs while it served and
 their time are added to each run's line and to the table (CPU time of the whole run, start-up excluded).
 """
@@ -63,10 +66,16 @@ def _free(port: int) -> None:
 
 
 def run_one(
-    tree: str, scenario: str, port: int, serve_args: list[str], spy: Path | None, gc_out: Path | None = None
+    tree: str,
+    scenario: str,
+    port: int,
+    serve_args: list[str],
+    spy: Path | None,
+    gc_out: Path | None = None,
+    tree_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     paths = [tree, os.environ.get("AB_PYTHONPATH"), str(GC_PROBE) if gc_out is not None else None]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, paths)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, paths)), **(tree_env or {}))
     if gc_out is not None:
         gc_out.unlink(missing_ok=True)
         env["GCPROBE_OUT"] = str(gc_out)
@@ -139,19 +148,31 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--port", type=int, default=5797)
     parser.add_argument("--serve-arg", action="append", default=[])
+    parser.add_argument("--tree-env", action="append", default=[], help="LABEL:VAR=VALUE for one tree")
     parser.add_argument("--py-spy", type=Path, default=None, help="directory for py-spy raw profiles")
     parser.add_argument("--raw", type=Path, default=None, help="append raw JSON lines here")
     parser.add_argument("--gc", action="store_true", help="count the broker's garbage collections")
     args = parser.parse_args()
     gc_out = Path(tempfile.gettempdir()) / f"ab-gc-{os.getpid()}.jsonl" if args.gc else None
     trees = [tuple(item.split("=", 1)) for item in args.tree]
+    tree_envs: dict[str, dict[str, str]] = {}
+    for item in args.tree_env:
+        label, _, assignment = item.partition(":")
+        name, _, value = assignment.partition("=")
+        tree_envs.setdefault(label, {})[name] = value
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for round_index in range(args.rounds):
         order = trees if round_index % 2 == 0 else trees[::-1]
         for scenario in args.scenarios:
             for label, path in order:
                 data = run_one(
-                    str(Path(path).resolve()), scenario, args.port, args.serve_arg, args.py_spy, gc_out
+                    str(Path(path).resolve()),
+                    scenario,
+                    args.port,
+                    args.serve_arg,
+                    args.py_spy,
+                    gc_out,
+                    tree_envs.get(label),
                 )
                 data["tree"], data["round"] = label, round_index
                 results.setdefault((scenario, label), []).append(data)

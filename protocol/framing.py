@@ -125,9 +125,13 @@ class FrameBuffer:
 
     __slots__ = ("_buf", "_header_pending", "_need", "_scan", "max_frame_size")
 
-    def __init__(self, max_frame_size: int, expect_protocol_header: bool = True, native: bool = True) -> None:
+    def __init__(
+        self, max_frame_size: int, expect_protocol_header: bool = True, native: bool = False
+    ) -> None:
         self.max_frame_size = max_frame_size
-        # protocol._wire.scan takes the well-formed frames (and groups publishes); the loop below the rest.
+        # ``native``: the broker's side of a connection (ConnectionSession) lets protocol._wire.scan take the
+        # well-formed frames, a publish's three as one item and basic.ack decoded; the loop below the rest.
+        # Off by default: a client reading the broker's frames (confirms are basic.ack too) wants plain ones.
         self._scan = _WIRE.scan if native and _WIRE is not None else None
         self._buf = bytearray()
         self._header_pending = expect_protocol_header

@@ -66,10 +66,10 @@ class UnackedTracker:
         if multiple and delivery_tag == 0:
             settled = list(entries.values())
             entries.clear()
+        elif not multiple:
+            return [self.settle_one(delivery_tag)]
         elif delivery_tag not in entries:
             raise unknown_delivery_tag(delivery_tag)
-        elif not multiple:
-            settled = [entries.pop(delivery_tag)]
         else:
             settled = []
             for tag in list(entries):
@@ -77,14 +77,16 @@ class UnackedTracker:
                     break
                 settled.append(entries.pop(tag))
         for delivery in settled:
-            queue = delivery.queue
-            queue.unacked -= 1
-            queue.unacked_bytes -= len(delivery.envelope.message.body)
-            if queue.durable:
-                unacked_persistent(queue, delivery.envelope, -1)
-            if delivery.consumer is not None:
-                delivery.consumer.unacked -= 1
+            _released(delivery)
         return settled
+
+    def settle_one(self, delivery_tag: int) -> Delivery:
+        """The one delivery a single ack/nack/reject names (``settle`` without ``multiple``)."""
+        delivery = self._entries.pop(delivery_tag, None)
+        if delivery is None:
+            raise unknown_delivery_tag(delivery_tag)
+        _released(delivery)
+        return delivery
 
     def restore(self, deliveries: list[Delivery]) -> None:
         """Put settled deliveries back (tx.rollback), keeping tag order for later ``multiple`` settlements."""
@@ -101,6 +103,17 @@ class UnackedTracker:
     def take_all(self) -> list[Delivery]:
         """Every outstanding delivery (channel closing, basic.recover), counters released."""
         return self.settle(0, True)
+
+
+def _released(delivery: Delivery) -> None:
+    """A delivery left the unacked state: its queue's and consumer's counters give it back."""
+    queue = delivery.queue
+    queue.unacked -= 1
+    queue.unacked_bytes -= len(delivery.envelope.message.body)
+    if queue.durable:
+        unacked_persistent(queue, delivery.envelope, -1)
+    if delivery.consumer is not None:
+        delivery.consumer.unacked -= 1
 
 
 def requeue_deliveries(deliveries: list[Delivery]) -> None:

@@ -136,10 +136,22 @@ class ChannelSession:
             self.on_body(body)
 
     def on_ack(self, delivery_tag: int, multiple: bool) -> None:
-        """basic.ack as the native frame scanner decodes it: what on_method_frame does for one."""
+        """basic.ack as the native frame scanner decodes it: what on_method_frame does for one. A single ack
+        outside a transaction, with no channel prefetch limit and nothing observing settlements, is `settle`
+        and `finish_settle` for one delivery, without the list they build for many."""
         if self.assembler.state is not _IDLE:
             self.assembler.on_method()
-        self.settle(delivery_tag, multiple, None)
+        vhost = self.conn.vhost
+        if multiple or self.tx is not None or self.global_prefetch or vhost is None or vhost.events.stepping:
+            self.settle(delivery_tag, multiple, None)
+            return
+        delivery = self.unacked.settle_one(delivery_tag)
+        queue = delivery.queue
+        self.stats.ack += 1
+        queue.stats.ack += 1
+        if vhost.persistence is not None and queue.store is not None:
+            queue.store.messages_removed(queue, (delivery.envelope,))
+        queue.wake()
 
     def on_method(self, method: Frame) -> None:
         token = ACTOR.set(self.conn.username)  # who acts, while the handler runs (broker.core.acting)

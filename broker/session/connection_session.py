@@ -69,7 +69,7 @@ class ConnectionSession:
         self.transport = transport
         self.peer = peer
         self.state = ConnectionState.AWAITING_PROTOCOL_HEADER
-        self.frames = FrameBuffer(config.pre_auth_frame_max)
+        self.frames = FrameBuffer(config.pre_auth_frame_max, native=True)
         self.channels: dict[int, ChannelSession] = {}
         self.vhost: VirtualHost | None = None
         self.username = ""

@@ -23,15 +23,20 @@ from protocol.framing import (
 )
 from tests.unit.protocol.reference import pamqp_frame
 
+NATIVE = {"scan": False}
+
 
 @pytest.fixture(autouse=True, params=["python", "native"])
 def scanner(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test runs on the pure scanner and on protocol._wire's (where it is built)."""
-    if request.param == "python":
-        monkeypatch.setattr(framing, "_WIRE", None)
-    elif framing._WIRE is None:
+    if request.param == "native" and framing._WIRE is None:
         pytest.skip("protocol._wire is not built (or WARRENMQ_PURE is set)")
+    monkeypatch.setitem(NATIVE, "scan", request.param == "native")
     return str(request.param)
+
+
+def buffer_of(max_frame_size: int, expect_protocol_header: bool = True) -> FrameBuffer:
+    return FrameBuffer(max_frame_size, expect_protocol_header, native=NATIVE["scan"])
 
 
 def feed(buffer: FrameBuffer, data: bytes) -> list[Frame]:
@@ -57,12 +62,12 @@ EXPECTED = [
 
 
 def test_one_feed_returns_every_frame_in_order() -> None:
-    assert feed(FrameBuffer(4096), STREAM) == EXPECTED
+    assert feed(buffer_of(4096), STREAM) == EXPECTED
 
 
 @pytest.mark.parametrize("split", range(len(STREAM) + 1))
 def test_a_stream_split_at_any_byte_reassembles_identically(split: int) -> None:
-    buffer = FrameBuffer(4096)
+    buffer = buffer_of(4096)
     frames = feed(buffer, STREAM[:split])
     frames += feed(buffer, STREAM[split:])
     assert frames == EXPECTED
@@ -70,7 +75,7 @@ def test_a_stream_split_at_any_byte_reassembles_identically(split: int) -> None:
 
 
 def test_byte_by_byte_feeding_reassembles_identically() -> None:
-    buffer = FrameBuffer(4096)
+    buffer = buffer_of(4096)
     frames = []
     for i in range(len(STREAM)):
         frames += feed(buffer, STREAM[i : i + 1])
@@ -78,7 +83,7 @@ def test_byte_by_byte_feeding_reassembles_identically() -> None:
 
 
 def test_partial_frame_stays_buffered() -> None:
-    buffer = FrameBuffer(4096, expect_protocol_header=False)
+    buffer = buffer_of(4096, expect_protocol_header=False)
     assert feed(buffer, BODY[:-1]) == []
     assert buffer.buffered_bytes == len(BODY) - 1
     assert feed(buffer, BODY[-1:]) == [(FRAME_BODY, 1, b"hello")]
@@ -86,7 +91,7 @@ def test_partial_frame_stays_buffered() -> None:
 
 
 def test_oversized_frame_is_rejected_from_its_header_alone() -> None:
-    buffer = FrameBuffer(131072, expect_protocol_header=False)
+    buffer = buffer_of(131072, expect_protocol_header=False)
     with pytest.raises(FrameError) as raised:
         feed(buffer, struct.pack("!BHI", FRAME_BODY, 1, 200000))  # 7 bytes, no payload yet
     assert raised.value.code is ReplyCode.FRAME_ERROR
@@ -98,26 +103,26 @@ def test_oversized_frame_is_rejected_from_its_header_alone() -> None:
 
 def test_payload_may_reach_frame_max_thanks_to_rabbitmqs_fudge() -> None:
     # PayloadSize > FrameMax - 8 + 8 is the refusal test: a payload of exactly frame_max is accepted.
-    buffer = FrameBuffer(4096, expect_protocol_header=False)
+    buffer = buffer_of(4096, expect_protocol_header=False)
     assert feed(buffer, raw_frame(FRAME_BODY, 1, b"x" * 4096)) == [(FRAME_BODY, 1, b"x" * 4096)]
     with pytest.raises(FrameError, match="frame_too_large,4097,4088"):
         feed(buffer, raw_frame(FRAME_BODY, 1, b"x" * 4097))
 
 
 def test_frame_max_zero_means_no_limit() -> None:
-    buffer = FrameBuffer(0, expect_protocol_header=False)
+    buffer = buffer_of(0, expect_protocol_header=False)
     assert feed(buffer, raw_frame(FRAME_BODY, 1, b"x" * 70000))[0][2] == b"x" * 70000
 
 
 def test_raised_frame_max_applies_to_the_next_frame() -> None:
-    buffer = FrameBuffer(4096, expect_protocol_header=False)
+    buffer = buffer_of(4096, expect_protocol_header=False)
     buffer.max_frame_size = 131072
     assert len(feed(buffer, raw_frame(FRAME_BODY, 1, b"x" * 100000))[0][2]) == 100000
 
 
 def test_bad_frame_end_octet_is_a_frame_error_with_rabbitmqs_text() -> None:
     with pytest.raises(FrameSyncError) as raised:
-        feed(FrameBuffer(4096, expect_protocol_header=False), raw_frame(FRAME_BODY, 1, b"abc", end=0))
+        feed(buffer_of(4096, expect_protocol_header=False), raw_frame(FRAME_BODY, 1, b"abc", end=0))
     assert (
         raised.value.reply_text
         == 'FRAME_ERROR - type 3, all octets = <<"abc">>: {invalid_frame_end_marker,0}'
@@ -125,7 +130,7 @@ def test_bad_frame_end_octet_is_a_frame_error_with_rabbitmqs_text() -> None:
 
 
 def test_unknown_frame_type_is_a_frame_error_once_the_frame_is_read() -> None:
-    buffer = FrameBuffer(4096, expect_protocol_header=False)
+    buffer = buffer_of(4096, expect_protocol_header=False)
     assert feed(buffer, raw_frame(9, 1, b"\x00\x01")[:-1]) == []
     with pytest.raises(FrameSyncError) as raised:
         feed(buffer, b"\xce")
@@ -138,20 +143,18 @@ def test_unknown_frame_type_is_a_frame_error_once_the_frame_is_read() -> None:
 )
 def test_payloads_analyze_frame_cannot_match_are_unknown_frames(frame_type: int, payload: bytes) -> None:
     with pytest.raises(FrameSyncError, match="unknown_frame"):
-        feed(FrameBuffer(4096, expect_protocol_header=False), raw_frame(frame_type, 0, payload))
+        feed(buffer_of(4096, expect_protocol_header=False), raw_frame(frame_type, 0, payload))
 
 
 def test_long_payload_snippet_shows_first_16_octets() -> None:
     with pytest.raises(FrameSyncError) as raised:
-        feed(
-            FrameBuffer(4096, expect_protocol_header=False), raw_frame(FRAME_BODY, 1, bytes(range(20)), end=1)
-        )
+        feed(buffer_of(4096, expect_protocol_header=False), raw_frame(FRAME_BODY, 1, bytes(range(20)), end=1))
     assert "type 3, first 16 octets = <<0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15>>" in raised.value.text
 
 
 def test_frames_before_a_bad_frame_travel_with_the_error() -> None:
     with pytest.raises(FrameSyncError) as raised:
-        feed(FrameBuffer(4096, expect_protocol_header=False), BODY + raw_frame(FRAME_BODY, 1, b"", end=0))
+        feed(buffer_of(4096, expect_protocol_header=False), BODY + raw_frame(FRAME_BODY, 1, b"", end=0))
     assert ungrouped(raised.value.frames) == [(FRAME_BODY, 1, b"hello")]
 
 
@@ -169,11 +172,11 @@ def test_frames_before_a_bad_frame_travel_with_the_error() -> None:
 )
 def test_bad_protocol_headers_are_refused(header: bytes) -> None:
     with pytest.raises(ProtocolHeaderError):
-        feed(FrameBuffer(4096), header)
+        feed(buffer_of(4096), header)
 
 
 def test_protocol_header_needs_all_eight_bytes_first() -> None:
-    buffer = FrameBuffer(4096)
+    buffer = buffer_of(4096)
     assert feed(buffer, b"GET ") == []  # rabbit_reader waits for 8 bytes too
     with pytest.raises(ProtocolHeaderError, match="detected_http_get"):
         feed(buffer, b"/ HT")
@@ -181,7 +184,7 @@ def test_protocol_header_needs_all_eight_bytes_first() -> None:
 
 def test_amqp_0_9_header_is_accepted_as_0_9_1() -> None:
     # version_negotiation({1, 1, 0, 9}, ...) -> start_091_connection
-    assert feed(FrameBuffer(4096), b"AMQP\x01\x01\x00\x09" + HEARTBEAT) == [(FRAME_HEARTBEAT, 0, b"")]
+    assert feed(buffer_of(4096), b"AMQP\x01\x01\x00\x09" + HEARTBEAT) == [(FRAME_HEARTBEAT, 0, b"")]
 
 
 def test_unexpected_frame_text_matches_rabbit_reader() -> None:
