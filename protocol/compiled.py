@@ -117,8 +117,10 @@ def native_wire() -> ModuleType | None:
 
 
 def describe() -> str:
-    """One phrase for people: ``compiled (mypyc)`` or ``pure Python (<why>)``."""
-    return "compiled (mypyc)" if BUILD == COMPILED else f"pure Python ({REASON})"
+    """One phrase for people: ``compiled (mypyc)`` or ``pure Python (<why>)``, and ``, C wire loops`` when
+    protocol._wire serves."""
+    build = "compiled (mypyc)" if BUILD == COMPILED else f"pure Python ({REASON})"
+    return build + (", C wire loops" if native_wire() is not None else "")
 
 
 def _read_manifest(path: Path) -> dict[str, str] | None:

@@ -13,10 +13,28 @@ from broker.core.queue_admin import remove_consumer
 from broker.core.unacked import requeue_deliveries
 from broker.session import direct_reply, lifecycle_events
 from broker.session.fates import settled_events
+from protocol.errors import HardError, ReplyCode
 
 if TYPE_CHECKING:
+    from pamqp.base import Frame
+
     from broker.session.ports import ChannelPort
     from protocol.errors import ChannelError
+
+
+def method_while_closing(channel: ChannelPort, method: Frame) -> None:
+    """After the broker sent channel.close only close and close-ok count (spec 2.2.4); the rest is
+    dropped. A crossing channel.close is answered with close-ok, and the channel stays closing until the
+    client's close-ok for ours: as RabbitMQ, a channel.open before it is 504 "second 'channel.open'
+    seen" (checked against the oracle).
+    """
+    if isinstance(method, commands.Channel.Close):
+        channel.conn.send(channel.channel_id, commands.Channel.CloseOk())
+        channel.close_crossed = True
+    elif isinstance(method, commands.Channel.CloseOk):
+        channel.conn.channel_closed(channel.channel_id)
+    elif isinstance(method, commands.Channel.Open) and channel.close_crossed:
+        raise HardError(ReplyCode.CHANNEL_ERROR, "second 'channel.open' seen", 20, 10)
 
 
 def close_with_error(channel: ChannelPort, error: ChannelError) -> None:

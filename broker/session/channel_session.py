@@ -177,20 +177,6 @@ class ChannelSession:
         if done is not None:
             self._on_content(*done)
 
-    def on_method_while_closing(self, method: Frame) -> None:
-        """After the broker sent channel.close only close and close-ok count (spec 2.2.4); the rest is
-        dropped. A crossing channel.close is answered with close-ok, and the channel stays closing until the
-        client's close-ok for ours: as RabbitMQ, a channel.open before it is 504 "second 'channel.open'
-        seen" (checked against the oracle).
-        """
-        if isinstance(method, commands.Channel.Close):
-            self.conn.send(self.channel_id, commands.Channel.CloseOk())
-            self.close_crossed = True
-        elif isinstance(method, commands.Channel.CloseOk):
-            self.conn.channel_closed(self.channel_id)
-        elif isinstance(method, commands.Channel.Open) and self.close_crossed:
-            raise HardError(ReplyCode.CHANNEL_ERROR, "second 'channel.open' seen", 20, 10)
-
     # -- publishing
 
     def _first_published(self, context: Any, info: HeaderInfo, header_payload: bytes, body: bytes) -> None:

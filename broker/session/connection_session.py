@@ -15,7 +15,7 @@ from broker.core.acting import INTERNAL, acting
 from broker.core.broker import Broker
 from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
-from broker.session import lifecycle_events
+from broker.session import channel_close, lifecycle_events
 from broker.session.ack_timeout import AckTimeoutWatch
 from broker.session.channel_session import ChannelSession
 from broker.session.config import FLOW_INITIAL_CREDIT, SessionConfig
@@ -180,7 +180,7 @@ class ConnectionSession:
         method = decode_method(payload)
         if channel is not None:
             # Closing channel: spec 2.2.4, only channel.close / close-ok are processed.
-            channel.on_method_while_closing(method)
+            channel_close.method_while_closing(channel, method)
             return
         if isinstance(method, commands.Channel.Open):
             if channel_id > self.channel_max:

@@ -143,6 +143,7 @@ class ChannelPort(ConsumerChannel, CommitWaiter, Protocol):
     last_queue: str
     reply_key: str
     pid: str  # the channel's pid in lifecycle events ("" while nothing listens)
+    close_crossed: bool  # while closing: the client's channel.close crossed ours and was answered
 
     @property
     def conn(self) -> ConnectionPort: ...

@@ -113,3 +113,4 @@ def test_the_compiled_build_is_loaded_where_a_compiler_is_present() -> None:
     # protocol._wire (setup.py builds it beside the mypyc group): both its users load it.
     assert len(loaded["wire"]) == 2
     assert all(path.endswith(SUFFIX) for path in loaded["wire"])
+    assert compiled.describe() == "compiled (mypyc), C wire loops"
