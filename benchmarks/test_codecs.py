@@ -8,7 +8,8 @@ from pamqp import commands, frame, header
 from pamqp.body import ContentBody
 
 from protocol.codec import encode_content
-from protocol.fastpath import decode_basic_publish, encode_basic_deliver, parse_content_header
+from protocol.content_header import parse_content_header
+from protocol.fastpath import decode_basic_publish, encode_basic_deliver
 from protocol.framing import FrameBuffer
 
 PUBLISH = frame.marshal(commands.Basic.Publish(exchange="", routing_key="bench"), 1)

@@ -11,8 +11,9 @@ from __future__ import annotations
 from enum import Enum
 from typing import Final, NoReturn, cast
 
+from protocol.content_header import HeaderInfo, parse_content_header
 from protocol.errors import ChannelError, HardError, ReplyCode
-from protocol.fastpath import BASIC_CLASS, HeaderInfo, parse_content_header
+from protocol.fastpath import BASIC_CLASS
 
 # ?MAX_MSG_SIZE in rabbit.hrl: the hard cap whatever max_message_size is configured to (512 MiB).
 MAX_MSG_SIZE: Final = 536_870_912

@@ -1,7 +1,7 @@
 """Hot-path codecs on precompiled structs for every publish, delivery and ack (design §4.2-4.3).
 
-basic.publish/ack/nack/reject in; basic.deliver/get-ok/ack/nack/return out; the few content-header fields the
-broker reads (tables: protocol.field_table). Each is proven equal to pamqp byte for byte by
+basic.publish/ack/nack/reject in; basic.deliver/get-ok/ack/nack/return out (the content header the broker
+reads: protocol.content_header). Each is proven equal to pamqp byte for byte by
 tests/property/test_protocol_fastpath.py. Method payloads start with the 4 class/method id bytes. Layouts
 and the strict, no-trailing-bytes matching follow the generated ``decode_method_fields/2`` of
 rabbit_framing_amqp_0_9_1 (deps/rabbit_common/codegen.py); delivery tags are ``longlong`` = 64-bit unsigned
@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, Final, NamedTuple
+from typing import Final
 
 from protocol.compiled import native_wire
 from protocol.erlang_terms import binary_w
 from protocol.errors import HardError, ReplyCode
-from protocol.field_table import FieldTableError, decode_table
 
 BASIC_CLASS: Final = 60
 BASIC_PUBLISH: Final = 0x003C0028  # (60, 40)
@@ -29,7 +28,6 @@ BASIC_REJECT: Final = 0x003C005A  # (60, 90)
 BASIC_NACK: Final = 0x003C0078  # (60, 120)
 
 _END: Final = b"\xce"
-_U16 = struct.Struct("!H")
 _U32 = struct.Struct("!I")
 _TAG_BITS = struct.Struct("!4xQB")  # class/method ids, delivery-tag, one octet of bits
 _DELIVER_HEAD = struct.Struct("!BHIIB")  # frame header, method id, consumer-tag length
@@ -39,7 +37,6 @@ _GET_OK_HEAD = struct.Struct("!BHIIQBB")
 _COUNT_END = struct.Struct("!IB")  # message-count, frame-end
 _ACK_FRAME = struct.Struct("!BHIIQBB")  # frame header, method id, delivery-tag, bits, frame-end
 _RETURN_HEAD = struct.Struct("!BHIIHB")  # frame header, method id, reply-code, reply-text length
-_CONTENT_HEADER = struct.Struct("!HHQH")  # class-id, weight, body-size, first property-flags word
 _SHORT_LEN: Final = tuple(bytes((n,)) for n in range(256))
 _FRAME_HEAD = struct.Struct("!BHI")  # frame type, channel, payload size
 # Memo sizes: a full cache is simply cleared (cheap, and hostile streams of distinct payloads stay bounded).
@@ -273,138 +270,3 @@ def encode_basic_return(
             _END,
         )
     )
-
-
-# -- content header --------------------------------------------------------------------------------------
-
-
-class HeaderInfo(NamedTuple):
-    """The content-header fields the broker acts on; the raw payload is kept for delivery (design §4.3).
-
-    Immutable (a slotted named tuple), so one instance may be shared by identical headers (see the cache)."""
-
-    body_size: int
-    delivery_mode: int | None = None
-    priority: int | None = None
-    expiration: str | None = None
-    reply_to: str | None = None
-    user_id: str | None = None
-    headers: dict[str, Any] | None = None
-
-
-_new_info = tuple.__new__  # HeaderInfo's generated __new__ is a Python function; this is the C constructor
-_HEADER_CACHE: dict[bytes, HeaderInfo] = {}
-
-
-def _bad_properties(payload: bytes) -> HardError:
-    # RabbitMQ decodes the property list lazily in rabbit_channel (ensure_content_decoded); a malformed one
-    # crashes the channel process and the reader closes with 541 INTERNAL_ERROR. We answer 501 with a text.
-    return HardError(
-        ReplyCode.FRAME_ERROR, f"cannot decode content header {binary_w(payload[:64])}", BASIC_CLASS, 40
-    )
-
-
-def parse_content_header(payload: bytes) -> HeaderInfo:
-    """Read a content-header payload: class 60, weight 0, body size, then the property list in flag order.
-
-    Only delivery_mode, priority, expiration, reply_to, user_id and headers are decoded (strings are skipped
-    unread, as RabbitMQ never validates their UTF-8). Errors: wrong class or non-zero weight -> 505 as
-    ``rabbit_command_assembler:process/2``; truncated or trailing bytes -> 501. Publishers repeat the same
-    header bytes, so results without a headers table are memoised (bounded).
-    """
-    info = _HEADER_CACHE.get(payload)
-    if info is not None:
-        return info
-    try:
-        class_id, weight, body_size, flags = _CONTENT_HEADER.unpack_from(payload)
-    except struct.error:
-        raise _bad_properties(payload) from None
-    if class_id != BASIC_CLASS:
-        raise HardError(
-            ReplyCode.UNEXPECTED_FRAME,
-            f"expected content header for class 60, got one for class {class_id} instead",
-            BASIC_CLASS,
-            40,
-        )
-    if weight:
-        # process/2 only matches weight 0; anything else falls to the "non content header" clause.
-        raise HardError(
-            ReplyCode.UNEXPECTED_FRAME,
-            "expected content header for class 60, got non content header frame instead",
-            BASIC_CLASS,
-            40,
-        )
-    pos = 14
-    end = len(payload)
-    headers = delivery_mode = priority = reply_to = expiration = user_id = None
-    try:
-        if flags & 1:  # continuation: pamqp reads further flag words; no Basic property lives there
-            more = flags
-            while more & 1:
-                more = _U16.unpack_from(payload, pos)[0]
-                pos += 2
-        if flags & 0xE000:
-            if flags & 0x8000:  # content-type
-                pos += 1 + payload[pos]
-            if flags & 0x4000:  # content-encoding
-                pos += 1 + payload[pos]
-            if flags & 0x2000:  # headers
-                table_end = pos + 4 + _U32.unpack_from(payload, pos)[0]
-                if table_end > end:
-                    raise IndexError
-                headers = _decode_table(payload[pos:table_end], payload)
-                pos = table_end
-        if flags & 0x1000:  # delivery-mode
-            delivery_mode = payload[pos]
-            pos += 1
-        if flags & 0x0800:  # priority
-            priority = payload[pos]
-            pos += 1
-        if flags & 0x07FC:
-            if flags & 0x0400:  # correlation-id
-                pos += 1 + payload[pos]
-            if flags & 0x0200:  # reply-to
-                n = pos + 1 + payload[pos]
-                reply_to = payload[pos + 1 : n].decode()
-                pos = n
-            if flags & 0x0100:  # expiration
-                n = pos + 1 + payload[pos]
-                expiration = payload[pos + 1 : n].decode()
-                pos = n
-            if flags & 0x0080:  # message-id
-                pos += 1 + payload[pos]
-            if flags & 0x0040:  # timestamp
-                pos += 8
-            if flags & 0x0020:  # type
-                pos += 1 + payload[pos]
-            if flags & 0x0010:  # user-id
-                n = pos + 1 + payload[pos]
-                user_id = payload[pos + 1 : n].decode()
-                pos = n
-            if flags & 0x0008:  # app-id
-                pos += 1 + payload[pos]
-            if flags & 0x0004:  # cluster-id
-                pos += 1 + payload[pos]
-    except (IndexError, struct.error):
-        raise _bad_properties(payload) from None
-    except UnicodeDecodeError:
-        raise malformed_utf8() from None
-    if pos != end:
-        raise _bad_properties(payload)
-    info = _new_info(HeaderInfo, (body_size, delivery_mode, priority, expiration, reply_to, user_id, headers))
-    if headers is None:  # a headers dict is mutable: never share it
-        if len(_HEADER_CACHE) >= _CACHE_SIZE:
-            _HEADER_CACHE.clear()
-        _HEADER_CACHE[payload] = info
-    return info
-
-
-def _decode_table(raw: bytes, payload: bytes) -> dict[str, Any]:
-    """A field table with its length prefix, in time linear in its size (protocol.field_table).
-
-    A malformed table (a length past its container, an unknown type) crashes RabbitMQ's channel in
-    ensure_content_decoded and the connection closes with 541; we close with 501 and say what failed."""
-    try:
-        return decode_table(raw)
-    except FieldTableError:
-        raise _bad_properties(payload) from None

@@ -38,16 +38,15 @@ from broker.session.routing_headers import check_routing_headers
 from broker.session.tx import Transaction
 from protocol.channel_state import AssemblerState, ContentAssembler
 from protocol.codec import BASIC_ACK, BASIC_NACK, BASIC_PUBLISH, BASIC_REJECT, decode_method, encode_delivery
+from protocol.content_header import HeaderInfo, parse_content_header
 from protocol.errors import AMQPError, ChannelError, HardError, ReplyCode
 from protocol.fastpath import (
-    HeaderInfo,
     decode_basic_ack,
     decode_basic_nack,
     decode_basic_publish,
     decode_basic_reject,
     encode_basic_deliver_content,
     encode_basic_return,
-    parse_content_header,
 )
 
 # Method frames are at least 4 bytes (protocol.framing); module constants: cheaper than Enum/int lookups.

@@ -21,7 +21,7 @@ from broker.storage.stream_files import (
     decode_chunks,
     segment_name,
 )
-from protocol.fastpath import parse_content_header
+from protocol.content_header import parse_content_header
 
 
 class SegmentFilesDisk:

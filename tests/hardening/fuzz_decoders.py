@@ -20,8 +20,8 @@ with atheris.instrument_imports():
     from pamqp import decode as pamqp_decode
 
     from protocol.codec import decode_method, decode_properties
+    from protocol.content_header import parse_content_header
     from protocol.errors import AMQPError, ProtocolHeaderError
-    from protocol.fastpath import parse_content_header
     from protocol.field_table import FieldTableError, decode_table
     from protocol.framing import FrameBuffer
 

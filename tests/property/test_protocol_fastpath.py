@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from pamqp import commands
 
 from protocol.codec import encode_delivery
+from protocol.content_header import parse_content_header
 from protocol.fastpath import (
     decode_basic_ack,
     decode_basic_nack,
@@ -21,7 +22,6 @@ from protocol.fastpath import (
     encode_basic_get_ok,
     encode_basic_nack,
     encode_basic_return,
-    parse_content_header,
 )
 from tests.unit.protocol.reference import (
     as_signed,

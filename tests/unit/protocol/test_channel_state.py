@@ -6,8 +6,8 @@ import pytest
 from pamqp import commands
 
 from protocol.channel_state import MAX_MSG_SIZE, TRANSITIONS, AssemblerState, ContentAssembler
+from protocol.content_header import HeaderInfo
 from protocol.errors import ChannelError, HardError, ReplyCode
-from protocol.fastpath import HeaderInfo
 from tests.unit.protocol.reference import header_payload
 
 CONTEXT = ("amq.direct", "rk", False)

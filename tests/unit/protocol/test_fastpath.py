@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pamqp import commands
 
+from protocol.content_header import HeaderInfo, parse_content_header
 from protocol.errors import HardError, ReplyCode
 from protocol.fastpath import (
-    HeaderInfo,
     decode_basic_ack,
     decode_basic_nack,
     decode_basic_publish,
@@ -17,7 +17,6 @@ from protocol.fastpath import (
     encode_basic_get_ok,
     encode_basic_nack,
     encode_basic_return,
-    parse_content_header,
 )
 from tests.unit.protocol.reference import as_signed, build, header_payload, pamqp_frame, payload_of
 

@@ -12,7 +12,7 @@ from broker.core.expiration import parse_expiration
 from broker.core.message import Message
 from broker.storage.base import Store
 from protocol.codec import encode_header_payload
-from protocol.fastpath import parse_content_header
+from protocol.content_header import parse_content_header
 from tests.unit.core.fakes import ManualLoop
 
 __all__ = ["ManualLoop", "Waiter", "make_message", "snapshot"]
