@@ -8,6 +8,10 @@ shares one body and one header object here, so the bytes are the broker's own ob
 
     PYTHONPATH=/tmp/base-tree python benchmarks/backlog.py --queues 1 10
     PYTHONPATH=. python benchmarks/backlog.py --queues 1 10
+    PYTHONPATH=. python benchmarks/backlog.py --wire      # the same messages published over a session
+
+``--wire`` feeds the publishes through a `ConnectionSession` as a client writes them (200 per read) into one
+queue, so the message, body and header objects are what the frame path makes of them: all a backlog holds.
 """
 
 from __future__ import annotations
@@ -47,11 +51,46 @@ def measure(queues: int, messages: int) -> tuple[float, float, float]:
     return allocated / messages, tracked / messages, full_ms
 
 
+def measure_wire(messages: int) -> tuple[float, float]:
+    """(bytes, GC-tracked objects) per message held, published through a session into one queue."""
+    from pamqp import commands
+
+    from benchmarks.hotpath import BATCH, _publishes
+    from tests.component.harness import Client
+
+    client = Client()
+    client.handshake()
+    client.open_channel(1)
+    client.send(1, commands.Queue.Declare(queue="q0"))
+    client.received()
+    chunk = _publishes(1, "", "q0", BATCH)
+    gc.collect()
+    tracked_before = len(gc.get_objects())
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for _ in range(messages // BATCH):
+        client.session.data_received(chunk)
+    client.loop.run()
+    gc.collect()
+    allocated = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    tracked = len(gc.get_objects()) - tracked_before
+    assert client.broker.vhosts["/"].queues["q0"].message_count == messages // BATCH * BATCH
+    return allocated / messages, tracked / messages
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--queues", type=int, nargs="+", default=[1, 10])
     parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--wire", action="store_true", help="publish over a session into one queue")
     args = parser.parse_args()
+    if args.wire:
+        per_message, tracked = measure_wire(args.messages)
+        print(
+            f"over the wire, 1 queue: {per_message:6.0f} B and {tracked:4.1f} GC-tracked objects per message"
+        )
+        return
     for queues in args.queues:
         per_message, tracked, full_ms = measure(queues, args.messages)
         print(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Final, NoReturn, cast
 
-from protocol.content_header import HeaderInfo, parse_content_header
+from protocol.content_header import HeaderInfo, read_content_header
 from protocol.errors import ChannelError, HardError, ReplyCode
 from protocol.fastpath import BASIC_CLASS
 
@@ -115,7 +115,7 @@ class ContentAssembler:
             if self.state is _IDLE:
                 raise _unexpected("expected method frame, got non method frame instead")
             raise _unexpected("expected content body, got non content body frame instead", _PUBLISH)
-        info = parse_content_header(payload)
+        info, payload = read_content_header(payload)
         size = info.body_size
         if size > self.limit:
             self._refuse(size)

@@ -36,7 +36,8 @@ class HeaderInfo(NamedTuple):
 
 
 _new_info = tuple.__new__  # HeaderInfo's generated __new__ is a Python function; this is the C constructor
-_HEADER_CACHE: dict[bytes, HeaderInfo] = {}
+# payload -> (its HeaderInfo, the first equal payload seen), for headers without a table.
+_HEADER_CACHE: dict[bytes, tuple[HeaderInfo, bytes]] = {}
 
 
 def _bad_properties(payload: bytes) -> HardError:
@@ -55,9 +56,16 @@ def parse_content_header(payload: bytes) -> HeaderInfo:
     ``rabbit_command_assembler:process/2``; truncated or trailing bytes -> 501. Publishers repeat the same
     header bytes, so results without a headers table are memoised (bounded).
     """
-    info = _HEADER_CACHE.get(payload)
-    if info is not None:
-        return info
+    return read_content_header(payload)[0]
+
+
+def read_content_header(payload: bytes) -> tuple[HeaderInfo, bytes]:
+    """``parse_content_header``, and the payload to keep: for a header without a table, the first equal
+    payload seen, so the messages of a publisher that repeats its header share one bytes object (a backlog
+    holds one per message otherwise, ~48 B, and delivery reads it from cold memory)."""
+    cached = _HEADER_CACHE.get(payload)
+    if cached is not None:
+        return cached
     try:
         class_id, weight, body_size, flags = _CONTENT_HEADER.unpack_from(payload)
     except struct.error:
@@ -135,11 +143,12 @@ def parse_content_header(payload: bytes) -> HeaderInfo:
     if pos != end:
         raise _bad_properties(payload)
     info = _new_info(HeaderInfo, (body_size, delivery_mode, priority, expiration, reply_to, user_id, headers))
+    result = (info, payload)
     if headers is None:  # a headers dict is mutable: never share it
         if len(_HEADER_CACHE) >= _CACHE_SIZE:
             _HEADER_CACHE.clear()
-        _HEADER_CACHE[payload] = info
-    return info
+        _HEADER_CACHE[payload] = result
+    return result
 
 
 def _decode_table(raw: bytes, payload: bytes) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from broker.session.routing_headers import check_routing_headers
 from broker.session.tx import Transaction
 from protocol.channel_state import AssemblerState, ContentAssembler
 from protocol.codec import BASIC_ACK, BASIC_NACK, BASIC_PUBLISH, BASIC_REJECT, decode_method, encode_delivery
-from protocol.content_header import HeaderInfo, parse_content_header
+from protocol.content_header import HeaderInfo, read_content_header
 from protocol.errors import AMQPError, ChannelError, HardError, ReplyCode
 from protocol.fastpath import (
     decode_basic_ack,
@@ -125,7 +125,7 @@ class ChannelSession:
         if assembler.state is _IDLE:
             exchange, routing_key, mandatory, immediate = decode_basic_publish(method)
             if not immediate:
-                info = parse_content_header(header)
+                info, header = read_content_header(header)
                 if info.body_size <= assembler.limit:
                     self._on_content((exchange, routing_key, mandatory), info, header, body)
                     return

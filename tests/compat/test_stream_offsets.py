@@ -14,6 +14,7 @@ roll every 10 messages instead of 5, so this diff fails on it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +71,10 @@ def _settled(side: Side) -> list[int]:
     return last
 
 
-def _attach(url: str, spec: Any) -> tuple[int, int] | None:
-    """The first delivery (index, offset) to a consumer attached at ``spec``, None if none comes in 1 s.
-    A prefetch of 1, no ack, and the connection closed: nothing held that pika would nack."""
+def _attach(url: str, spec: Any, publish: Callable[[], None] | None = None) -> tuple[int, int] | None:
+    """The first delivery (index, offset) to a consumer attached at ``spec``, None if none comes in time (1 s;
+    with ``publish``, run once the consumer has attached, 5 s). A prefetch of 1, no ack, and the connection
+    closed: nothing held that pika would nack."""
     connection = pika.BlockingConnection(Ctx(url, "x").params())
     seen: list[tuple[int, int]] = []
     try:
@@ -83,7 +85,10 @@ def _attach(url: str, spec: Any) -> tuple[int, int] | None:
             lambda _c, _m, props, body: seen.append((int(body[:6]), int(props.headers["x-stream-offset"]))),
             arguments={"x-stream-offset": spec},
         )
-        pump(connection, lambda: bool(seen), 1.0)
+        if publish is not None:
+            pump(connection, lambda: False, 0.3)
+            publish()
+        pump(connection, lambda: bool(seen), 1.0 if publish is None else 5.0)
     finally:
         connection.close()
     return seen[0] if seen else None
@@ -91,22 +96,7 @@ def _attach(url: str, spec: Any) -> tuple[int, int] | None:
 
 def _next_gets_the_new_message(side: Side, index: int) -> tuple[int, int] | None:
     """A consumer attached at ``next`` receives the message published after it attached."""
-    connection = pika.BlockingConnection(Ctx(side.url(), "x").params())
-    seen: list[tuple[int, int]] = []
-    try:
-        channel = connection.channel()
-        channel.basic_qos(prefetch_count=1)
-        channel.basic_consume(
-            NAME,
-            lambda _c, _m, props, body: seen.append((int(body[:6]), int(props.headers["x-stream-offset"]))),
-            arguments={"x-stream-offset": "next"},
-        )
-        pump(connection, lambda: False, 0.3)
-        _publish(side.url(), index, 1)
-        pump(connection, lambda: bool(seen), 5.0)
-    finally:
-        connection.close()
-    return seen[0] if seen else None
+    return _attach(side.url(), "next", lambda: _publish(side.url(), index, 1))
 
 
 def _attachments(side: Side, segments: list[int]) -> dict[str, Any]:

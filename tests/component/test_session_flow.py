@@ -80,3 +80,17 @@ def test_delivery_body_is_split_at_the_negotiated_frame_max() -> None:
     bodies = [value.value for value in frames if type(value).__name__ == "ContentBody"]
     assert [len(b) for b in bodies] == [4088, 4088, 2064]
     assert b"".join(bodies) == body
+
+
+def test_queued_messages_of_one_header_share_its_bytes() -> None:
+    # Publishers repeat their content header: a backlog keeps one copy of it, whichever scanner read it.
+    client = Client()
+    client.handshake()
+    client.open_channel(1)
+    client.send(1, commands.Queue.Declare(queue="backlog"))
+    for index in range(3):
+        client.publish(1, b"body %d" % index, "backlog", delivery_mode=1, priority=2)
+    queue = client.broker.vhosts["/"].queues["backlog"]
+    messages = [envelope.message for envelope in queue.ready_envelopes()]
+    assert [m.body for m in messages] == [b"body 0", b"body 1", b"body 2"]
+    assert messages[0].header_payload is messages[1].header_payload is messages[2].header_payload

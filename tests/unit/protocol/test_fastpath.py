@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pamqp import commands
 
-from protocol.content_header import HeaderInfo, parse_content_header
+from protocol.content_header import HeaderInfo, parse_content_header, read_content_header
 from protocol.errors import HardError, ReplyCode
 from protocol.fastpath import (
     decode_basic_ack,
@@ -171,3 +171,18 @@ def test_memoised_header_infos_are_immutable_and_never_share_headers() -> None:
     first, second = parse_content_header(with_headers), parse_content_header(with_headers)
     assert first == second
     assert first.headers is not second.headers
+
+
+def test_equal_header_payloads_without_a_table_are_kept_as_one_object() -> None:
+    # A backlog of a publisher's messages holds one header object, not one per message.
+    payload = header_payload(7, commands.Basic.Properties(delivery_mode=1, priority=3))
+    copy = bytes(bytearray(payload))
+    assert copy is not payload
+    first_info, first = read_content_header(payload)
+    info, kept = read_content_header(copy)
+    assert kept is first
+    assert info is first_info
+    with_headers = header_payload(7, commands.Basic.Properties(headers={"a": 1}))
+    _, kept_with_table = read_content_header(bytes(bytearray(with_headers)))
+    assert read_content_header(with_headers)[1] is with_headers  # never shared: its headers dict is fresh
+    assert kept_with_table == with_headers
