@@ -130,8 +130,8 @@ static PyObject *scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             int htype;
             uint16_t hchannel;
             Py_ssize_t hsize = accepted(d, n, hpos, limit, &htype, &hchannel);
-            const unsigned char *h = d + hpos + 7;
-            if (hsize >= 14 && htype == FRAME_HEADER && hchannel == channel && h[0] == 0 && h[1] == 60 &&
+            const unsigned char *h = hsize >= 14 ? d + hpos + 7 : NULL; /* class, weight, body size, flags */
+            if (h != NULL && htype == FRAME_HEADER && hchannel == channel && h[0] == 0 && h[1] == 60 &&
                 h[2] == 0 && h[3] == 0) {
                 uint64_t body_size = be64(h + 4);
                 Py_ssize_t bpos = hpos + 7 + hsize + 1, next = -1, bsize = 0;
