@@ -3,7 +3,8 @@ field-table decoder, which all see untrusted bytes.
 
 One input is split in two: a prefix fed as table bytes to ``decode_table`` (compared with pamqp wherever ours
 accepts it), and the whole input fed to a ``FrameBuffer`` whose frames go through ``decode_method``,
-``parse_content_header`` and ``decode_properties``. Anything but the typed errors those raise by design is a
+``parse_content_header`` and ``decode_properties``; a native ``FrameBuffer`` (protocol/_wire.c) must split it
+into the same frames and errors. Anything but the typed errors those raise by design is a
 crash: atheris stops, prints the input and exits non-zero.
 
     python -m tests.hardening.fuzz_decoders -max_total_time=600 -print_final_stats=1   # the long run
@@ -19,11 +20,12 @@ import atheris  # type: ignore[import-untyped]
 with atheris.instrument_imports():
     from pamqp import decode as pamqp_decode
 
+    from protocol import framing
     from protocol.codec import decode_method, decode_properties
     from protocol.content_header import parse_content_header
     from protocol.errors import AMQPError, ProtocolHeaderError
     from protocol.field_table import FieldTableError, decode_table
-    from protocol.framing import FrameBuffer
+    from protocol.framing import Frame, FrameBuffer, ungrouped
 
 EXPECTED = (AMQPError, ProtocolHeaderError, FieldTableError)
 
@@ -42,11 +44,23 @@ def _table(data: bytes) -> None:
         raise AssertionError(f"differs from pamqp: {ours!r} != {theirs!r}")
 
 
-def _frames(data: bytes) -> None:
-    buffer = FrameBuffer(131072, expect_protocol_header=False)
+def _split(data: bytes, native: bool) -> tuple[list[Frame], str]:
+    """The frames a buffer returns for ``data`` (a native one's items ungrouped), and its error, if any."""
+    buffer = FrameBuffer(131072, expect_protocol_header=False, native=native)
     try:
-        frames = buffer.feed(data)
-    except EXPECTED:
+        return ungrouped(buffer.feed(data)), ""
+    except EXPECTED as error:
+        return ungrouped(getattr(error, "frames", [])), f"{type(error).__name__}: {error}"
+
+
+def _frames(data: bytes) -> None:
+    frames, error = _split(data, native=False)
+    # The C scanner (protocol/_wire.c, where built) must give the same frames and the same error.
+    if framing._WIRE is not None and _split(data, native=True) != (frames, error):
+        raise AssertionError(
+            f"the native scanner differs: {_split(data, native=True)!r} != {(frames, error)!r}"
+        )
+    if error:
         return
     for frame_type, _, payload in frames:
         try:
