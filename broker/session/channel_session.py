@@ -135,22 +135,10 @@ class ChannelSession:
             self.on_body(body)
 
     def on_ack(self, delivery_tag: int, multiple: bool) -> None:
-        """basic.ack as the native frame scanner decodes it: what on_method_frame does for one. A single ack
-        outside a transaction, with no channel prefetch limit and nothing observing settlements, is `settle`
-        and `finish_settle` for one delivery, without the list they build for many."""
+        """basic.ack as the native frame scanner decodes it: what on_method_frame does for one."""
         if self.assembler.state is not _IDLE:
             self.assembler.on_method()
-        vhost = self.conn.vhost
-        if multiple or self.tx is not None or self.global_prefetch or vhost is None or vhost.events.stepping:
-            self.settle(delivery_tag, multiple, None)
-            return
-        delivery = self.unacked.settle_one(delivery_tag)
-        queue = delivery.queue
-        self.stats.ack += 1
-        queue.stats.ack += 1
-        if vhost.persistence is not None and queue.store is not None:
-            queue.store.messages_removed(queue, (delivery.envelope,))
-        queue.wake()
+        self.settle(delivery_tag, multiple, None)
 
     def on_method(self, method: Frame) -> None:
         token = ACTOR.set(self.conn.username)  # who acts, while the handler runs (broker.core.acting)
@@ -354,6 +342,25 @@ class ChannelSession:
 
     def settle(self, delivery_tag: int, multiple: bool, requeue: bool | None) -> None:
         """basic.ack (``requeue`` None), nack or reject. In a transaction the outcome waits for tx.commit."""
+        vhost = self.conn.vhost
+        if (
+            requeue is None
+            and not multiple
+            and self.tx is None
+            and not self.global_prefetch
+            and vhost is not None
+            and not vhost.events.stepping
+        ):
+            # One ack with nothing observing settlements (a consumer acking each message): what the general
+            # path below does for it, without the lists it builds for many.
+            delivery = self.unacked.settle_one(delivery_tag)
+            queue = delivery.queue
+            self.stats.ack += 1
+            queue.stats.ack += 1
+            if vhost.persistence is not None and queue.store is not None:
+                queue.store.messages_removed(queue, (delivery.envelope,))
+            queue.wake()
+            return
         deliveries = self.unacked.settle(delivery_tag, multiple)
         if requeue is not None:
             refuse_stream_settle(deliveries)
