@@ -66,26 +66,24 @@ static Py_ssize_t accepted(const unsigned char *d, Py_ssize_t n, Py_ssize_t pos,
     return (Py_ssize_t)size;
 }
 
-static PyObject *item(long type, long channel, PyObject *payload) {
-    if (payload == NULL) return NULL;
-    PyObject *t = PyLong_FromLong(type), *c = PyLong_FromLong(channel);
-    if (t == NULL || c == NULL) {
-        Py_XDECREF(t);
-        Py_XDECREF(c);
-        Py_DECREF(payload);
-        return NULL;
-    }
-    PyObject *tuple = PyTuple_New(3);
+/* A 3-tuple of three new references; if any is NULL (a failed allocation), all are released and NULL is
+ * returned, so callers can pass constructors straight in. */
+static PyObject *triple(PyObject *a, PyObject *b, PyObject *c) {
+    PyObject *tuple = a != NULL && b != NULL && c != NULL ? PyTuple_New(3) : NULL;
     if (tuple == NULL) {
-        Py_DECREF(t);
-        Py_DECREF(c);
-        Py_DECREF(payload);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(c);
         return NULL;
     }
-    PyTuple_SET_ITEM(tuple, 0, t);
-    PyTuple_SET_ITEM(tuple, 1, c);
-    PyTuple_SET_ITEM(tuple, 2, payload);
+    PyTuple_SET_ITEM(tuple, 0, a);
+    PyTuple_SET_ITEM(tuple, 1, b);
+    PyTuple_SET_ITEM(tuple, 2, c);
     return tuple;
+}
+
+static PyObject *item(long type, long channel, PyObject *payload) {
+    return triple(PyLong_FromLong(type), PyLong_FromLong(channel), payload);
 }
 
 static PyObject *slice(const unsigned char *d, Py_ssize_t start, Py_ssize_t size) {
@@ -145,20 +143,8 @@ static PyObject *scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
                         next = bpos + 7 + bsize + 1;
                 }
                 if (next >= 0) {
-                    PyObject *group = PyTuple_New(3);
-                    if (group == NULL) goto error;
-                    PyObject *m = slice(d, start, size), *hp = slice(d, hpos + 7, hsize),
-                             *b = slice(d, bpos + 7, bsize);
-                    if (m == NULL || hp == NULL || b == NULL) {
-                        Py_XDECREF(m);
-                        Py_XDECREF(hp);
-                        Py_XDECREF(b);
-                        Py_DECREF(group);
-                        goto error;
-                    }
-                    PyTuple_SET_ITEM(group, 0, m);
-                    PyTuple_SET_ITEM(group, 1, hp);
-                    PyTuple_SET_ITEM(group, 2, b);
+                    PyObject *group =
+                        triple(slice(d, start, size), slice(d, hpos + 7, hsize), slice(d, bpos + 7, bsize));
                     entry = item(FRAME_PUBLISH, channel, group);
                     if (entry == NULL) goto error;
                     pos = next;

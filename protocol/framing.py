@@ -13,6 +13,7 @@ from typing import Any, Final
 from protocol.compiled import native_wire
 from protocol.erlang_terms import binary_tp, payload_snippet
 from protocol.errors import FrameError, HardError, ProtocolHeaderError, ReplyCode
+from protocol.fastpath import BASIC_ACK
 
 FRAME_METHOD: Final = 1
 FRAME_HEADER: Final = 2
@@ -34,13 +35,13 @@ PROTOCOL_HEADER: Final = b"AMQP\x00\x00\x09\x01"
 _ACCEPTED_HEADERS: Final = frozenset({PROTOCOL_HEADER, b"AMQP\x01\x01\x00\x09"})
 
 Frame = tuple[int, int, bytes]
-# What feed returns: Frames, and with the native scanner FRAME_PUBLISH items too.
+# What feed returns: Frames, and with the native scanner FRAME_PUBLISH and FRAME_ACK(_MULTIPLE) items too.
 Item = tuple[int, int, Any]
 
 _WIRE = native_wire()
 
 _FRAME_HEADER = struct.Struct("!BHI")
-_ACK_PAYLOAD = struct.Struct("!IQB")  # basic.ack's class/method ids, delivery-tag, bits
+_ACK_PAYLOAD = struct.Struct("!IQB")  # basic.ack's class/method ids, delivery-tag, bits (fastpath's layout)
 _NO_LIMIT = 0xFFFFFFFF
 
 # analyze_frame/2: a method payload holds at least class+method ids, a content header at least class,
@@ -58,7 +59,7 @@ def method_payload(frame_type: int, payload: Any) -> tuple[int, bytes]:
     if frame_type == FRAME_PUBLISH:
         return FRAME_METHOD, payload[0]
     if frame_type in (FRAME_ACK, FRAME_ACK_MULTIPLE):
-        return FRAME_METHOD, _ACK_PAYLOAD.pack(0x003C0050, payload, frame_type == FRAME_ACK_MULTIPLE)
+        return FRAME_METHOD, _ACK_PAYLOAD.pack(BASIC_ACK, payload, frame_type == FRAME_ACK_MULTIPLE)
     return frame_type, payload
 
 
