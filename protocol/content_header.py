@@ -7,18 +7,16 @@ for delivery. Proven equal to pamqp's parse by tests/property/test_protocol_fast
 from __future__ import annotations
 
 import struct
-from typing import Any, Final, NamedTuple
+from typing import Any, NamedTuple
 
 from protocol.erlang_terms import binary_w
 from protocol.errors import HardError, ReplyCode
-from protocol.fastpath import BASIC_CLASS, malformed_utf8
+from protocol.fastpath import BASIC_CLASS, MEMO_SIZE, malformed_utf8
 from protocol.field_table import FieldTableError, decode_table
 
 _CONTENT_HEADER = struct.Struct("!HHQH")  # class-id, weight, body-size, first property-flags word
 _U16 = struct.Struct("!H")
 _U32 = struct.Struct("!I")
-# A full cache is simply cleared (cheap, and hostile streams of distinct payloads stay bounded).
-_CACHE_SIZE: Final = 1024
 
 
 class HeaderInfo(NamedTuple):
@@ -145,7 +143,7 @@ def read_content_header(payload: bytes) -> tuple[HeaderInfo, bytes]:
     info = _new_info(HeaderInfo, (body_size, delivery_mode, priority, expiration, reply_to, user_id, headers))
     result = (info, payload)
     if headers is None:  # a headers dict is mutable: never share it
-        if len(_HEADER_CACHE) >= _CACHE_SIZE:
+        if len(_HEADER_CACHE) >= MEMO_SIZE:
             _HEADER_CACHE.clear()
         _HEADER_CACHE[payload] = result
     return result

@@ -39,8 +39,9 @@ _ACK_FRAME = struct.Struct("!BHIIQBB")  # frame header, method id, delivery-tag,
 _RETURN_HEAD = struct.Struct("!BHIIHB")  # frame header, method id, reply-code, reply-text length
 _SHORT_LEN: Final = tuple(bytes((n,)) for n in range(256))
 _FRAME_HEAD = struct.Struct("!BHI")  # frame type, channel, payload size
-# Memo sizes: a full cache is simply cleared (cheap, and hostile streams of distinct payloads stay bounded).
-_CACHE_SIZE: Final = 1024
+# Memo sizes (here and protocol.content_header): a full cache is simply cleared (cheap, and hostile streams of
+# distinct payloads stay bounded).
+MEMO_SIZE: Final = 1024
 _PUBLISH_CACHE: dict[bytes, tuple[str, str, bool, bool]] = {}
 
 
@@ -100,7 +101,7 @@ def decode_basic_publish(payload: bytes) -> tuple[str, str, bool, bool]:
     except UnicodeDecodeError:
         raise malformed_utf8() from None
     result = (exchange, routing_key, (bits & 1) != 0, (bits & 2) != 0)
-    if len(_PUBLISH_CACHE) >= _CACHE_SIZE:
+    if len(_PUBLISH_CACHE) >= MEMO_SIZE:
         _PUBLISH_CACHE.clear()
     _PUBLISH_CACHE[payload] = result
     return result
