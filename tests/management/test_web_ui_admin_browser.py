@@ -22,7 +22,7 @@ from broker.management.app import build_app
 from broker.management.context import ManagementContext
 from broker.server.listener import Server
 from tests.management.conftest import Api
-from tests.management.ui_browser import BROWSER_MARKS, at, browser, login, open_ui
+from tests.management.ui_browser import BROWSER_MARKS, browser, login, open_ui, show
 
 __all__ = ["browser"]  # the fixture
 pytestmark = BROWSER_MARKS
@@ -33,7 +33,7 @@ async def test_users_permissions_limits_and_the_api_errors(api: Api, browser: Br
     watched = await open_ui(api, browser)
     page = watched.page
     await login(watched, "guest", "guest")
-    await page.goto(at(page, "#/users"))
+    await show(page, "#/users")
     add = page.locator("form[name=add-user]")
     await add.locator("input[name=username]").fill("alice")
     await add.locator("input[name=password]").fill("pw1")
@@ -95,7 +95,7 @@ async def test_policies_and_vhost_limits(api: Api, browser: Browser) -> None:
     watched = await open_ui(api, browser)
     page = watched.page
     await login(watched, "guest", "guest")
-    await page.goto(at(page, "#/policies"))
+    await show(page, "#/policies")
     form = page.locator("form[name=add-policy]")
     await form.locator("input[name=name]").fill("cap")
     await form.locator("input[name=pattern]").fill("^orders")
@@ -113,7 +113,7 @@ async def test_policies_and_vhost_limits(api: Api, browser: Browser) -> None:
     await expect(page.locator("main")).to_contain_text("No policies.")
     assert await api.json("/api/policies/%2F") == []
 
-    await page.goto(at(page, "#/vhosts"))
+    await show(page, "#/vhosts")
     add = page.locator("form[name=add-vhost]")
     await add.locator("input[name=name]").fill("dev")
     await add.locator("button[type=submit]").click()
@@ -146,7 +146,7 @@ async def test_connection_and_channel_pages_and_a_stream(api: Api, browser: Brow
         watched = await open_ui(api, browser)
         page = watched.page
         await login(watched, "guest", "guest")
-        await page.goto(at(page, "#/connections"))
+        await show(page, "#/connections")
         await page.locator("table a").first.click()
         await expect(page.locator("h1")).to_contain_text("Connection")
         await expect(page.locator("#connection-facts")).to_contain_text("ui-client")
@@ -168,10 +168,10 @@ async def test_connection_and_channel_pages_and_a_stream(api: Api, browser: Brow
         await bindings.locator("button[name=unbind]").click()
         await expect(bindings).not_to_contain_text("jobs")
         assert [b["routing_key"] for b in await api.json("/api/queues/%2F/work/bindings")] == ["work"]
-        await page.goto(at(page, "#/queues/%2F/events"))
+        await show(page, "#/queues/%2F/events")
         await expect(page.locator("#stream-info")).to_contain_text("stream")
         await expect(page.locator("#stream-info")).to_contain_text("x-max-age")
-        await page.goto(at(page, "#/channels"))
+        await show(page, "#/channels")
         await page.locator("table a").first.click()
         await expect(page.locator("h1")).to_contain_text("Channel")
     assert watched.errors == []
@@ -213,22 +213,22 @@ async def test_rate_charts_draw_the_sampled_rates(
         watched = await open_ui(api, browser)
         page = watched.page
         await login(watched, "guest", "guest")
-        await page.goto(at(page, "#/queues/%2F/rq"))
+        await show(page, "#/queues/%2F/rq")
         rates = page.locator('figure.chart[data-title="Message rates"]')
         await expect(rates.locator('polyline[data-label="Publish"]')).to_have_count(1)
         await expect(rates.locator("ul.legend")).to_contain_text("Publish 6")  # 30 in the last 5 s
         lengths = page.locator('figure.chart[data-title="Queued messages"]')
         await expect(lengths.locator("ul.legend")).to_contain_text("Ready 60")
         await watched.shot("queue-charts", readme=True)
-        await page.goto(at(page, "#/exchanges/%2F/rx"))
+        await show(page, "#/exchanges/%2F/rx")
         exchange_rates = page.locator('figure.chart[data-title="Message rates"]')
         await expect(exchange_rates.locator('polyline[data-label="Publish (in)"]')).to_have_count(1)
-        await page.goto(at(page, "#/"))
+        await show(page, "#/")
         await expect(page.locator('figure.chart[data-title="Message rates"] polyline')).not_to_have_count(0)
         await expect(page.locator('figure.chart[data-title="Queued messages"] polyline')).not_to_have_count(0)
         await watched.shot("overview-traffic", readme=True)
         # The topology draws the edge as thick as its live rate (6/s: 1.5 + log2(7) px).
-        await page.goto(at(page, "#/topology"))
+        await show(page, "#/topology")
         edge = page.locator('g.edge[data-source="e:rx"][data-target="q:rq"]')
         await expect(edge).to_have_attribute("data-rate", "6.0")
         width = await edge.locator("polyline").evaluate("e => getComputedStyle(e).strokeWidth")

@@ -11,7 +11,7 @@ import aio_pika
 from playwright.async_api import Browser, expect
 
 from tests.management.conftest import Api
-from tests.management.ui_browser import BROWSER_MARKS, browser, login, open_ui
+from tests.management.ui_browser import BROWSER_MARKS, browser, login, open_ui, show
 
 __all__ = ["browser"]  # the fixture
 
@@ -27,19 +27,19 @@ async def test_queue_binding_publish_get_and_topology_route(api: Api, browser: B
     await watched.shot("overview")
 
     # Message history is recorded only once switched on (as RabbitMQ's firehose): switch it on in the UI.
-    await page.goto(page.url.split("#")[0] + "#/messages")
+    await show(page, "#/messages")
     await expect(page.locator("main")).to_contain_text("Recording off")
     await page.click("button[name=history-switch]")
     await expect(page.locator("main")).to_contain_text("Recording on")
 
-    await page.goto(page.url.split("#")[0] + "#/queues")
+    await show(page, "#/queues")
     form = page.locator("form[name=add-queue]")
     await form.locator("input[name=name]").fill("orders")
     await form.locator("button[type=submit]").click()
     await expect(form).to_contain_text("Queue orders added.")
     await expect(page.locator("table")).to_contain_text("orders")
 
-    await page.goto(page.url.split("#")[0] + "#/exchanges/%2F/amq.topic")
+    await show(page, "#/exchanges/%2F/amq.topic")
     bind = page.locator("form[name=add-binding]")
     await bind.locator("input[name=destination]").fill("orders")
     await bind.locator("input[name=routing_key]").fill("order.*")
@@ -58,7 +58,7 @@ async def test_queue_binding_publish_get_and_topology_route(api: Api, browser: B
     await publish.locator("button[type=submit]").click()
     await expect(publish).to_contain_text("Message published.")
 
-    await page.goto(page.url.split("#")[0] + "#/queues/%2F/orders")
+    await show(page, "#/queues/%2F/orders")
     await expect(page.locator("#queue-ready")).to_have_text("1")
     get = page.locator("form[name=get-messages]")
     await get.locator("button[type=submit]").click()
@@ -84,7 +84,7 @@ async def test_queue_binding_publish_get_and_topology_route(api: Api, browser: B
         ("/api/bindings/%2F/e/dlx/q/dead", ""),
     ]:
         assert (await api.post(path, json={"routing_key": key})).status == 201
-    await page.goto(page.url.split("#")[0] + "#/topology")
+    await show(page, "#/topology")
     await expect(
         page.locator('g.edge.alternate[data-source="e:events"][data-target="e:unrouted"]')
     ).to_be_visible()
@@ -118,7 +118,7 @@ async def test_queue_binding_publish_get_and_topology_route(api: Api, browser: B
         assert incoming.message_id == "ui-1"
         await incoming.ack()
         await channel.get_queue("orders")  # a round trip: the ack has been handled
-    await page.goto(page.url.split("#")[0] + "#/messages?message_id=ui-1")
+    await show(page, "#/messages?message_id=ui-1")
     history = page.locator('.history[data-id="ui-1"]')
     await expect(history.locator("li.step")).to_have_count(7)
     steps = history.locator("li.step")
@@ -146,13 +146,13 @@ async def test_monitoring_user_sees_no_change_buttons(api: Api, browser: Browser
     watched = await open_ui(api, browser)
     page = watched.page
     await login(watched, "watcher", "pw")
-    await page.goto(page.url.split("#")[0] + "#/queues")
+    await show(page, "#/queues")
     await expect(page.locator("table")).to_contain_text("watched")
     assert await page.locator("form[name=add-queue]").count() == 0
-    await page.goto(page.url.split("#")[0] + "#/queues/%2F/watched")
+    await show(page, "#/queues/%2F/watched")
     await expect(page.locator("form[name=get-messages]")).to_be_visible()
     assert await page.locator("form[name=purge], form[name=delete-queue]").count() == 0
-    await page.goto(page.url.split("#")[0] + "#/exchanges/%2F/amq.direct")
+    await show(page, "#/exchanges/%2F/amq.direct")
     await expect(page.locator("h1")).to_contain_text("amq.direct")
     assert await page.locator("form[name=publish], form[name=add-binding]").count() == 0
     assert watched.errors == []
@@ -182,13 +182,13 @@ async def test_a_vhost_of_1000_queues_and_5000_bindings_stays_responsive(api: Ap
     await login(watched, "guest", "guest")
     # Times are measured in the page and reported, never asserted (the machine is shared).
     await page.evaluate("window.__t0 = performance.now()")
-    await page.goto(page.url.split("#")[0] + "#/queues")
+    await show(page, "#/queues")
     await expect(page.locator("table tbody tr")).to_have_count(100)  # one page of 100, not 1,000 rows
     queues_ms = await page.evaluate("performance.now() - window.__t0")
     await page.locator("input[name=filter]").fill("q099")
     await expect(page.locator("table tbody tr")).to_have_count(10)
     await page.evaluate("window.__t0 = performance.now()")
-    await page.goto(page.url.split("#")[0] + "#/topology")
+    await show(page, "#/topology")
     await expect(page.locator("text=more objects not drawn")).to_be_visible(timeout=60_000)
     await expect(page.locator("g.node").first).to_be_visible(timeout=60_000)
     graph_ms = await page.evaluate("performance.now() - window.__t0")

@@ -84,6 +84,11 @@ async def login(watched: Watched, user: str, password: str) -> None:
     await expect(page.locator("header")).to_contain_text(f"User {user}")
 
 
-def at(page: Page, route: str) -> str:
-    """The page's URL with another hash route."""
-    return page.url.split("#")[0] + route
+async def show(page: Page, route: str) -> None:
+    """Go to a hash route and wait until the UI has rendered it.
+
+    A hash change re-renders asynchronously; until it has, the previous page's elements are still there
+    (a `table` locator could see the overview's two tables), so every navigation waits for `main[data-route]`.
+    """
+    await page.goto(page.url.split("#")[0] + route)
+    await expect(page.locator("main")).to_have_attribute("data-route", route)

@@ -121,7 +121,8 @@ function Shell({ session, onLogout }: { session: Session; onLogout: () => void }
           User <b>{session.username}</b> ({session.tags.join(", ") || "no tags"}) <button name="logout" onClick={onLogout}>Log out</button>
         </span>
       </header>
-      <main>
+      {/* data-route names the route on screen, so a test waits for it instead of racing the hashchange. */}
+      <main data-route={hash}>
         <Page hash={hash} />
       </main>
     </AppCtx.Provider>
