@@ -402,14 +402,6 @@ class ChannelSession:
 
     # -- lifecycle
 
-    def resolve_queue_name(self, name: str) -> str:
-        """An empty queue name means the channel's most recently declared queue (rabbit_channel)."""
-        if name:
-            return name
-        if not self.last_queue:
-            raise ChannelError(ReplyCode.NOT_FOUND, "no previously declared queue")
-        return self.last_queue
-
     def close_with_error(self, error: ChannelError) -> None:
         """Soft error: earned confirms first, then channel.close (broker.session.channel_close)."""
         channel_close.close_with_error(self, error)

@@ -167,10 +167,6 @@ class ChannelPort(ConsumerChannel, CommitWaiter, Protocol):
     @property
     def consumers(self) -> dict[str, Consumer]: ...
 
-    def resolve_queue_name(self, name: str) -> str:
-        """``name``, or the channel's last declared queue when it is empty."""
-        ...
-
     def route(self, message: Message, mandatory: bool) -> None:
         """Route a published (or tx-committed) message: returns, journal, confirm."""
         ...

@@ -19,6 +19,7 @@ from broker.core.unacked import Delivery, requeue_deliveries
 from broker.session import direct_reply
 from broker.session.access_checks import check
 from broker.session.fates import delivered_event, settled_events, stored_delivery
+from broker.session.queue_names import resolve_queue_name
 from protocol.errors import ChannelError, HardError, ReplyCode
 from protocol.fastpath import encode_basic_get_ok
 
@@ -61,7 +62,7 @@ def consume(channel: ChannelPort, method: commands.Basic.Consume) -> None:
     if tag in channel.consumers:
         raise HardError(ReplyCode.NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'")
     # rabbit_channel: the tag first, then read on the queue, then the queue's existence.
-    name = channel.resolve_queue_name(method.queue)
+    name = resolve_queue_name(channel, method.queue)
     check(channel, "queue", name, "read")
     queue = _vhost(channel).queue(name, conn)
     _check_consumer_priority(queue, method.arguments)
@@ -116,7 +117,7 @@ def cancel(channel: ChannelPort, method: commands.Basic.Cancel) -> None:
 
 
 def get(channel: ChannelPort, method: commands.Basic.Get) -> None:
-    name = channel.resolve_queue_name(method.queue)
+    name = resolve_queue_name(channel, method.queue)
     check(channel, "queue", name, "read")
     queue = _vhost(channel).queue(name, channel.conn)
     features = queue.features

@@ -11,6 +11,7 @@ from broker.core.exchange import is_reserved_name, reserved_name_error
 from broker.core.vhost_topology import default_exchange_refused
 from broker.session.access_checks import check, check_topic
 from broker.session.direct_reply import REPLY_QUEUE
+from broker.session.queue_names import resolve_queue_name
 from protocol.codec import make_method
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def _check_binding(channel: ChannelPort, queue: str, exchange: str, routing_key:
 
 
 def bind(channel: ChannelPort, method: commands.Queue.Bind) -> None:
-    name = channel.resolve_queue_name(method.queue)
+    name = resolve_queue_name(channel, method.queue)
     # rabbit_channel expand_routing_key_shortcut: empty queue and empty key bind by the last queue's name.
     routing_key = name if not method.queue and not method.routing_key else method.routing_key
     _check_binding(channel, name, method.exchange, routing_key)
@@ -101,14 +102,14 @@ def bind(channel: ChannelPort, method: commands.Queue.Bind) -> None:
 
 
 def unbind(channel: ChannelPort, method: commands.Queue.Unbind) -> None:
-    name = channel.resolve_queue_name(method.queue)
+    name = resolve_queue_name(channel, method.queue)
     _check_binding(channel, name, method.exchange, method.routing_key)
     _vhost(channel).unbind_queue(name, method.exchange, method.routing_key, method.arguments, channel.conn)
     channel.conn.send(channel.channel_id, commands.Queue.UnbindOk())
 
 
 def purge(channel: ChannelPort, method: commands.Queue.Purge) -> None:
-    name = channel.resolve_queue_name(method.queue)
+    name = resolve_queue_name(channel, method.queue)
     check(channel, "queue", name, "read")
     count = _vhost(channel).purge_queue(name, channel.conn)
     if not method.nowait:
@@ -116,7 +117,7 @@ def purge(channel: ChannelPort, method: commands.Queue.Purge) -> None:
 
 
 def delete(channel: ChannelPort, method: commands.Queue.Delete) -> None:
-    name = channel.resolve_queue_name(method.queue)
+    name = resolve_queue_name(channel, method.queue)
     check(channel, "queue", name, "configure")
     count = _vhost(channel).delete_queue(
         name, channel.conn, if_unused=method.if_unused, if_empty=method.if_empty
