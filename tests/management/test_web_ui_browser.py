@@ -198,3 +198,16 @@ async def test_a_vhost_of_1000_queues_and_5000_bindings_stays_responsive(api: Ap
     await watched.shot("topology-1000-queues")
     print(f"1000 queues / 5000 bindings: queues page {queues_ms:.0f} ms, capped graph {graph_ms:.0f} ms")
     assert watched.errors == []
+
+
+async def test_a_route_followed_before_the_shell_subscribes_is_shown(api: Api, browser: Browser) -> None:
+    """Preact runs effects after the next frame; with frames held back (a busy machine), the hash changes
+    before the shell listens for hashchange. The shell must still show the route, not stay on the overview."""
+    assert (await api.put("/api/queues/%2F/watched", json={})).status == 201
+    watched = await open_ui(api, browser)
+    page = watched.page
+    await page.evaluate("window.requestAnimationFrame = (step) => setTimeout(step, 1000)")
+    await login(watched, "guest", "guest")
+    await show(page, "#/queues")
+    await expect(page.locator("table")).to_contain_text("watched")
+    assert watched.errors == []

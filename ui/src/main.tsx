@@ -40,6 +40,9 @@ function useHash(): string {
   useEffect(() => {
     const changed = () => setHash(location.hash);
     addEventListener("hashchange", changed);
+    // Effects run after paint: a hash changed between the first render and this subscription (a link
+    // followed at once, a test navigating right after login) fired no event we heard, so read it now.
+    changed();
     return () => removeEventListener("hashchange", changed);
   }, []);
   return hash;
