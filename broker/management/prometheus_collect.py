@@ -146,7 +146,9 @@ def _channel(out: Samples, name: str, vhost: str, channel: Any) -> None:
         ("channel_messages_unacked", live.channel_unacked(channel)),
         (
             "channel_messages_unconfirmed",
-            channel.publish_seq - channel.confirmed_seq if channel.confirm else 0,
+            channel.publish_seq - channel.confirmed_seq - len(channel.confirms_settled)
+            if channel.confirm
+            else 0,
         ),
         ("channel_messages_uncommitted", len(tx.publishes) if tx is not None else 0),
         ("channel_acks_uncommitted", len(tx.settlements) if tx is not None else 0),

@@ -71,9 +71,13 @@ class ChannelSession:
         self.confirm = False
         self.publish_seq = 0
         self.confirmed_seq = 0
-        # Publishes whose confirm waits for a store commit, and nacks queued behind them, in publish order:
-        # (publish seq, batch id to wait for (0: none), nack).
+        # What stops confirms from being one ack up to publish_seq (broker.session.confirms): publishes above
+        # confirmed_seq already settled one by one, publishes to nack at the next flush, publishes waiting
+        # for a store commit in publish order (publish seq, batch id, nack), the last publish a flush sorted.
+        self.confirms_settled: set[int] = set()
+        self.confirms_rejected: list[int] = []
         self.commit_waits: deque[tuple[int, int, bool]] = deque()
+        self.confirms_scanned = 0
         self.tx: Transaction | None = None
         self.last_queue = ""
         self.reply_key = ""  # this channel's direct reply-to key, when it has a reply consumer
@@ -245,7 +249,7 @@ class ChannelSession:
             else:
                 stats.drop_unroutable += 1
         if not queues and mandatory:
-            # basic.return goes out before the confirm (confirms.md), which flush_confirms sends later.
+            # basic.return goes out before the confirm (confirms.md), which confirms.published sends.
             self.send_content(
                 encode_basic_return(
                     self.channel_id,
@@ -258,7 +262,7 @@ class ChannelSession:
             )
         if self.confirm:
             stored = persistence is not None and persistence.writes != writes
-            confirms.published(self, vhost, rejected, stored)
+            confirms.published(self, vhost, bool(queues), rejected, stored)
 
     def committed(self) -> None:
         """A store batch this channel waits for has committed (CommitWaiter)."""

@@ -1,27 +1,43 @@
-"""Publisher confirms for one channel: acks (``multiple`` where one covers several publishes), nacks, and the
-wait for the store's commit before a stored publish is confirmed (confirms.md: for persistent messages routed
-to durable queues, the confirm "means persisting to disk").
+"""Publisher confirms for one channel, sent when and as RabbitMQ 3.10's rabbit_channel sends them.
 
-``channel.commit_waits`` holds, in publish order, the publishes whose confirm waits for a store batch and the
-nacks queued behind them: (publish seq, batch id (0: nothing to wait for), nack). No ack goes past the first
-publish whose batch has not committed.
+rabbit_channel confirms a publish that reached no queue while it handles that basic.publish: its own
+basic.ack, ``multiple=false``, right after the basic.return of a mandatory one. A routed publish is confirmed
+by its queues later (a classic queue confirms a transient message as soon as it has it, a persistent one on a
+durable queue after the store's fsync), and those confirms are coalesced: the channel collects the confirmed
+seqs and sends them with ``coalesce_and_send`` (one ``multiple=true`` ack up to the smallest publish still
+unconfirmed or nacked, a single ack each above it; a lone confirm is always ``multiple=false``), then the
+nacks the same way. Here the queues' confirms arrive once the frames of one read are handled (`flush`, which
+the connection calls then), and a stored publish's once its store batch has committed. The oracle does
+exactly that, every time, e.g. for transient T, unroutable mandatory U and persistent-to-durable P publishes
+in one TCP segment: TTU -> return, ack 3, ack 2 multiple; PUT -> return, ack 2, ack 3, (commit) ack 1
+(tests/compat/test_frame_order.py).
+
+State on the channel: ``confirmed_seq``, every publish up to it is settled on the wire; ``confirms_settled``,
+publishes above it already acked or nacked one by one; ``confirms_rejected``, publishes to nack at the next
+flush; ``commit_waits``, stored publishes waiting for their batch, in publish order: (publish seq, batch id,
+nack); ``confirms_scanned``, the last publish an earlier flush sorted. In the common case (every publish
+routed, nothing stored or rejected) only ``confirmed_seq`` moves, and one flush sends one basic.ack.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from bisect import bisect_left
 from typing import TYPE_CHECKING
 
 from protocol.fastpath import encode_basic_ack, encode_basic_nack
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from broker.core.vhost import VirtualHost
     from broker.session.ports import ChannelPort
 
+    _Encoder = Callable[[int, int, bool], bytes]  # encode_basic_ack / encode_basic_nack
 
-def published(channel: ChannelPort, vhost: VirtualHost, rejected: bool, stored: bool) -> None:
-    """A publish in confirm mode was routed; ``rejected``: a queue refused it (x-overflow reject-publish),
-    ``stored``: it was written to the store."""
+
+def published(channel: ChannelPort, vhost: VirtualHost, routed: bool, rejected: bool, stored: bool) -> None:
+    """A publish in confirm mode was handled; ``routed``: it reached a queue, ``rejected``: a queue refused it
+    (x-overflow reject-publish), ``stored``: it was written to the store."""
     channel.publish_seq += 1
     faults = channel.conn.faults
     if faults is not None and faults.take_nack(vhost.name):
@@ -31,30 +47,42 @@ def published(channel: ChannelPort, vhost: VirtualHost, rejected: bool, stored: 
         assert persistence is not None
         channel.commit_waits.append((channel.publish_seq, persistence.batch_id, rejected))
         persistence.on_commit(persistence.batch_id, channel)
-    elif channel.commit_waits:
-        if rejected:
-            channel.commit_waits.append((channel.publish_seq, 0, True))
-        channel.conn.want_confirm_flush(channel)
+    elif not routed:
+        _confirm_unroutable(channel, rejected)
     elif rejected:
-        _nack(channel, channel.publish_seq)
+        channel.confirms_rejected.append(channel.publish_seq)
+        channel.conn.want_confirm_flush(channel)
     else:
         channel.conn.want_confirm_flush(channel)
 
 
-def _nack(channel: ChannelPort, seq: int) -> None:
-    """Nack publish ``seq`` (confirms.md "basic.nack … when the queue … rejected it", or a test's injected
-    nack); the publishes before it are acked first."""
-    if seq - 1 > channel.confirmed_seq:
-        multiple = seq - 1 - channel.confirmed_seq > 1
-        channel.stats.confirm += seq - 1 - channel.confirmed_seq
-        channel.conn.write(encode_basic_ack(channel.channel_id, seq - 1, multiple))
-    channel.confirmed_seq = seq
-    channel.conn.write(encode_basic_nack(channel.channel_id, seq, False))
+def _confirm_unroutable(channel: ChannelPort, nack: bool) -> None:
+    """rabbit_channel process_routing_confirm(true, [], ...): no queue will confirm it, so the channel does,
+    once the publish is handled; alone, as the queues' confirms of earlier publishes are still to come. (A
+    nack here is a test's injected one: it takes the ack's place.)"""
+    seq = channel.publish_seq
+    conn = channel.conn
+    faults = conn.faults
+    if faults is not None and conn.vhost is not None and faults.holds(channel, conn.vhost.name):
+        if nack:
+            channel.confirms_rejected.append(seq)
+        conn.want_confirm_flush(channel)  # withheld: the flush after the release sends it
+        return
+    if nack:
+        conn.write(encode_basic_nack(channel.channel_id, seq, False))
+    else:
+        channel.stats.confirm += 1
+        conn.write(encode_basic_ack(channel.channel_id, seq, False))
+    if seq - 1 == channel.confirmed_seq:
+        channel.confirmed_seq = seq
+        channel.confirms_scanned = max(channel.confirms_scanned, seq)
+    else:
+        channel.confirms_settled.add(seq)
 
 
 def flush(channel: ChannelPort) -> None:
-    """One basic.ack per flush, ``multiple`` when it covers more than one publish; none past a publish whose
-    store batch has not committed yet."""
+    """Send what the queues and the store have confirmed since the last flush, as rabbit_channel's
+    send_confirms_and_nacks: the acks, then the nacks."""
     upto = channel.publish_seq
     if upto == channel.confirmed_seq or channel.closing:
         return
@@ -62,23 +90,76 @@ def flush(channel: ChannelPort) -> None:
     faults = conn.faults
     if faults is not None and conn.vhost is not None and faults.holds(channel, conn.vhost.name):
         return
-    waits = channel.commit_waits
-    if waits:
-        upto = _release_committed(channel, waits)
-        if upto <= channel.confirmed_seq:
-            return
+    if channel.commit_waits or channel.confirms_settled or channel.confirms_rejected:
+        _flush_sorted(channel)
+        return
+    # Every publish since the last flush was routed and nothing waits: one ack (coalesce_and_send).
     multiple = upto - channel.confirmed_seq > 1
     channel.stats.confirm += upto - channel.confirmed_seq
-    channel.confirmed_seq = upto
+    channel.confirmed_seq = channel.confirms_scanned = upto
     conn.write(encode_basic_ack(channel.channel_id, upto, multiple))
 
 
-def _release_committed(channel: ChannelPort, waits: deque[tuple[int, int, bool]]) -> int:
-    """Send the nacks whose turn has come; the highest publish seq that may be acked now."""
+def _flush_sorted(channel: ChannelPort) -> None:
+    """Sort the unsettled publishes into confirmed, rejected and still waiting, and send as RabbitMQ does."""
     vhost = channel.conn.vhost
     committed = vhost.persistence.committed_id if vhost is not None and vhost.persistence else 0
+    waits = channel.commit_waits
+    acks: list[int] = []
+    nacks = channel.confirms_rejected
+    channel.confirms_rejected = []
     while waits and waits[0][1] <= committed:
         seq, _, nack = waits.popleft()
-        if nack:
-            _nack(channel, seq)
-    return waits[0][0] - 1 if waits else channel.publish_seq
+        (nacks if nack else acks).append(seq)
+    known = {seq for seq, _, _ in waits}
+    known.update(channel.confirms_settled, acks, nacks)
+    start = max(channel.confirms_scanned, channel.confirmed_seq) + 1
+    acks.extend(seq for seq in range(start, channel.publish_seq + 1) if seq not in known)
+    channel.confirms_scanned = channel.publish_seq
+    acks.sort()
+    nacks.sort()
+    waiting = waits[0][0] if waits else None
+    if acks:
+        channel.stats.confirm += len(acks)
+        if len(acks) == 1:  # send_confirms([MsgSeqNo]): a lone ack is never multiple
+            _settle(channel, [], acks, encode_basic_ack)
+        else:
+            _coalesce(channel, acks, nacks, waiting, encode_basic_ack)
+    if nacks:
+        _coalesce(channel, nacks, acks, waiting, encode_basic_nack)
+    _normalise(channel)
+
+
+def _coalesce(
+    channel: ChannelPort, seqs: list[int], others: list[int], waiting: int | None, encode: _Encoder
+) -> None:
+    """rabbit_channel coalesce_and_send: ``multiple=true`` up to the last seq below the cutoff (the smallest
+    publish still waiting, else past the last seq; lower if one of ``others`` is lower), one by one above."""
+    cutoff = waiting if waiting is not None else seqs[-1] + 1
+    if others:
+        cutoff = min(cutoff, others[0])
+    below = bisect_left(seqs, cutoff)
+    _settle(channel, seqs[:below], seqs[below:], encode)
+
+
+def _settle(channel: ChannelPort, multiple: list[int], singles: list[int], encode: _Encoder) -> None:
+    conn, channel_id = channel.conn, channel.channel_id
+    if multiple:
+        conn.write(encode(channel_id, multiple[-1], True))
+        channel.confirmed_seq = max(channel.confirmed_seq, multiple[-1])
+    for seq in singles:
+        conn.write(encode(channel_id, seq, False))
+        channel.confirms_settled.add(seq)
+
+
+def _normalise(channel: ChannelPort) -> None:
+    """Move ``confirmed_seq`` up over the publishes settled one by one."""
+    settled = channel.confirms_settled
+    floor = channel.confirmed_seq
+    if settled:
+        settled.difference_update([seq for seq in settled if seq <= floor])
+        while floor + 1 in settled:
+            floor += 1
+            settled.discard(floor)
+        channel.confirmed_seq = floor
+    channel.confirms_scanned = max(channel.confirms_scanned, floor)

@@ -134,11 +134,15 @@ class ChannelPort(ConsumerChannel, CommitWaiter, Protocol):
     global_prefetch: int
     confirm: bool
     stats: ChannelStats  # message_stats counters (broker.core.stats)
-    # Publisher confirms (broker.session.confirms): the last publish seq, the last one confirmed, and the
-    # publishes waiting for a store commit with the nacks queued behind them.
+    # Publisher confirms (broker.session.confirms): the last publish seq, the seq up to which all are
+    # settled on the wire, those settled one by one above it, those to nack at the next flush, those
+    # waiting for a store commit, and the last publish a flush sorted.
     publish_seq: int
     confirmed_seq: int
+    confirms_settled: set[int]
+    confirms_rejected: list[int]
     commit_waits: deque[tuple[int, int, bool]]
+    confirms_scanned: int
     tx: Transaction | None
     last_queue: str
     reply_key: str
