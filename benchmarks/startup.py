@@ -1,12 +1,19 @@
-"""Startup benchmark (not a test): how soon a client can use WarrenMQ.
+"""Startup benchmark (not a test): how soon a client can use `warrenmq serve`, what its start-up imports cost,
+and how much memory it holds once ready.
 
-- process: `python -m broker serve --port 0` spawned → readiness line read → first AMQP handshake completed
-  (connection.open-ok received), measured from just before the spawn.
-- in-process: `EmbeddedBroker().start()` on a running loop → first handshake completed on it; and
-  `BrokerThread().start()` (thread + its own loop) for the sync flavour.
+- handshake: `python -m broker serve --port 0 ...` spawned → readiness line read → first AMQP handshake
+  completed (connection.open-ok received, ``broker.healthcheck.check``), measured from just before the spawn;
+  the median of ``--runs`` starts, with the default configuration (management and Prometheus on ephemeral
+  ports, the SQLite store under a fresh temporary directory) and with all three off;
+- imports: ``python -X importtime`` on the same command, each module's own ("self") import time summed per
+  top-level package (``broker.server.listener`` counts for ``broker``), the median over ``--import-runs``;
+- RSS at ready: the broker process's VmRSS once its first handshake completed.
+- in-process (``--in-process``): `EmbeddedBroker().start()` and `BrokerThread().start()` to a first handshake.
 
-Usage: PYTHONPATH=. .venv/bin/python benchmarks/startup.py [--runs N]
-Targets (issue #6): process ≤ 0.2 s, in-process ≤ 20 ms.
+Usage: .venv/bin/python benchmarks/startup.py [--runs 7] [--import-runs 3] [--markdown] [--in-process]
+       [--tree /tmp/old-tree]   # another source tree (e.g. `git archive` of an earlier commit)
+Target (issues #6, #29): the median to the first handshake under 200 ms with the default configuration, on an
+idle machine (the load average is printed with the results, before and after).
 """
 
 from __future__ import annotations
@@ -14,43 +21,132 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO
 
 from broker.healthcheck import check
 from broker.testing import BrokerThread, EmbeddedBroker
 
+BASE = [
+    sys.executable,
+    "-m",
+    "broker",
+    "serve",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    "0",
+    "--config-file",
+    "none",
+]
+# What `warrenmq serve` runs by default, on ephemeral ports (other brokers may hold 15672/15692 here).
+DEFAULT = ["--management-port", "0", "--prometheus-port", "0"]
+OFF = ["--management-port", "-1", "--prometheus-port", "-1", "--data-dir", "none"]
+# A start reads its modules' bytecode from a cache, as an installed broker does; PYTHONDONTWRITEBYTECODE (set
+# in some shells) would make every start compile the whole tree again (~2 s). A private cache leaves the
+# source tree clean; the first, uncounted start of each configuration fills it.
+CHILD_ENV = {
+    **{
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")
+    },
+    "PYTHONPYCACHEPREFIX": os.path.join(tempfile.gettempdir(), "warrenmq-startup-pycache"),
+}
+IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)$")
 
-def process_start() -> tuple[float, float]:
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    ready_s: float  # spawn -> readiness line
+    handshake_s: float  # spawn -> connection.open-ok
+    rss_kib: int  # VmRSS once the first handshake completed
+
+
+@contextmanager
+def spawned(
+    extra: list[str], python_flags: tuple[str, ...] = (), stderr: int | IO[str] = subprocess.DEVNULL
+) -> Iterator[subprocess.Popen[str]]:
+    """The broker with ``extra`` arguments (a fresh data directory unless they say none), stopped on exit."""
+    with tempfile.TemporaryDirectory(prefix="warrenmq-startup-") as data_dir:
+        data = [] if "--data-dir" in extra else ["--data-dir", data_dir]
+        command = [BASE[0], *python_flags, *BASE[1:], *extra, *data]
+        # `-m` puts the working directory first on sys.path: run in the tree under test (--tree).
+        cwd = CHILD_ENV.get("PYTHONPATH")
+        proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=CHILD_ENV, cwd=cwd
+        )
+        try:
+            yield proc
+        finally:
+            proc.terminate()
+            proc.wait()
+
+
+def _ready(proc: subprocess.Popen[str]) -> dict[str, object]:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("{"):
+        raise RuntimeError(f"no readiness line from the broker (exit {proc.poll()}): {line!r}")
+    ready: dict[str, object] = json.loads(line)
+    return ready
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
+def one_start(extra: list[str]) -> Start:
     began = time.perf_counter()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "broker",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--management-port",
-            "-1",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        ready = json.loads(proc.stdout.readline())
-        ready_at = time.perf_counter() - began
+    with spawned(extra) as proc:
+        ready = _ready(proc)
+        ready_s = time.perf_counter() - began
         check(f"amqp://guest:guest@127.0.0.1:{ready['amqp_port']}/")
-        return ready_at, time.perf_counter() - began
-    finally:
-        proc.terminate()
-        proc.wait()
+        handshake_s = time.perf_counter() - began
+        return Start(ready_s, handshake_s, rss_kib(proc.pid))
+
+
+def import_times(extra: list[str]) -> tuple[dict[str, float], int]:
+    """Milliseconds of own import time per top-level package up to the readiness line, and the number of
+    modules imported."""
+    # A file, not a pipe: -X importtime writes more than a pipe holds before the readiness line.
+    with tempfile.TemporaryFile("w+") as log, spawned(extra, ("-X", "importtime"), log) as proc:
+        _ready(proc)
+        log.flush()
+        log.seek(0)
+        err = log.read()
+    per_package: dict[str, float] = defaultdict(float)
+    modules = 0
+    for line in err.splitlines():
+        match = IMPORT_LINE.match(line)
+        if match is None:
+            continue
+        modules += 1
+        per_package[match.group(4).split(".")[0]] += int(match.group(1)) / 1000
+    return dict(per_package), modules
+
+
+def median_import_times(extra: list[str], runs: int) -> tuple[dict[str, float], int]:
+    samples = [import_times(extra) for _ in range(runs)]
+    packages = {name for sample, _ in samples for name in sample}
+    return (
+        {name: statistics.median(sample.get(name, 0.0) for sample, _ in samples) for name in packages},
+        int(statistics.median(count for _, count in samples)),
+    )
 
 
 async def in_process_start() -> tuple[float, float]:
@@ -74,22 +170,97 @@ def thread_start() -> float:
     return elapsed
 
 
-def _summary(name: str, values: list[float]) -> str:
+def _ms(values: list[float]) -> str:
     ms = sorted(v * 1000 for v in values)
-    return f"{name:<46} median {statistics.median(ms):7.1f} ms   min {ms[0]:7.1f}   max {ms[-1]:7.1f}"
+    return f"{statistics.median(ms):7.1f} ms (min {ms[0]:.1f}, max {ms[-1]:.1f})"
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f}, {five:.2f}, {fifteen:.2f}"
+
+
+def report(runs: int, import_runs: int, markdown: bool) -> None:
+    configs = {"default": DEFAULT, "all off": OFF}
+    print(f"load average before: {load()} ({os.cpu_count()} CPUs)")
+    for extra in configs.values():
+        one_start(extra)  # warm-up: the bytecode cache, the page cache
+    starts: dict[str, list[Start]] = {name: [] for name in configs}
+    for _ in range(runs):
+        for name, extra in configs.items():  # alternate, so that a burst of load hits both alike
+            starts[name].append(one_start(extra))
+    imports = {name: median_import_times(extra, import_runs) for name, extra in configs.items()}
+    print(f"load average after:  {load()}")
+    if markdown:
+        _markdown(runs, import_runs, starts, imports)
+        return
+    for name, values in starts.items():
+        print(f"{name}: spawn -> readiness line   {_ms([s.ready_s for s in values])}")
+        print(f"{name}: spawn -> first handshake  {_ms([s.handshake_s for s in values])}")
+        print(
+            f"{name}: RSS at ready              {statistics.median(s.rss_kib for s in values) / 1024:.1f} MiB"
+        )
+        per_package, modules = imports[name]
+        print(f"{name}: {modules} modules, own import time per top-level package (median of {import_runs}):")
+        for package, ms in sorted(per_package.items(), key=lambda item: -item[1])[:15]:
+            print(f"    {package:<28} {ms:7.1f} ms")
+        print(f"    {'(total)':<28} {sum(per_package.values()):7.1f} ms")
+
+
+def _markdown(
+    runs: int,
+    import_runs: int,
+    starts: dict[str, list[Start]],
+    imports: dict[str, tuple[dict[str, float], int]],
+) -> None:
+    names = list(starts)
+    print(f"\n| median of {runs} | " + " | ".join(names) + " |")
+    print("|---|" + "---:|" * len(names))
+    rows = {
+        "spawn → readiness line (ms)": [
+            statistics.median(s.ready_s for s in starts[n]) * 1000 for n in names
+        ],
+        "spawn → first handshake (ms)": [
+            statistics.median(s.handshake_s for s in starts[n]) * 1000 for n in names
+        ],
+        "RSS at ready (MiB)": [statistics.median(s.rss_kib for s in starts[n]) / 1024 for n in names],
+        "modules imported": [float(imports[n][1]) for n in names],
+    }
+    for label, values in rows.items():
+        print(f"| {label} | " + " | ".join(f"{v:,.1f}" if v < 1000 else f"{v:,.0f}" for v in values) + " |")
+    packages = sorted(
+        {p for n in names for p in imports[n][0]},
+        key=lambda p: -max(imports[n][0].get(p, 0.0) for n in names),
+    )
+    print(f"\n| own import time, ms (median of {import_runs}) | " + " | ".join(names) + " |")
+    print("|---|" + "---:|" * len(names))
+    for package in packages[:15]:
+        print(f"| {package} | " + " | ".join(f"{imports[n][0].get(package, 0.0):.1f}" for n in names) + " |")
+    totals = [sum(imports[n][0].values()) for n in names]
+    print("| (all) | " + " | ".join(f"{total:.1f}" for total in totals) + " |")
+
+
+def in_process(runs: int) -> None:
+    embedded = [asyncio.run(in_process_start()) for _ in range(runs)]
+    print(f"in-process EmbeddedBroker.start()           {_ms([e[0] for e in embedded])}")
+    print(f"in-process start -> first handshake done    {_ms([e[1] for e in embedded])}")
+    print(f"BrokerThread start -> first handshake done  {_ms([thread_start() for _ in range(runs)])}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=10)
-    runs = parser.parse_args().runs
-    ready, handshake = zip(*(process_start() for _ in range(runs)), strict=True)
-    print(_summary("process: spawn -> readiness line", list(ready)))
-    print(_summary("process: spawn -> first handshake done", list(handshake)))
-    embedded = [asyncio.run(in_process_start()) for _ in range(runs)]
-    print(_summary("in-process EmbeddedBroker.start()", [e[0] for e in embedded]))
-    print(_summary("in-process start -> first handshake done", [e[1] for e in embedded]))
-    print(_summary("BrokerThread start -> first handshake done", [thread_start() for _ in range(runs)]))
+    parser.add_argument("--runs", type=int, default=7, help="starts per configuration (default 7)")
+    parser.add_argument("--import-runs", type=int, default=3, help="-X importtime starts per configuration")
+    parser.add_argument("--markdown", action="store_true", help="tables for docs/benchmarks.md")
+    parser.add_argument("--tree", help="a WarrenMQ source tree to start instead of the installed one")
+    parser.add_argument("--in-process", action="store_true", help="also the embedded and thread starts")
+    args = parser.parse_args()
+    if args.tree:
+        # Ahead of the editable install's finder: the tree's own packages and extensions serve.
+        CHILD_ENV["PYTHONPATH"] = os.path.abspath(args.tree)
+    report(args.runs, args.import_runs, args.markdown)
+    if args.in_process:
+        in_process(args.runs)
 
 
 if __name__ == "__main__":

@@ -22,9 +22,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the broker in the foreground")
     add_serve_arguments(serve)
-    from broker.bench.runner import build_parser as build_bench_parser
-
-    build_bench_parser(commands.add_parser("bench", help="measure a broker's throughput and latency"))
+    # Listed here; main() hands `bench` its own parser, so that `serve` never imports the scenarios (their
+    # clients, psutil, concurrent.futures) at start-up (issue #29).
+    bench = commands.add_parser("bench", help="measure a broker's throughput and latency", add_help=False)
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     analytics = commands.add_parser(
         "analytics", help="PySpark jobs over the event journal (needs the `analytics` extra)", add_help=False
     )
@@ -52,6 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from broker.analytics.cli import main as analytics_main
 
         return analytics_main(argv[1:])
+    if argv[:1] == ["bench"]:
+        from broker.bench.runner import build_parser as build_bench_parser
+        from broker.bench.runner import run as run_bench
+
+        return run_bench(build_bench_parser().parse_args(argv[1:]))
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         # The broker renders plain console or JSON lines. structlog imports rich whenever it is installed
@@ -84,10 +90,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         config_from_loaded(loaded, args)  # refuses what `serve` would refuse
         print(render(loaded, args.output_format))
         return 0
-    if args.command == "bench":
-        from broker.bench.runner import run as run_bench
-
-        return run_bench(args)
     if args.command == "healthcheck":
         from broker.healthcheck import main as healthcheck
 

@@ -19,7 +19,6 @@ together (compiled modules call each other natively, so a mix would not work), w
 from __future__ import annotations
 
 import hashlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
@@ -60,8 +59,12 @@ def decide(root: Path, manifest: Mapping[str, str] | None, environ: Mapping[str,
     return COMPILED, ""
 
 
-class SourceFinder(importlib.abc.MetaPathFinder):
-    """Imports the listed modules from their ``.py``, even where an extension of that name is beside it."""
+class SourceFinder:
+    """Imports the listed modules from their ``.py``, even where an extension of that name is beside it.
+
+    A meta path finder is any object with ``find_spec``: not subclassing ``importlib.abc.MetaPathFinder``
+    keeps importlib.abc, and the importlib.resources, tempfile and shutil it imports, out of every start
+    (issue #29)."""
 
     def __init__(self, sources: Mapping[str, Path]) -> None:
         self.sources = dict(sources)

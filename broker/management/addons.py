@@ -5,20 +5,20 @@ management HTTP API (broker.management.app) once it has (its port goes into the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
-from aiohttp import web
 
 from broker.config import ServerConfig, TLSOptions
 from broker.config.cookie import cookie_path, ensure_cookie
 from broker.config.plugins import started_plugins
-from broker.management.app import build_app
-from broker.management.context import ManagementContext
-from broker.management.definitions import DefinitionsError, apply_definitions, load_definitions
-from broker.management.prometheus_app import build_prometheus_app
 from broker.server.listener import Addon, Server, StartupError
-from broker.server.tls import TLSConfigError, server_context
+
+# What each addon serves with is imported when that addon starts, not with this module: `warrenmq serve`
+# imports this module whatever it runs, and aiohttp, the management application, prometheus_client and the
+# TLS set-up are most of a start-up's import time (issue #29).
+if TYPE_CHECKING:
+    from aiohttp import web
 
 log = structlog.get_logger("warrenmq.management")
 
@@ -30,6 +30,8 @@ class DefinitionsAddon:
         self.path = path
 
     async def before_listen(self, server: Server) -> None:
+        from broker.management.definitions import DefinitionsError, apply_definitions, load_definitions
+
         try:
             apply_definitions(server.broker, load_definitions(self.path), self.path)
         except DefinitionsError as error:
@@ -54,6 +56,8 @@ def ensure_cookie_logged() -> str | None:
 
 async def _serve(app: web.Application, host: str, port: int, what: str) -> tuple[web.AppRunner, int]:
     """A runner serving ``app`` on ``host:port`` and the port it bound; StartupError when it cannot listen."""
+    from aiohttp import web
+
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
@@ -100,6 +104,11 @@ class ManagementAddon(_HTTPAddon):
         self.http = http or ssl_port is None
 
     async def after_listen(self, server: Server) -> dict[str, Any]:
+        from aiohttp import web
+
+        from broker.management.app import build_app
+        from broker.management.context import ManagementContext
+
         context = ManagementContext(
             server,
             node=server.config.node_name,
@@ -128,6 +137,10 @@ class ManagementAddon(_HTTPAddon):
     async def _start_https(self) -> int:
         assert self._runner is not None
         assert self.ssl_port is not None
+        from aiohttp import web
+
+        from broker.server.tls import TLSConfigError, server_context
+
         try:
             ssl_context = server_context(self.ssl_options)
         except TLSConfigError as error:
@@ -154,6 +167,9 @@ class PrometheusAddon(_HTTPAddon):
         self.port = port
 
     async def after_listen(self, server: Server) -> dict[str, Any]:
+        from broker.management.context import ManagementContext
+        from broker.management.prometheus_app import build_prometheus_app
+
         context = ManagementContext(server, http_host=self.host)
         self._runner, port = await _serve(build_prometheus_app(context), self.host, self.port, "prometheus")
         log.info("prometheus_listening", port=port)

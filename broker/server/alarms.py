@@ -8,18 +8,19 @@ told of a change (``on_change``) blocks and unblocks publishers (``broker.server
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import psutil
 import structlog
 
 from broker.config.model import Watermark
 from broker.core.clock import Clock, TimerHandle
+
+if TYPE_CHECKING:
+    import psutil
 
 log = structlog.get_logger("warrenmq.alarms")
 
@@ -41,7 +42,7 @@ _CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.lim
 def total_memory_bytes() -> int:
     """The RAM the broker may use: the machine's, or its cgroup's limit when lower (as RabbitMQ 3.x reads
     the cgroup limit in containers)."""
-    total = int(psutil.virtual_memory().total)
+    total = physical_memory_bytes()
     for path in _CGROUP_LIMITS:
         try:
             with open(path) as limit_file:
@@ -51,6 +52,17 @@ def total_memory_bytes() -> int:
         if text.isdigit() and 0 < int(text) < total:
             total = int(text)
     return total
+
+
+def physical_memory_bytes() -> int:
+    """The machine's RAM: its physical pages (Linux: MemTotal, the figure psutil reads too), or psutil's where
+    the system does not tell. psutil is imported only then: importing it costs start-up time (issue #29)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not a POSIX system with the names
+        import psutil
+
+        return int(psutil.virtual_memory().total)
 
 
 def memory_limit_bytes(watermark: Watermark, total_bytes: int) -> int:
@@ -77,7 +89,9 @@ def process_rss_bytes() -> int:
     if not _STATM and not _SELF:
         try:
             _STATM.append(os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC))
-        except OSError:  # not Linux: psutil's own way
+        except OSError:  # not Linux: psutil's own way (imported only here, see physical_memory_bytes)
+            import psutil
+
             _SELF.append(psutil.Process())
     if _STATM:
         return int(os.pread(_STATM[0], 128, 0).split()[1]) * _PAGE_SIZE
@@ -89,6 +103,10 @@ def disk_free_bytes(path: str) -> int:
 
 
 def _malloc_trim() -> Callable[[], None]:
+    # ctypes (and find_library's search) only once a trim is due: most brokers never reach the watermark.
+    import ctypes
+    import ctypes.util
+
     name = ctypes.util.find_library("c")
     try:
         trim = ctypes.CDLL(name).malloc_trim if name else None
@@ -139,7 +157,7 @@ class ResourceAlarms:
         self.mem_alarm = False
         self.disk_alarm = False
         self._timers: dict[str, TimerHandle] = {}
-        self._trim = _malloc_trim()
+        self._trim: Callable[[], None] | None = None  # resolved by the first trim_heap
         self._trimmed_at_s = 0.0
         self._running = False
 
@@ -172,12 +190,14 @@ class ResourceAlarms:
 
     def trim_heap(self) -> None:
         """Hand freed heap pages back to the OS (glibc), so that RSS shows memory given up."""
+        if self._trim is None:
+            self._trim = _malloc_trim()
         self._trim()
 
     def sample_memory(self) -> None:
         if self.mem_alarm and self.clock.monotonic_s() - self._trimmed_at_s >= TRIM_INTERVAL_S:
             self._trimmed_at_s = self.clock.monotonic_s()
-            self._trim()
+            self.trim_heap()
         try:
             self.mem_used = self.sources.rss_bytes()
         except OSError as error:  # keep the last figure and keep sampling (the timer must not die)

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from broker.core.clock import TimerHandle
 from broker.server.flow_control import ConnectionThrottle, FlowControl
-from broker.server.tls import login_name
 from broker.session.config import FLOW_MORE_CREDIT
 from broker.session.connection_session import ConnectionSession
 from broker.session.lifecycle_events import Endpoint
@@ -105,6 +104,10 @@ class AMQPProtocol(asyncio.Protocol):
         self.session.faults = self.server.faults
         self.session.on_first_publish = self._first_publish
         if transport.get_extra_info("ssl_object") is not None:
+            # Only a TLS listener's connections get here, and it imported broker.server.tls already; a
+            # broker without one never imports it (issue #29).
+            from broker.server.tls import login_name
+
             self.session.peer_cert_login = login_name(
                 transport.get_extra_info("peercert"), self.server.config.ssl_cert_login_from
             )

@@ -8,7 +8,7 @@ import json
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
@@ -22,22 +22,22 @@ from broker.config.plugins import (
 )
 from broker.core.broker import Broker
 from broker.core.clock import Clock
-from broker.journal.service import JournalService, preload
 from broker.server.alarms import AlarmSources, ResourceAlarms
 from broker.server.amqp_protocol import AMQPProtocol
 from broker.server.clock import LoopClock
 from broker.server.flow_control import FlowControl
 from broker.server.paging import MemoryPager
 from broker.server.runtime import tune_for_serving
-from broker.server.tls import TLSConfigError, server_context
 from broker.session.event_exchange import EventExchange
 from broker.session.faults import SessionFaults
 from broker.storage.base import StorageError, Store
 from broker.storage.recovery import recover
-from broker.storage.sqlite import SqliteStore
 from broker.storage.writer import StoreWriter
 from protocol import compiled
 from protocol.header_rewrite import rewrite_content_header
+
+if TYPE_CHECKING:
+    from broker.journal.service import JournalService
 
 log = structlog.get_logger("warrenmq.server")
 
@@ -64,6 +64,9 @@ class Server:
         # The durable store: the one given (an embedded broker's MemoryStore), SQLite under --data-dir, or
         # none.
         if store is None and config.data_dir is not None:
+            # sqlite3 only for a data directory: `--data-dir none` starts without it (issue #29).
+            from broker.storage.sqlite import SqliteStore
+
             try:
                 store = SqliteStore(config.data_dir, config.fsync)
             except StorageError as error:
@@ -117,6 +120,9 @@ class Server:
             self.alarms.on_memory = self.pager.sampled
         self.journal: JournalService | None = None
         if config.journal is not None:
+            # The journal's modules only when it is on: it is off by default (issue #29).
+            from broker.journal.service import JournalService
+
             self.journal = JournalService(config.journal, self.broker.events, loop)
         # Not attached at all when off: the topology emit sites then skip on ``events.observers``. Attached
         # once recovery is done, as the plugin's boot step follows rabbit's recovery: what the store brings
@@ -168,6 +174,9 @@ class Server:
     async def _start_tls(self) -> None:
         """The AMQPS listener (``broker.server.tls``), with ssl_handshake_timeout."""
         assert self.config.ssl_port is not None
+        # broker.server.tls only for an AMQPS listener: start-up without one does not import it (issue #29).
+        from broker.server.tls import TLSConfigError, server_context
+
         try:
             context = server_context(self.config.ssl_options)
         except TLSConfigError as error:
@@ -303,6 +312,8 @@ def report_ready(ready: dict[str, Any], plugins: Sequence[str] = ()) -> None:
 
 def run(config: ServerConfig, addons: Sequence[Addon] = ()) -> int:
     if config.journal is not None:
+        from broker.journal.service import preload  # only when on (see Server.__init__)
+
         preload(config.journal)  # before the freeze below, which then covers the journal's libraries
     tune_for_serving()
     try:
