@@ -37,6 +37,16 @@ class Dispatcher:
             self._scheduled = True
             self._call_soon(self.run)
 
+    def catch_up(self, queue: Dispatchable) -> None:
+        """Run ``queue``'s pending dispatch now, one batch, instead of at the scheduled pass: a channel is
+        about to make a request of the queue that RabbitMQ's queue process would handle only after the
+        deliveries that earlier requests (an ack, a requeue, a publish) made possible."""
+        if queue not in self._pending:
+            return
+        del self._pending[queue]
+        if queue.dispatch(self._batch):
+            self.wake(queue)
+
     @property
     def idle(self) -> bool:
         """No dispatch pass is scheduled (the test `settle()` barrier waits for this)."""

@@ -39,7 +39,7 @@ def warrenmq_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     RabbitMQ's after the fsync), once with the C wire loops and once as pure Python (WARRENMQ_PURE=1)."""
     env = {"WARRENMQ_PURE": "1"} if request.param == "pure" else {"WARRENMQ_PURE": "0"}
     data_dir = tmp_path_factory.mktemp(f"frame-order-{request.param}")
-    broker = start_broker_process("--data-dir", str(data_dir), env=env)
+    broker = start_broker_process("--data-dir", str(data_dir), "--prometheus-port", "0", env=env)
     try:
         yield broker.url
     finally:
@@ -216,3 +216,63 @@ def _relative(tokens: str, base: int) -> str:
 def test_confirms_mixed_with_returns_and_nacks_match_rabbitmq(rabbitmq_url: str, warrenmq_url: str) -> None:
     expected = _confirms(rabbitmq_url)
     assert _confirms(warrenmq_url) == expected
+
+
+# -- deliveries a settlement makes possible ------------------------------------------------------------------
+
+# The methods of tests/component/test_dispatch_order.py whose frames WarrenMQ sends in RabbitMQ's order (purge
+# and get after a settlement deviate in frame order only: README).
+DISPATCH_CASES: dict[str, tuple[int, tuple[Any, ...]]] = {
+    "recover then cancel": (
+        0,
+        (commands.Basic.Recover(requeue=True), commands.Basic.Cancel(consumer_tag="A")),
+    ),
+    "ack then cancel": (1, (commands.Basic.Ack(delivery_tag=1), commands.Basic.Cancel(consumer_tag="A"))),
+    "nack then cancel": (
+        1,
+        (commands.Basic.Nack(delivery_tag=1, requeue=True), commands.Basic.Cancel(consumer_tag="A")),
+    ),
+    "reject then cancel": (
+        1,
+        (commands.Basic.Reject(delivery_tag=1, requeue=True), commands.Basic.Cancel(consumer_tag="A")),
+    ),
+    "ack then consume": (1, (commands.Basic.Ack(delivery_tag=1), commands.Basic.Consume(consumer_tag="B"))),
+    "ack then qos": (1, (commands.Basic.Ack(delivery_tag=1), commands.Basic.Qos(prefetch_count=1))),
+    "recover then qos": (0, (commands.Basic.Recover(requeue=True), commands.Basic.Qos(prefetch_count=7))),
+    "ack then cancel of another tag": (
+        1,
+        (commands.Basic.Ack(delivery_tag=1), commands.Basic.Cancel(consumer_tag="Z")),
+    ),
+}
+
+
+def _dispatch_case(url: str, name: str) -> str:
+    prefetch, methods = DISPATCH_CASES[name]
+    queue = f"fo-{uuid.uuid4().hex[:8]}"
+    with _connected(url) as client:
+        client.send(commands.Queue.Declare(queue=queue, exclusive=True), 1)
+        client.expect(commands.Queue.DeclareOk)
+        client.send_bytes(b"".join(_publish(queue, body) for body in (b"m0", b"m1", b"m2")))
+        if prefetch:
+            client.send(commands.Basic.Qos(prefetch_count=prefetch), 1)
+            client.expect(commands.Basic.QosOk)
+        client.send(commands.Basic.Consume(queue=queue, consumer_tag="A"), 1)
+        wanted = prefetch or 3
+        _collect(client, lambda frames: sum(isinstance(value, ContentBody) for _, value in frames) == wanted)
+        methods = tuple(
+            commands.Basic.Consume(queue=queue, consumer_tag=method.consumer_tag)
+            if isinstance(method, commands.Basic.Consume)
+            else method
+            for method in methods
+        )
+        client.send_bytes(b"".join(_method(1, method) for method in methods))
+        # Nothing marks the end of what the read causes: frames until the broker is quiet for a while.
+        return _tokens(_collect(client, bool, quiet_s=0.5))
+
+
+@pytest.mark.parametrize("name", sorted(DISPATCH_CASES))
+def test_settlement_deliveries_precede_the_next_queue_request_as_on_rabbitmq(
+    rabbitmq_url: str, warrenmq_url: str, name: str
+) -> None:
+    expected = _dispatch_case(rabbitmq_url, name)
+    assert _dispatch_case(warrenmq_url, name) == expected

@@ -79,6 +79,10 @@ def consume(channel: ChannelPort, method: commands.Basic.Consume) -> None:
         prefetch_count=channel.prefetch_count,
         arguments=method.arguments,
     )
+    # What the queue could already hand out (after an ack or recover in the same read) goes to the consumers
+    # it has, before this one joins: rabbit_amqqueue_process handles its mailbox in order, and sends the
+    # consume-ok itself (checked against RabbitMQ 3.10.8, tests/compat/test_frame_order.py).
+    queue.dispatcher.catch_up(queue)
     # add_consumer only schedules dispatch, so consume-ok still precedes the first basic.deliver.
     add_consumer(queue, consumer)
     channel.consumers[tag] = consumer
@@ -106,6 +110,12 @@ def _check_consumer_priority(queue: Queue, arguments: Mapping[str, object] | Non
 
 def cancel(channel: ChannelPort, method: commands.Basic.Cancel) -> None:
     tag = method.consumer_tag or ""
+    known = channel.consumers.get(tag)
+    if known is not None:
+        # Deliveries an ack, nack or recover earlier in the read made possible go to this consumer before
+        # its cancel-ok, which rabbit_amqqueue_process sends after them (basic.recover then basic.cancel:
+        # the consumer gets its messages back, redelivered, as on RabbitMQ 3.10.8).
+        known.queue.dispatcher.catch_up(known.queue)
     consumer = channel.consumers.pop(tag, None)
     # An unknown tag is not an error: the spec and rabbit_channel answer cancel-ok anyway.
     if not method.nowait:
@@ -120,6 +130,9 @@ def get(channel: ChannelPort, method: commands.Basic.Get) -> None:
     name = resolve_queue_name(channel, method.queue)
     check(channel, "queue", name, "read")
     queue = _vhost(channel).queue(name, channel.conn)
+    # The queue's consumers get what an earlier ack or recover of the read freed before basic.get takes one,
+    # as rabbit_amqqueue_process orders them (RabbitMQ sends the get-ok first, though: see README).
+    queue.dispatcher.catch_up(queue)
     features = queue.features
     if features is not None and features.settings.queue_type == QUORUM:
         get_from_quorum(channel, queue, method)

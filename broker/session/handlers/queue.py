@@ -50,6 +50,10 @@ def declare(channel: ChannelPort, method: commands.Queue.Declare) -> None:
     if not known and queue.exclusive_owner is conn:
         conn.exclusive_queues.append(queue)
     channel.last_queue = queue.name
+    # declare-ok counts what is left once the queue has handed out what an ack or recover earlier in the
+    # read freed (rabbit_amqqueue:stat reaches the queue process after those; RabbitMQ sends declare-ok
+    # before the deliveries, though: see README).
+    queue.dispatcher.catch_up(queue)
     if not method.nowait:
         conn.send(
             channel.channel_id,
@@ -111,7 +115,12 @@ def unbind(channel: ChannelPort, method: commands.Queue.Unbind) -> None:
 def purge(channel: ChannelPort, method: commands.Queue.Purge) -> None:
     name = resolve_queue_name(channel, method.queue)
     check(channel, "queue", name, "read")
-    count = _vhost(channel).purge_queue(name, channel.conn)
+    vhost = _vhost(channel)
+    # What an ack or recover earlier in the read freed goes to the consumers first, as the queue process
+    # handles them before the purge (RabbitMQ sends purge-ok before the deliveries, though: see README).
+    queue = vhost.queue(name, channel.conn)
+    queue.dispatcher.catch_up(queue)
+    count = vhost.purge_queue(name, channel.conn)
     if not method.nowait:
         channel.conn.send(channel.channel_id, commands.Queue.PurgeOk(message_count=count))
 
