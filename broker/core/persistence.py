@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from broker.core.bindings import Binding
 from broker.core.exchange import Exchange
+from broker.core.exchanges.delayed import DelayStore
 from broker.core.queue import Queue, QueueStore
 
 
@@ -22,7 +23,7 @@ class CommitWaiter(Protocol):
         ...
 
 
-class Persistence(QueueStore, Protocol):
+class Persistence(QueueStore, DelayStore, Protocol):
     """Write-behind of durable state; every call is cheap and never blocks (the store batches)."""
 
     # A counter of message and topology writes: a caller compares it before and after an operation to learn
@@ -90,7 +91,8 @@ class Persistence(QueueStore, Protocol):
 
     def binding_removed(self, vhost: str, binding: Binding) -> None: ...
 
-    # The queue's own calls (queue_consumed, queue_deleted and the messages'): see QueueStore.
+    # The queue's own calls (queue_consumed, queue_deleted and the messages'): see QueueStore; a durable
+    # delayed-message exchange's: see DelayStore.
 
 
 def is_durable_queue(queue: Queue) -> bool:

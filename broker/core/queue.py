@@ -94,6 +94,13 @@ class QueueStore(Protocol):
     def messages_removed(self, queue: Queue, envelopes: Iterable[Envelope]) -> None:
         """Acked, rejected, dead-lettered out, expired, dropped, purged or delivered with no_ack."""
 
+    def messages_returned(
+        self, queue: Queue, envelopes: Iterable[Envelope], committed: Callable[[], None]
+    ) -> None:
+        """Quorum returns: each message's ``delivery_count`` is stored and its delivered mark cleared;
+        ``committed`` runs on the loop once that is durable (rabbit_fifo commits a return to its log before
+        the message can go out again, so a redelivery never runs ahead of the count that limits it)."""
+
     def stream_appended(
         self, queue: Queue, segment_first: int, offset: int, appended_ms: int, message: Message
     ) -> None:

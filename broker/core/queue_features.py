@@ -54,6 +54,7 @@ class QueueFeatures:
     """Feature state of one queue; every method takes over the matching `Queue` method."""
 
     __slots__ = (
+        "_awaiting_commit",
         "_expiry_due",
         "_expiry_timer",
         "_last_used",
@@ -77,6 +78,8 @@ class QueueFeatures:
         self._expiry_due: int | None = None
         self._unused_timer: TimerHandle | None = None
         self._last_used = host.clock.monotonic_s()
+        # Quorum returns whose delivery counts are not committed yet: dispatch waits for them (see requeue).
+        self._awaiting_commit = 0
         ready = queue.ready_envelopes()  # a featured queue keeps every copy in an envelope (``ready``)
         if settings.max_priority:
             prioritised = PriorityReady(settings.max_priority)
@@ -265,6 +268,8 @@ class QueueFeatures:
         return best
 
     def dispatch(self, budget: int) -> bool:
+        if self._awaiting_commit:
+            return False  # a returned message's count first (requeue): the commit wakes the queue
         queue = self.queue
         ready = queue.ready
         delivered = 0
@@ -315,6 +320,7 @@ class QueueFeatures:
         queue, settings = self.queue, self.settings
         ready = queue.ready
         over_limit: list[Envelope] = []
+        counted: list[Envelope] = []
         quorum = settings.queue_type == QUORUM
         limit = settings.delivery_limit
         # ``queue.ready`` is typed as the deque it usually is, but a priority queue keeps a PriorityReady
@@ -329,6 +335,7 @@ class QueueFeatures:
                     over_limit.append(envelope)
                     continue
                 envelope.message = self.host.with_delivery_count(envelope.message, envelope.delivery_count)
+                counted.append(envelope)
             added(queue, envelope)
             if prioritised is not None:
                 prioritised.insert_in_order(envelope)
@@ -336,12 +343,22 @@ class QueueFeatures:
                 ready.appendleft(envelope)
             else:
                 ready.insert(bisect_left(ready, envelope.seq, key=seq_of), envelope)
+        if counted and queue.store is not None:
+            # rabbit_fifo commits a return to its log before the message can go out again: the new count
+            # is durable before the redelivery that carries it, so a crash cannot hand out one delivery
+            # more than x-delivery-limit allows. Dispatch holds until the commit (a loop turn or two).
+            self._awaiting_commit += 1
+            queue.store.messages_returned(queue, counted, self._returns_committed)
         if over_limit:
             over_limit.reverse()
             self.host.dead_letter(queue, over_limit, DELIVERY_LIMIT)
         self._drop_expired()
         self._arm_expiry()
         queue.wake()
+
+    def _returns_committed(self) -> None:
+        self._awaiting_commit -= 1
+        self.queue.wake()
 
     def close(self) -> None:
         """The queue is deleted: stop its timers."""

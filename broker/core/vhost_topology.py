@@ -127,10 +127,14 @@ class VhostTopology:
         self.exchanges[name] = exchange
         if self.policies is not None:
             apply_to_exchange(self.policies, self.name, exchange)
+        durable = self.persistence is not None and is_durable_exchange(exchange)
         attach = getattr(exchange.kind, "attach", None)
         if attach is not None:
-            attach(self, name)  # the VirtualHost this is part of: a DelayHost (clock, publish_held)
-        if self.persistence is not None and is_durable_exchange(exchange):
+            # The VirtualHost this is part of (a DelayHost: clock, publish_held) and, for a durable exchange,
+            # the store that keeps what it holds.
+            attach(self, name, self.persistence if durable else None)
+        if durable:
+            assert self.persistence is not None
             self.persistence.exchange_declared(self.name, exchange)
         if self.events.observers:
             self.events.topology(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from broker.core.events import EventBus, Fate
 from broker.core.message import Message
 from broker.core.queue import Envelope, Queue
+from broker.core.queue_settings import QUORUM
 from broker.core.unacked import Delivery
 from protocol.errors import ReplyCode
 
@@ -86,12 +87,16 @@ def settled_steps(events: EventBus, deliveries: list[Delivery], requeue: bool | 
 
 def stored_delivery(queue: Queue, envelope: Envelope, no_ack: bool) -> None:
     """A persistent message of a durable queue went out: with no_ack it is gone; otherwise it is marked
-    delivered, so a crash brings it back redelivered (a requeued one is marked already)."""
+    delivered, so a restart brings it back redelivered (a requeued one is marked already). A quorum queue
+    marks every delivery: its return cleared the mark, and a message still marked at a restart counts one
+    more return (its consumer is gone, as rabbit_fifo counts a consumer's 'down')."""
     store = queue.store
     assert store is not None
     if no_ack:
         store.messages_removed(queue, (envelope,))
-    elif not envelope.redelivered:
+    elif not envelope.redelivered or (
+        queue.features is not None and queue.features.settings.queue_type == QUORUM
+    ):
         store.message_delivered(queue, envelope)
 
 

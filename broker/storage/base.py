@@ -31,6 +31,9 @@ KEY_SEQ_BITS = 40  # 10^12 messages per queue before a key would spill into the 
 TopologyOp = tuple[str, tuple[Any, ...]]
 # (key, exchange, routing_key, content-header payload, body, expires_at epoch ms or None, delivered 0/1)
 MessageRow = tuple[int, str, str, bytes, bytes, int | None, int]
+# A message held by a durable x-delayed-message exchange: (key, vhost, holding exchange, due epoch ms,
+# exchange published to, routing_key, content-header payload, body)
+DelayedRow = tuple[int, str, str, int, str, str, bytes, bytes]
 
 
 def message_key(queue_id: int, seq: int) -> int:
@@ -62,6 +65,15 @@ class Batch:
     stream_appends: list[StreamRow] = field(default_factory=list)
     stream_rolls: list[tuple[int, int]] = field(default_factory=list)
     stream_dropped: list[tuple[int, int]] = field(default_factory=list)
+    # Quorum returns: message key -> (its delivery count (x-delivery-count), delivered mark): a return clears
+    # the mark (the message is back in the queue), a delivery after it in the same batch sets it again.
+    # Applied after the inserts and delivered marks, so it wins over a mark made earlier in the batch.
+    counted: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # Delayed messages (DelayedRow by key) and the keys of those that came due or went with their exchange.
+    # Applied after the topology, so that an exchange deleted and declared again in one batch keeps only
+    # the messages held after the declare (the writer drops the earlier ones from ``delayed_added``).
+    delayed_added: dict[int, DelayedRow] = field(default_factory=dict)
+    delayed_removed: list[int] = field(default_factory=list)
     waiters: dict[CommitWaiter, None] = field(default_factory=dict)
     committed: bool = False  # set by whoever applied it, so shutdown never applies it twice
 
@@ -75,6 +87,9 @@ class Batch:
             or self.stream_appends
             or self.stream_rolls
             or self.stream_dropped
+            or self.counted
+            or self.delayed_added
+            or self.delayed_removed
         )
 
 
@@ -178,6 +193,21 @@ class Store(Protocol):
 
     def max_queue_id(self) -> int: ...
 
+    def begin(self) -> bool:
+        """Called once at start-up, before recovery: whether the previous run closed the store cleanly, and
+        record (durably) that this run has not yet: a crash from now on is seen by the next start."""
+        ...
+
+    def delivery_counts(self, queue_id: int) -> dict[int, int]:
+        """A quorum queue's stored delivery counts (message key -> count), for the messages that have one."""
+        ...
+
+    def delayed_messages(self) -> Iterator[DelayedRow]:
+        """The messages held by durable delayed-message exchanges, in due order."""
+        ...
+
+    def max_delayed_key(self) -> int: ...
+
     def stream_segments(self, queue_id: int) -> Iterator[StoredSegment]:
         """A stream queue's log: each segment's first offset, the offsets its tracking snapshot took, and its
         entries in offset order, or for a closed segment left in its file, its seal."""
@@ -192,4 +222,7 @@ class Store(Protocol):
         """Apply and commit ``batch`` (fsync per the store's policy); raise on failure."""
         ...
 
-    def close(self) -> None: ...
+    def close(self, clean: bool = True) -> None:
+        """Release the store; ``clean``: everything was committed, so the next start may trust the delivered
+        marks (after a crash RabbitMQ's queue index marks every recovered message delivered)."""
+        ...

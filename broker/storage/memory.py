@@ -13,6 +13,7 @@ from broker.storage.base import (
     Batch,
     BindingRow,
     Definitions,
+    DelayedRow,
     ExchangeRow,
     MessageRow,
     ParameterRow,
@@ -40,7 +41,24 @@ class MemoryStore:
         self.rows: dict[int, MessageRow] = {}
         self.parameters: dict[tuple[str, str, str], ParameterRow] = {}
         self.streams: dict[int, dict[int, list[StreamRecord]]] = {}  # queue id -> segment first -> entries
+        self.counts: dict[int, int] = {}  # quorum delivery counts by message key
+        self.delayed: dict[int, DelayedRow] = {}
+        self.clean = True  # a new store has nothing to distrust
         self.commits = 0
+
+    def begin(self) -> bool:
+        clean, self.clean = self.clean, False
+        return clean
+
+    def delivery_counts(self, queue_id: int) -> dict[int, int]:
+        low, high = queue_key_range(queue_id)
+        return {key: count for key, count in self.counts.items() if low <= key < high and key in self.rows}
+
+    def delayed_messages(self) -> Iterator[DelayedRow]:
+        return iter(sorted(self.delayed.values(), key=lambda row: (row[3], row[0])))
+
+    def max_delayed_key(self) -> int:
+        return max(self.delayed, default=0)
 
     def load(self) -> Definitions:
         return Definitions(
@@ -79,12 +97,23 @@ class MemoryStore:
         for op, row in batch.topology:
             self._topology(op, row)
         self.rows.update(batch.added)
+        for key in batch.added:
+            self.counts.pop(key, None)  # as SQLite's INSERT OR REPLACE resets the column
         for key in batch.delivered:
             stored = self.rows.get(key)
             if stored is not None:
                 self.rows[key] = (*stored[:6], 1)
+        for key, (count, delivered) in batch.counted.items():
+            stored = self.rows.get(key)
+            if stored is not None:
+                self.rows[key] = (*stored[:6], delivered)
+                self.counts[key] = count
+        self.delayed.update(batch.delayed_added)
+        for key in batch.delayed_removed:
+            self.delayed.pop(key, None)
         for key in batch.removed:
             self.rows.pop(key, None)
+            self.counts.pop(key, None)
         for queue_id, first, *record in batch.stream_appends:
             self.streams.setdefault(queue_id, {}).setdefault(first, []).append(tuple(record))  # type: ignore[arg-type]
         for queue_id, first in batch.stream_rolls:
@@ -121,6 +150,7 @@ class MemoryStore:
             self.exchanges[(str(row[0]), str(row[1]))] = ExchangeRow(*row)
         elif op == "exchange-":
             self.exchanges.pop((str(row[0]), str(row[1])), None)
+            self.delayed = {key: d for key, d in self.delayed.items() if (d[1], d[2]) != (row[0], row[1])}
         elif op == "queue+":
             self.queues[int(row[0])] = QueueRow(*row)
         elif op == "queue~":
@@ -158,6 +188,7 @@ class MemoryStore:
         self.exchanges = {key: row for key, row in self.exchanges.items() if row.vhost != name}
         self.bindings = {row: None for row in self.bindings if row.vhost != name}
         self.parameters = {key: row for key, row in self.parameters.items() if row.vhost != name}
+        self.delayed = {key: row for key, row in self.delayed.items() if row[1] != name}
         for queue in [queue for queue in self.queues.values() if queue.vhost == name]:
             del self.queues[queue.id]
             self._drop_messages(queue.id)
@@ -168,5 +199,6 @@ class MemoryStore:
         for key in [key for key in self.rows if low <= key < high]:
             del self.rows[key]
 
-    def close(self) -> None:
+    def close(self, clean: bool = True) -> None:
         """Nothing to release: the state stays for a broker started later with this store."""
+        self.clean = clean

@@ -2,8 +2,13 @@
 durable queue's messages in publish order, all before the listener accepts a connection.
 
 A message marked delivered (it was unacked when the broker stopped) comes back with redelivered=true, as
-RabbitMQ's classic queues do. An entity the broker now refuses (a changed profile, say) is logged and left in
-the store untouched, never deleted: the next start with a fitting configuration gets it back.
+RabbitMQ's classic queues do. After a crash (the store was not closed cleanly) every recovered message comes
+back redelivered, as rabbit_queue_index marks every message delivered at a dirty recovery: a delivery leaves
+the broker before the batch holding its mark commits, so the marks cannot be trusted then. A quorum queue
+keeps its delivery counts; a message still marked delivered counts one more return (its consumer is gone).
+Then the messages durable delayed-message exchanges held (broker.storage.delayed_recovery). An entity the
+broker now refuses (a changed profile, say) is logged and left in the store untouched, never deleted: the
+next start with a fitting configuration gets it back.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from broker.core.policies import PolicyError, parse_policy
 from broker.core.queue import Envelope, Queue
 from broker.core.queue_admin import recover_messages
 from broker.core.queue_features import TimedEnvelope
+from broker.core.queue_settings import QUORUM
 from broker.core.runtime_parameters import ParameterError
 from broker.core.stream_log import ClosedSegmentMeta
 from broker.core.stream_queue import StreamPath
@@ -33,6 +39,8 @@ from broker.storage.base import (
     QueueRow,
     Store,
 )
+from broker.storage.delayed_recovery import recover_delayed
+from broker.storage.quorum_recovery import quorum_envelopes
 from broker.storage.stream_reader import message_of
 from broker.storage.writer import StoreWriter
 from protocol.errors import AMQPError
@@ -50,6 +58,7 @@ class RecoveryReport:
     bindings: int = 0
     messages: int = 0
     redelivered: int = 0
+    delayed: int = 0
     skipped: int = 0
     auto_deleted: int = 0
 
@@ -99,6 +108,7 @@ def store_configured_grants(broker: Broker, definitions: Definitions) -> None:
 
 def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport:
     report = RecoveryReport()
+    clean = store.begin()
     definitions = store.load()
     queues: list[tuple[Queue, QueueRow]] = []
     auto_deleted: set[tuple[str, str]] = set()
@@ -180,14 +190,23 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
         if isinstance(queue.features, StreamPath):
             report.messages += _recover_stream(queue, queue.features, store, writer)
             continue
-        envelopes = [_envelope(message) for message in store.messages(row.id)]
-        report.messages += len(envelopes)
-        report.redelivered += sum(1 for envelope in envelopes if envelope.redelivered)
+        quorum = queue.features is not None and queue.features.settings.queue_type == QUORUM
+        rows = list(store.messages(row.id))
+        if quorum:
+            envelopes, checked_out = quorum_envelopes(queue, rows, store.delivery_counts(row.id), clean)
+        else:
+            envelopes, checked_out = [_envelope(message, clean) for message in rows], []
+        report.messages += len(rows)
+        report.redelivered += sum(1 for envelope in envelopes if envelope.redelivered) + len(checked_out)
         if queue.features is None and any(isinstance(envelope, TimedEnvelope) for envelope in envelopes):
             # A plain queue tracked per-message deadlines (the expiration property) before the restart: the
             # recovered messages must still expire, so it takes the featured path again, as enqueue does.
             queue.use_features()
         recover_messages(queue, envelopes)
+        if checked_out:
+            queue.last_seq = max(queue.last_seq, checked_out[-1].seq)  # a new message never takes their key
+            queue.requeue(checked_out)  # counted (and over x-delivery-limit dead-lettered) as a return
+    report.delayed = recover_delayed(broker, store)
     return report
 
 
@@ -263,13 +282,14 @@ def _migrate_legacy(queue: Queue, stream: StreamPath, rows: list[MessageRow], wr
     writer.messages_removed(queue, [Envelope(row[0] & _SEQ_MASK, stand_in) for row in rows])
 
 
-def _envelope(row: MessageRow) -> Envelope:
+def _envelope(row: MessageRow, clean: bool) -> Envelope:
     key, exchange, routing_key, header, body, expires_at, delivered = row
     message = message_of(exchange, routing_key, header, body)
     seq = key & _SEQ_MASK
+    redelivered = bool(delivered) or not clean
     if expires_at is not None:
-        return TimedEnvelope(seq, message, expires_at, bool(delivered))
-    return Envelope(seq, message, bool(delivered))
+        return TimedEnvelope(seq, message, expires_at, redelivered)
+    return Envelope(seq, message, redelivered)
 
 
 def _boot_order(binding: BindingRow) -> tuple[str, str, bytes, int, bytes]:

@@ -21,6 +21,7 @@ from broker.storage.base import (
     Batch,
     BindingRow,
     Definitions,
+    DelayedRow,
     ExchangeRow,
     MessageRow,
     ParameterRow,
@@ -95,6 +96,18 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     INSERT INTO permissions SELECT users.name, vhosts.name, '.*', '.*', '.*' FROM users, vhosts;
     """,
+    # 4: quorum delivery counts, the messages durable x-delayed-message exchanges hold (the plugin keeps them
+    # in a disc table), and the clean-shutdown mark ("meta" clean = 1 only between a clean stop and the next
+    # start; a store that never had it is treated as crashed: every recovered message is redelivered).
+    """
+    ALTER TABLE messages ADD COLUMN delivery_count INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE delayed_messages (
+        key INTEGER PRIMARY KEY, vhost TEXT NOT NULL, holder TEXT NOT NULL, due_ms INTEGER NOT NULL,
+        exchange TEXT NOT NULL, routing_key TEXT NOT NULL, header BLOB NOT NULL, body BLOB NOT NULL
+    );
+    CREATE INDEX delayed_messages_holder ON delayed_messages (vhost, holder);
+    CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -107,7 +120,6 @@ _TOPOLOGY_SQL = {
     "topic_permission+": "INSERT OR REPLACE INTO topic_permissions VALUES (?, ?, ?, ?, ?)",
     "topic_permission-": "DELETE FROM topic_permissions WHERE user = ? AND vhost = ? AND exchange = ?",
     "exchange+": "INSERT OR REPLACE INTO exchanges VALUES (?, ?, ?, ?, ?, ?)",
-    "exchange-": "DELETE FROM exchanges WHERE vhost = ? AND name = ?",
     "queue+": "INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?, 0)",
     "queue~": "UPDATE queues SET had_consumer = 1 WHERE id = ?",
     "parameter+": "INSERT OR REPLACE INTO runtime_parameters VALUES (?, ?, ?, ?)",
@@ -118,8 +130,16 @@ _TOPOLOGY_SQL = {
         " AND routing_key = ? AND arguments = ?"
     ),
 }
-_INSERT_MESSAGE = "INSERT OR REPLACE INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)"
+_INSERT_MESSAGE = (
+    "INSERT OR REPLACE INTO messages (key, exchange, routing_key, header, body, expires_at, delivered)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 _MARK_DELIVERED = "UPDATE messages SET delivered = 1 WHERE key = ?"
+_COUNT_RETURN = "UPDATE messages SET delivery_count = ?, delivered = ? WHERE key = ?"
+_DELETE_EXCHANGE = (
+    "DELETE FROM delayed_messages WHERE vhost = ?1 AND holder = ?2",  # the plugin drops them with it
+    "DELETE FROM exchanges WHERE vhost = ?1 AND name = ?2",
+)
 _DELETE_MESSAGE = "DELETE FROM messages WHERE key = ?"
 _DELETE_QUEUE = (
     f"DELETE FROM messages WHERE key >= ?1 << {KEY_SEQ_BITS} AND key < (?1 + 1) << {KEY_SEQ_BITS}",
@@ -132,6 +152,7 @@ _DELETE_VHOST = (
     "DELETE FROM queues WHERE vhost = ?1",
     "DELETE FROM bindings WHERE vhost = ?1",
     "DELETE FROM exchanges WHERE vhost = ?1",
+    "DELETE FROM delayed_messages WHERE vhost = ?1",
     "DELETE FROM permissions WHERE vhost = ?1",
     "DELETE FROM topic_permissions WHERE vhost = ?1",
     "DELETE FROM vhosts WHERE name = ?1",
@@ -249,6 +270,23 @@ class SqliteStore:
         top_message = self.db.execute("SELECT max(key) FROM messages").fetchone()
         return max(row[0] or 0, (top_message[0] or 0) >> KEY_SEQ_BITS, self.streams.max_queue_id())
 
+    def begin(self) -> bool:
+        db = self.db
+        row = db.execute("SELECT value FROM meta WHERE name = 'clean'").fetchone()
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('clean', 0)")  # autocommit: on disk before serving
+        return bool(row and row[0])
+
+    def delivery_counts(self, queue_id: int) -> dict[int, int]:
+        low, high = queue_key_range(queue_id)
+        query = "SELECT key, delivery_count FROM messages WHERE key >= ? AND key < ? AND delivery_count > 0"
+        return dict(self.db.execute(query, (low, high)).fetchall())
+
+    def delayed_messages(self) -> Iterator[DelayedRow]:
+        return iter(self.db.execute("SELECT * FROM delayed_messages ORDER BY due_ms, key").fetchall())
+
+    def max_delayed_key(self) -> int:
+        return int(self.db.execute("SELECT max(key) FROM delayed_messages").fetchone()[0] or 0)
+
     def stream_segments(self, queue_id: int) -> Iterator[StoredSegment]:
         return self.streams.segments(queue_id)
 
@@ -261,7 +299,16 @@ class SqliteStore:
     def apply(self, batch: Batch) -> None:
         stale_streams: list[int] = []  # new queues' ids: a crash mid-delete may have left their files
         gone_streams = list(batch.dropped_queues)
-        if batch.topology or batch.added or batch.delivered or batch.removed or batch.dropped_queues:
+        if (
+            batch.topology
+            or batch.added
+            or batch.delivered
+            or batch.removed
+            or batch.dropped_queues
+            or batch.counted
+            or batch.delayed_added
+            or batch.delayed_removed
+        ):
             self._apply_rows(batch, stale_streams, gone_streams)
         # Stream files after the commit: a crash in between leaves the queue without the entries of this
         # batch, which nobody was told were confirmed.
@@ -296,15 +343,25 @@ class SqliteStore:
                 elif op == "queue-":
                     for statement in _DELETE_QUEUE:
                         db.execute(statement, row)
+                elif op == "exchange-":
+                    for statement in _DELETE_EXCHANGE:
+                        db.execute(statement, row)
                 else:
                     db.execute(_TOPOLOGY_SQL[op], row)
             if batch.added:
-                db.executemany(
-                    "INSERT OR REPLACE INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)", batch.added.values()
-                )
+                db.executemany(_INSERT_MESSAGE, batch.added.values())
             if batch.delivered:
+                db.executemany(_MARK_DELIVERED, [(key,) for key in batch.delivered])
+            if batch.counted:
+                db.executemany(_COUNT_RETURN, [(*pair, key) for key, pair in batch.counted.items()])
+            if batch.delayed_added:
                 db.executemany(
-                    "UPDATE messages SET delivered = 1 WHERE key = ?", [(k,) for k in batch.delivered]
+                    "INSERT OR REPLACE INTO delayed_messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    batch.delayed_added.values(),
+                )
+            if batch.delayed_removed:
+                db.executemany(
+                    "DELETE FROM delayed_messages WHERE key = ?", [(key,) for key in batch.delayed_removed]
                 )
             if batch.removed:
                 db.executemany(_DELETE_MESSAGE, [(key,) for key in batch.removed])
@@ -316,9 +373,14 @@ class SqliteStore:
                 db.execute("ROLLBACK")
             raise
 
-    def close(self) -> None:
+    def close(self, clean: bool = True) -> None:
         try:
             self.streams.close()
+            if clean:
+                try:
+                    self.db.execute("INSERT OR REPLACE INTO meta VALUES ('clean', 1)")
+                except sqlite3.Error:
+                    pass  # unwritable now: the next start treats this stop as a crash, the safe side
             self.db.close()
         finally:
             self._lock.close()

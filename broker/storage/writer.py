@@ -39,6 +39,18 @@ def _sorted_table(table: dict[str, Any]) -> str:
     return encode_table(dict(sorted(table.items()))) or "[]"
 
 
+class _Committed:
+    """A plain callback as a `CommitWaiter`."""
+
+    __slots__ = ("_callback",)
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self._callback = callback
+
+    def committed(self) -> None:
+        self._callback()
+
+
 class StoreWriter:
     """Implements ``broker.core.persistence.Persistence`` over a `Store`."""
 
@@ -61,6 +73,7 @@ class StoreWriter:
         self._flush_scheduled = False
         self._failed = False
         self._next_queue_id = store.max_queue_id() + 1
+        self._next_delayed_key = store.max_delayed_key() + 1
         self._jobs: thread_queue.SimpleQueue[Batch | None] = thread_queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         if store.threaded:
@@ -157,7 +170,7 @@ class StoreWriter:
         self._inflight = None
         if not self._batch.empty() and not self._failed:
             self._apply(self._batch)
-        self.store.close()
+        self.store.close(clean=not self._failed)
 
     # -- Persistence: topology
 
@@ -220,7 +233,25 @@ class StoreWriter:
         self._topology("exchange+", row)
 
     def exchange_deleted(self, vhost: str, exchange: Exchange) -> None:
+        # Its delayed messages go with it (the store deletes the committed ones with the row); those held
+        # in this very batch must not be inserted after that delete.
+        pending = self._batch.delayed_added
+        for key in [key for key, row in pending.items() if (row[1], row[2]) == (vhost, exchange.name)]:
+            del pending[key]
         self._topology("exchange-", (vhost, exchange.name))
+
+    def delayed_held(self, vhost: str, exchange: str, due_ms: int, message: Message) -> int:
+        key = self._next_delayed_key
+        self._next_delayed_key = key + 1
+        row = (key, vhost, exchange, due_ms, message.exchange, message.routing_key)
+        self._batch.delayed_added[key] = (*row, message.header_payload, message.body)
+        self._dirty()
+        return key
+
+    def delayed_released(self, key: int) -> None:
+        if self._batch.delayed_added.pop(key, None) is None:
+            self._batch.delayed_removed.append(key)
+        self._dirty()
 
     def queue_declared(self, queue: Queue) -> None:
         if self.replaying:
@@ -289,7 +320,21 @@ class StoreWriter:
             batch.added[key] = (*row[:6], 1)
         else:
             batch.delivered.append(key)
+        counted = batch.counted.get(key)
+        if counted is not None:  # returned earlier in this batch: the count stays, the mark is set again
+            batch.counted[key] = (counted[0], 1)
         self._dirty()
+
+    def messages_returned(
+        self, queue: Queue, envelopes: Iterable[Envelope], committed: Callable[[], None]
+    ) -> None:
+        base = queue.store_id << KEY_SEQ_BITS
+        counted = self._batch.counted
+        for envelope in envelopes:
+            if envelope.message.delivery_mode == 2 and envelope.seq:
+                counted[base | envelope.seq] = (getattr(envelope, "delivery_count", 0), 0)
+        self._dirty()
+        self.on_commit(self._batch.id, _Committed(committed))
 
     def messages_removed(self, queue: Queue, envelopes: Iterable[Envelope]) -> None:
         base = queue.store_id << KEY_SEQ_BITS

@@ -1,11 +1,12 @@
 """R1/R2 of reliability.md §6: kill -9 a broker while confirmed persistent publishing and unacked
 deliveries are in flight, restart it, and check RabbitMQ's promise: every confirmed message is there (at least
-once; duplicates allowed), and every delivered-but-unacked message whose delivery mark is known to be on disk
-comes back with redelivered=true.
+once; duplicates allowed), and every message a consumer received before the kill and did not ack comes back
+with redelivered=true, in every cycle.
 
-"Known to be on disk": batches commit in order, so a delivery mark written before the broker received some
-publish P is committed once P is confirmed. One event loop runs the publisher and the consumer, so a stamp
-from one counter orders "consumer received D" before "publisher sent P" exactly.
+A delivery leaves the broker in the loop turn that marks it, before the batch holding the mark commits, so
+the mark of a delivery made just before the kill may be missing. After a crash recovery therefore marks every
+recovered message redelivered, as RabbitMQ's queue index does at a dirty recovery (issue 29: 2 of 2,773 such
+deliveries came back redelivered=false when recovery trusted the marks).
 
 WARRENMQ_KILL_CYCLES (default 4) sets the number of kill/restart cycles; e.g. 50 for a long run.
 """
@@ -131,7 +132,7 @@ async def test_confirmed_messages_survive_sigkill_and_unacked_ones_come_back_red
     channel = await connection.channel()
     await channel.declare_queue(QUEUE, durable=True)
     await connection.close()
-    totals = {"sent": 0, "confirmed": 0, "unacked_on_disk": 0, "recovered": 0, "duplicates": 0}
+    totals = {"sent": 0, "confirmed": 0, "unacked": 0, "recovered": 0, "duplicates": 0}
     for number in range(CYCLES):
         cycle = await _run_until_killed(durable, f"c{number}", rng.uniform(0.4, 1.5))
         durable.process = None
@@ -143,9 +144,8 @@ async def test_confirmed_messages_survive_sigkill_and_unacked_ones_come_back_red
 
         lost = sorted(set(cycle.confirmed) - set(bodies) - cycle.acked)  # an acked message may go
         assert not lost, f"seed {seed} cycle {number}: confirmed messages lost: {lost[:10]} ({len(lost)})"
-        last_confirmed_send = max(cycle.confirmed.values(), default=-1)
-        on_disk = {message_id for message_id, stamp in cycle.unacked.items() if stamp < last_confirmed_send}
-        missing_flag = sorted(on_disk - redelivered)
+        delivered_before_kill = set(cycle.unacked) & set(bodies)
+        missing_flag = sorted(delivered_before_kill - redelivered)
         assert not missing_flag, f"seed {seed} cycle {number}: not redelivered: {missing_flag[:10]}"
         # Earlier cycles were drained; a confirm in this cycle proves those removals were committed.
         foreign = [message_id for message_id in bodies if not message_id.startswith(f"c{number}-")]
@@ -155,7 +155,7 @@ async def test_confirmed_messages_survive_sigkill_and_unacked_ones_come_back_red
 
         totals["sent"] += cycle.sent
         totals["confirmed"] += len(cycle.confirmed)
-        totals["unacked_on_disk"] += len(on_disk)
+        totals["unacked"] += len(delivered_before_kill)
         totals["recovered"] += len(bodies)
         totals["duplicates"] += len(bodies) - len(set(bodies))
     assert totals["confirmed"] > 0, "no publish was confirmed in any cycle: the test proved nothing"

@@ -4,7 +4,13 @@ Declared with ``x-delayed-type`` naming the routing it wraps (direct, topic, …
 integer ``x-delay`` header (milliseconds) is held on the broker's clock and routed through the wrapped type
 when due; one without routes at once. As in the plugin, a held message routes nowhere at publish time, so a
 mandatory publish is returned and an alternate exchange gets it (plugin README: mandatory is not supported).
-Held messages live in memory only.
+
+A durable exchange writes what it holds to the store (the plugin keeps every held delivery of any
+delivery_mode in a Mnesia disc table, written before the publish returns): the message and its due time go
+in the publish's batch, so a publisher confirm waits for that commit, and leave in the batch that routes them
+when due, so a crash never both loses and duplicates one. After a restart they are held again; those that
+came due while the broker was down are routed at once, as the plugin's first timer does. Deleting the
+exchange drops them.
 """
 
 from __future__ import annotations
@@ -22,8 +28,21 @@ if TYPE_CHECKING:
 DELAYED_TYPE = "x-delayed-type"
 
 
+class DelayStore(Protocol):
+    """The durable store's calls for the messages a durable delayed exchange holds (part of `Persistence`)."""
+
+    def delayed_held(self, vhost: str, exchange: str, due_ms: int, message: Message) -> int:
+        """``message`` is held until ``due_ms`` (epoch ms); returns its key in the store."""
+        ...
+
+    def delayed_released(self, key: int) -> None:
+        """The held message ``key`` came due and was routed (in this batch)."""
+        ...
+
+
 class DelayHost(Protocol):
     clock: Clock
+    name: str  # the vhost
 
     def publish_held(self, exchange_name: str, message: Message) -> None:
         """Called when a held message is due: route it through the exchange now."""
@@ -36,13 +55,16 @@ class DelayedMessageExchangeType:
     # The types ``x-delayed-type`` may name: handed in by the registry, which lists this type among them.
     inner_types: ClassVar[Mapping[str, type[ExchangeType]]] = {}
 
-    __slots__ = ("_due", "_held", "_host", "_name", "inner")
+    __slots__ = ("_due", "_held", "_host", "_name", "_next", "_store", "inner")
 
     def __init__(self) -> None:
         self.inner: ExchangeType | None = None
         self._host: DelayHost | None = None
+        self._store: DelayStore | None = None
         self._name = ""
-        self._held: dict[int, tuple[Message, TimerHandle]] = {}
+        # local key -> (message, timer, store key or 0 when not stored)
+        self._held: dict[int, tuple[Message, TimerHandle, int]] = {}
+        self._next = 0
         self._due: Message | None = None
 
     @classmethod
@@ -63,10 +85,12 @@ class DelayedMessageExchangeType:
     def configure(self, arguments: Mapping[str, Any]) -> None:
         self.inner = self.inner_types[str(arguments[DELAYED_TYPE])]()
 
-    def attach(self, host: DelayHost, exchange_name: str) -> None:
-        """Called by the vhost once the exchange exists: the clock and the way back in for due messages."""
+    def attach(self, host: DelayHost, exchange_name: str, store: DelayStore | None = None) -> None:
+        """Called by the vhost once the exchange exists: the clock, the way back in for due messages, and
+        the store when the exchange is durable and the broker has one."""
         self._host = host
         self._name = exchange_name
+        self._store = store
 
     @property
     def held(self) -> int:
@@ -87,26 +111,45 @@ class DelayedMessageExchangeType:
         delay = (message.headers or {}).get("x-delay")
         if isinstance(delay, bool) or not isinstance(delay, int) or delay <= 0:
             return self.inner.route(message)
-        key = id(message)
-        timer = self._host.clock.call_later(delay / 1000, self._release_callback(key))
-        self._held[key] = (message, timer)
+        clock = self._host.clock
+        stored = 0
+        if self._store is not None:
+            stored = self._store.delayed_held(self._host.name, self._name, clock.now_ms() + delay, message)
+        self._hold(message, delay, stored)
         return ()
+
+    def restore(self, message: Message, due_ms: int, stored: int) -> None:
+        """A held message back from the store at start-up; one already due goes at the first loop turn."""
+        assert self._host is not None
+        self._hold(message, max(0, due_ms - self._host.clock.now_ms()), stored)
+
+    def _hold(self, message: Message, delay_ms: int, stored: int) -> None:
+        assert self._host is not None
+        self._next += 1
+        key = self._next
+        timer = self._host.clock.call_later(delay_ms / 1000, self._release_callback(key))
+        self._held[key] = (message, timer, stored)
 
     def _release_callback(self, key: int) -> Callable[[], None]:
         def release() -> None:
             held = self._held.pop(key, None)
             if held is None or self._host is None:
                 return
-            self._due = held[0]
+            message, _timer, stored = held
+            self._due = message
             try:
-                self._host.publish_held(self._name, held[0])
+                self._host.publish_held(self._name, message)
             finally:
                 self._due = None
+                if stored and self._store is not None:
+                    # The same loop turn as the routing's own writes: one batch, so a crash cannot keep
+                    # both the held copy and the queued one, nor lose both.
+                    self._store.delayed_released(stored)
 
         return release
 
     def close(self) -> None:
         """The exchange was deleted: its held messages go with it."""
-        for _, timer in self._held.values():
+        for _, timer, _stored in self._held.values():
             timer.cancel()
         self._held.clear()

@@ -65,8 +65,8 @@ class RecentHistoryExchangeType:
         """Called once with the exchange's declare arguments (validated: a positive integer or absent)."""
         self.length = int(arguments.get(LENGTH, DEFAULT_LENGTH))
 
-    def attach(self, host: HistoryHost, exchange_name: str) -> None:
-        """Called by the vhost once the exchange exists."""
+    def attach(self, host: HistoryHost, exchange_name: str, store: object = None) -> None:
+        """Called by the vhost once the exchange exists (``store``: for types that keep messages on disk)."""
         self._host = host
 
     @property

@@ -40,6 +40,11 @@ class Node:
         self.settle()
         return report
 
+    def stop(self) -> None:
+        """A clean shutdown: pending writes committed, the store closed as clean."""
+        self.settle()
+        self.writer.close()
+
     def settle(self) -> None:
         self.loop.drain()
         assert not self.writer.busy
@@ -115,6 +120,7 @@ def test_durable_topology_and_persistent_messages_come_back_and_nothing_else() -
     first.settle()
     first_ids = {queue.name: queue.store_id for queue in (dq, first.broker.vhosts["v2"].queues["dq2"])}
 
+    first.stop()  # a clean stop: the next start trusts the delivered marks
     second = Node(store)
     writes = second.writer.writes
     report = second.recover()
@@ -176,6 +182,7 @@ def test_a_deleted_durable_queue_and_vhost_stay_deleted() -> None:
     first.broker.delete_vhost("gone")
     first.settle()
 
+    first.stop()  # a clean stop: the next start trusts the delivered marks
     second = Node(store)
     report = second.recover()
 
@@ -198,6 +205,7 @@ def test_message_ttl_deadlines_survive_recovery() -> None:
     first.settle()
 
     # The broker comes back 22 s after the first run started.
+    first.stop()  # a clean stop: the next start trusts the delivered marks
     second = Node(store, clock=ManualClock(start_ms=T0 + 22_000))
     second.recover()
     queue = second.broker.vhosts["/"].queues["ttl"]
@@ -215,6 +223,7 @@ def test_message_ttl_deadlines_survive_recovery() -> None:
     assert bodies(list(queue.ready)) == ["late"]  # "early" expired on time, then "short" at the head
     assert [row[4] for row in store.messages(queue.store_id)] == [b"late"]  # expiry removed the stored copies
 
+    second.stop()  # a clean stop: the next start trusts the delivered marks
     third = Node(store, clock=ManualClock(start_ms=T0 + 90_000))  # after every deadline
     third.recover()
     assert list(third.broker.vhosts["/"].queues["ttl"].ready) == []
@@ -233,6 +242,7 @@ def test_a_per_message_expiration_survives_recovery_on_a_plain_queue() -> None:
     first.publish("", "plain", "expired-while-down", delivery_mode=2, expiration="1000")  # T0 + 1 s
     first.settle()
 
+    first.stop()  # a clean stop: the next start trusts the delivered marks
     second = Node(store, clock=ManualClock(start_ms=T0 + 5_000))
     second.recover()
     queue = second.broker.vhosts["/"].queues["plain"]
@@ -260,6 +270,7 @@ def test_a_priority_queue_recovers_in_priority_order() -> None:
         first.publish("", "prio", f"p{number}", **props)
     first.settle()
 
+    first.stop()  # a clean stop: the next start trusts the delivered marks
     second = Node(store)
     report = second.recover()
 
