@@ -15,7 +15,7 @@ from broker.core.acting import INTERNAL, acting
 from broker.core.broker import Broker
 from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
-from broker.session import channel_close, lifecycle_events
+from broker.session import channel_close, lifecycle_events, preauth
 from broker.session.ack_timeout import AckTimeoutWatch
 from broker.session.channel_session import ChannelSession
 from broker.session.config import FLOW_INITIAL_CREDIT, SessionConfig
@@ -229,7 +229,11 @@ class ConnectionSession:
         if frame_type != FRAME_METHOD or channel_id != 0:
             # Content on channel 0, or any channel frame before connection.open-ok (rabbit_reader).
             raise unexpected_frame(frame_type, payload)
-        connection_handlers.handle(self, decode_method(payload))
+        try:
+            method = decode_method(payload)
+        except HardError as error:
+            raise preauth.undecodable(self.state, error) from None
+        connection_handlers.handle(self, method)
 
     # -- output
 
@@ -304,6 +308,16 @@ class ConnectionSession:
     def hard_close(self, error: AMQPError) -> None:
         """Send connection.close with RabbitMQ's code and text, await close-ok; channels go down now."""
         if self.state in (ConnectionState.CLOSING, ConnectionState.CLOSED):
+            return
+        if preauth.closes_silently(self.state, error):
+            # rabbit_reader before open-ok: no close frame, the socket dropped after ?SILENT_CLOSE_DELAY.
+            log.info(
+                "connection_error_before_open", peer=self.peer, code=int(error.code), text=error.reply_text
+            )
+            self._teardown()
+            self._closed = True
+            self.state = ConnectionState.CLOSED
+            self.transport.close(after_s=preauth.SILENT_CLOSE_DELAY_S)
             return
         log.info("connection_error", peer=self.peer, code=int(error.code), text=error.reply_text)
         self._teardown()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 
+import pytest
 from pamqp import commands, header
 from pamqp.body import ContentBody
 
@@ -91,18 +92,52 @@ def test_channel_number_above_channel_max_is_530() -> None:
     assert close_of(client.received())[1] == 530
 
 
-def test_tune_ok_channel_max_zero_is_refused_when_the_server_has_a_limit() -> None:
+def test_tune_ok_channel_max_zero_is_refused_silently_when_the_server_has_a_limit() -> None:
     # rabbit_reader validate_negotiated_integer_value: 0 ("no limit") exceeds a server maximum.
+    # fail_negotiation names 'connection.tune', so the error reaches handle_exception as a plain tuple: no
+    # close frame, the socket dropped after ?SILENT_CLOSE_DELAY (3 s), as RabbitMQ 3.10 does
+    # (tests/compat/frames).
     client = Client()
     client.feed(b"AMQP\x00\x00\x09\x01")
     client.send(
         0, commands.Connection.StartOk(client_properties={}, mechanism="PLAIN", response="\0guest\0guest")
     )
+    client.received()
     client.send(0, commands.Connection.TuneOk(channel_max=0, frame_max=131072, heartbeat=0))
-    assert close_of(client.received())[1:] == (
-        530,
-        "NOT_ALLOWED - negotiated channel_max = 0 (no limit) is higher than the maximum allowed value (2047)",
+    assert client.received() == []
+    assert client.session.state is ConnectionState.CLOSED
+    assert client.transport.close_after == 3.0
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"\x00\x0a\x00\x0b\x00\x00\x00\x03\x01kZ",  # start-ok whose client-properties cannot be decoded
+        b"\x00\x0a\x00\x0b\x00\x00\x00\x00\x05PLAIN\x00\x00\x01\xf4\x00guest",  # response longstr cut short
+    ],
+)
+def test_undecodable_start_ok_is_dropped_without_a_reply(payload: bytes) -> None:
+    # rabbit_reader in state starting: every error but a refused login ends in the silent clause.
+    client = Client()
+    client.feed(b"AMQP\x00\x00\x09\x01")
+    client.received()
+    client.feed(struct.pack("!BHI", 1, 0, len(payload)) + payload + b"\xce")
+    assert client.received() == []
+    assert client.transport.close_after == 3.0
+
+
+def test_undecodable_connection_open_is_dropped_without_a_reply() -> None:
+    # State opening: a frame error still gets its 501, but fields that cannot be decoded do not.
+    client = Client()
+    client.feed(b"AMQP\x00\x00\x09\x01")
+    client.send(
+        0, commands.Connection.StartOk(client_properties={}, mechanism="PLAIN", response="\0guest\0guest")
     )
+    client.send(0, commands.Connection.TuneOk(channel_max=2047, frame_max=131072, heartbeat=0))
+    client.received()
+    client.feed(struct.pack("!BHI", 1, 0, 6) + b"\x00\x0a\x00\x28\x05/" + b"\xce")
+    assert client.received() == []
+    assert client.transport.close_after == 3.0
 
 
 def test_frames_after_connection_close_are_ignored_until_close_ok() -> None:
