@@ -107,5 +107,11 @@ def no_exchange(name: str, vhost: str) -> ChannelError:
     return ChannelError(ReplyCode.NOT_FOUND, f"no exchange '{name}' in vhost '{vhost}'")
 
 
+def internal_exchange(name: str, vhost: str) -> ChannelError:
+    return ChannelError(
+        ReplyCode.ACCESS_REFUSED, f"cannot publish to internal exchange '{name}' in vhost '{vhost}'"
+    )
+
+
 def no_queue(name: str, vhost: str) -> ChannelError:
     return ChannelError(ReplyCode.NOT_FOUND, f"no queue '{name}' in vhost '{vhost}'")

@@ -13,7 +13,7 @@ from typing import Any, Final
 from protocol.compiled import native_wire
 from protocol.erlang_terms import binary_tp, payload_snippet
 from protocol.errors import FrameError, HardError, ProtocolHeaderError, ReplyCode
-from protocol.fastpath import BASIC_ACK
+from protocol.fastpath import BASIC_ACK, BASIC_PUBLISH
 
 FRAME_METHOD: Final = 1
 FRAME_HEADER: Final = 2
@@ -41,6 +41,7 @@ Item = tuple[int, int, Any]
 _WIRE = native_wire()
 
 _FRAME_HEADER = struct.Struct("!BHI")
+_METHOD_ID = struct.Struct("!I")
 _ACK_PAYLOAD = struct.Struct("!IQB")  # basic.ack's class/method ids, delivery-tag, bits (fastpath's layout)
 _NO_LIMIT = 0xFFFFFFFF
 
@@ -61,6 +62,22 @@ def method_payload(frame_type: int, payload: Any) -> tuple[int, bytes]:
     if frame_type in (FRAME_ACK, FRAME_ACK_MULTIPLE):
         return FRAME_METHOD, _ACK_PAYLOAD.pack(BASIC_ACK, payload, frame_type == FRAME_ACK_MULTIPLE)
     return frame_type, payload
+
+
+def failing_method(frame_type: int, payload: Any) -> tuple[int, int]:
+    """(class id, method id) of the method an item belongs to, for the close of an error it caused: content
+    frames complete a basic.publish (60/40), a FRAME_ACK item is a basic.ack (60/80), a method frame names
+    itself. RabbitMQ's channel names the method it was handling when it fails, never 0/0 (a strict client
+    routes a channel.close by those ids)."""
+    if frame_type in (FRAME_PUBLISH, FRAME_HEADER, FRAME_BODY):
+        index = BASIC_PUBLISH
+    elif frame_type in (FRAME_ACK, FRAME_ACK_MULTIPLE):
+        index = BASIC_ACK
+    elif frame_type == FRAME_METHOD and len(payload) >= 4:
+        index = _METHOD_ID.unpack_from(payload)[0]
+    else:
+        return 0, 0
+    return index >> 16, index & 0xFFFF
 
 
 def ungrouped(items: list[Item]) -> list[Frame]:

@@ -31,7 +31,7 @@ from broker.core.runtime_parameters import RuntimeParameters
 from broker.core.sender_selected import rewritten, route_keys, sender_selected
 from broker.core.stats import ChannelStats, ChurnStats
 from broker.core.vhost_topology import VhostTopology
-from protocol.errors import ChannelError, ReplyCode, no_exchange
+from protocol.errors import ChannelError, ReplyCode, internal_exchange, no_exchange
 
 # A queue "lags" when it has consumers and more ready messages than this: each copy routed into it is
 # counted in `VirtualHost.lagging_copies`, which the session charges to the publisher's flow credit
@@ -187,10 +187,7 @@ class VirtualHost(VhostTopology):
         if exchange is None:
             raise no_exchange(exchange_name, self.name)
         if exchange.internal:
-            raise ChannelError(
-                ReplyCode.ACCESS_REFUSED,
-                f"cannot publish to internal exchange '{exchange_name}' in vhost '{self.name}'",
-            )
+            raise internal_exchange(exchange_name, self.name)
         # Only queues are bound as non-exchange destinations, so the router's destinations are queues.
         queues = cast("list[Queue]", self.router.route(exchange, message))
         headers = message.headers

@@ -259,8 +259,9 @@ class VhostTopology:
     def bind_exchange(
         self, destination: str, source: str, routing_key: str, arguments: Mapping[str, Any] | None
     ) -> None:
-        dest_exchange = self._bindable_source(destination)
+        # rabbit_binding looks the source up first: with both ends missing, the 404 names the source.
         source_exchange = self._bindable_source(source)
+        dest_exchange = self._bindable_source(destination)
         args = dict(arguments or {})
         if self.bindings.add(source_exchange, dest_exchange, routing_key, args):
             self._bound(source_exchange, dest_exchange, routing_key, args)

@@ -17,7 +17,6 @@ from pamqp.base import Frame
 from broker.core.access import DecisionCache
 from broker.core.acting import ACTOR
 from broker.core.dead_letter import reject_deliveries
-from broker.core.expiration import parse_expiration
 from broker.core.message import Message
 from broker.core.queue import Consumer, Envelope, Queue
 from broker.core.stats import ChannelStats
@@ -34,7 +33,7 @@ from broker.session.fates import (
 )
 from broker.session.handlers.table import HANDLERS
 from broker.session.ports import ConnectionPort
-from broker.session.routing_headers import check_routing_headers
+from broker.session.publish_checks import check_exchange, checked_properties
 from broker.session.tx import Transaction
 from protocol.channel_state import AssemblerState, ContentAssembler
 from protocol.codec import BASIC_ACK, BASIC_NACK, BASIC_PUBLISH, BASIC_REJECT, decode_method, encode_delivery
@@ -186,20 +185,15 @@ class ChannelSession:
         # after the exchange's existence. Approved exchanges cost one dict lookup while nothing changes.
         if access.publishable.get(exchange) != access.control.version:
             check_publish(self, exchange, routing_key)
-        if info.user_id is not None and info.user_id != self.conn.username:
-            raise ChannelError(
-                ReplyCode.PRECONDITION_FAILED,
-                f"user_id property set to '{info.user_id}' but authenticated user was '{self.conn.username}'",
-                60,
-                40,
-            )
-        ttl = None if info.expiration is None else parse_expiration(info.expiration)
-        headers = info.headers
-        if headers is not None and ("CC" in headers or "BCC" in headers):
-            assert self.conn.vhost is not None
-            check_routing_headers(self.conn.vhost, exchange, headers)
-        if info.reply_to is not None and info.reply_to == direct_reply.REPLY_QUEUE:
-            header_payload = direct_reply.stamp_reply_to(self, header_payload)
+        if (
+            info.reply_to is None
+            and info.user_id is None
+            and info.expiration is None
+            and info.headers is None
+        ):
+            ttl = None
+        else:
+            header_payload, ttl = checked_properties(self, exchange, info, header_payload)
         message = Message(
             exchange,
             routing_key,
@@ -212,6 +206,7 @@ class ChannelSession:
             ttl,
         )
         if self.tx is not None:
+            check_exchange(self, exchange)  # refused at publish, as RabbitMQ does, not at tx.commit
             self.tx.publishes.append((message, mandatory))
             return
         self.route(message, mandatory)

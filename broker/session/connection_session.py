@@ -26,7 +26,7 @@ from broker.session.lifecycle_events import Endpoint, new_pid
 from broker.session.limits import check_channel_limit
 from broker.session.ports import ChannelPort
 from broker.session.transport import Transport
-from protocol.codec import decode_method, encode_method
+from protocol.codec import decode_method, encode_method, make_method
 from protocol.connection import ConnectionState
 from protocol.errors import AMQPError, ChannelError, HardError, ProtocolHeaderError, ReplyCode
 from protocol.framing import (
@@ -39,6 +39,7 @@ from protocol.framing import (
     FRAME_PUBLISH,
     PROTOCOL_HEADER,
     FrameBuffer,
+    failing_method,
     method_payload,
     unexpected_frame,
 )
@@ -48,6 +49,9 @@ log = structlog.get_logger("warrenmq.connection")
 # Enum members read through the class cost several times a module constant's load (Python 3.11); the frame
 # loop below tests one per frame.
 _OPEN = ConnectionState.OPEN
+# channel.open-ok's reserved long string is empty, as RabbitMQ sends it (rabbit_framing's default <<>>), not
+# pamqp's "0": a strict client that skips exactly four bytes there loses its place in the stream.
+_CHANNEL_OPEN_OK = make_method(commands.Channel.OpenOk, channel_id="")
 
 
 class ConnectionSession:
@@ -146,6 +150,8 @@ class ConnectionSession:
                 else:
                     self._on_connection_frame(frame_type, channel_id, payload)
             except ChannelError as error:
+                if not error.class_id:  # raised past the handlers' table: publish content, acks, settles
+                    error.class_id, error.method_id = failing_method(frame_type, payload)
                 channel = channels.get(channel_id)
                 if channel is None or channel_id == 0:
                     self.hard_close(HardError(error.code, error.text, error.class_id, error.method_id))
@@ -207,7 +213,7 @@ class ConnectionSession:
                         self.username,
                         self.vhost.name,
                     )
-            self.send(channel_id, commands.Channel.OpenOk())
+            self.send(channel_id, _CHANNEL_OPEN_OK)
             return
         raise HardError(ReplyCode.CHANNEL_ERROR, "expected 'channel.open'", *_ids(method))
 

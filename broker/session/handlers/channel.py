@@ -24,7 +24,9 @@ def close(channel: ChannelPort, method: commands.Channel.Close) -> None:
 
 
 def close_ok(channel: ChannelPort, method: commands.Channel.CloseOk) -> None:
-    """A close-ok without our close: nothing to do (rabbit_channel ignores it too)."""
+    """A close-ok without our close: rabbit_channel takes it only while closing; on an open channel it falls
+    through to 503 "unimplemented method", a connection error (RabbitMQ 3.10.8 and 3.13)."""
+    raise HardError(ReplyCode.COMMAND_INVALID, "unimplemented method")
 
 
 def flow(channel: ChannelPort, method: commands.Channel.Flow) -> None:
