@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         loaded = Loaded(args, environ())
         config = config_from_loaded(loaded, args)
-        configure_logging(config.log_format, config.log_level)
+        configure_logging(config.log_format, config.log_level, config.log_file)
         log = structlog.get_logger("warrenmq.config")
         if loaded.files:
             log.info("config_files", files=loaded.files)

@@ -11,10 +11,9 @@ from broker.config.args import (
     journal_config_from_args,
     parse_user,
 )
-from broker.config.model import DEFAULT_DATA_DIR, JournalConfig, ServerConfig, TLSOptions, Watermark
+from broker.config.model import JournalConfig, ServerConfig, TLSOptions, Watermark
 
 __all__ = [
-    "DEFAULT_DATA_DIR",
     "FRAME_MIN_SIZE",
     "MAX_CHANNEL_MAX",
     "JournalConfig",

@@ -10,8 +10,10 @@ from typing import Any
 
 from broker import __version__
 from broker.config import layers
+from broker.config.app_env import START_ARGS, apply_advanced_config, apply_start_args
 from broker.config.model import JournalConfig, ServerConfig, TLSOptions
 from broker.config.plugins import AUTH_MECHANISM_SSL, MANAGEMENT, PROMETHEUS, unimplemented
+from broker.config.rabbitmq_conf import FileSettings
 from broker.config.sysctl import ConfigFileError
 from broker.core.profile import PROFILES
 from broker.session.config import SessionConfig
@@ -37,7 +39,11 @@ def parse_user(text: str) -> tuple[str, str]:
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add("--host", help="listen address (WARRENMQ_HOST, RABBITMQ_NODE_IP_ADDRESS; default 0.0.0.0)")
+    add(
+        "--host",
+        help="listen address, IPv4 or IPv6 (WARRENMQ_HOST, RABBITMQ_NODE_IP_ADDRESS; default ::, dual-stack: "
+        "IPv4 clients too, 0.0.0.0 on a machine without IPv6)",
+    )
     add("--port", type=int, help="AMQP port, 0 = ephemeral (WARRENMQ_PORT, RABBITMQ_NODE_PORT; default 5672)")
     add(
         "--user",
@@ -104,7 +110,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--data-dir",
         help="durable store directory; 'none' keeps everything in memory and a restart loses it "
-        "(WARRENMQ_DATA_DIR; default ./warrenmq-data)",
+        "(WARRENMQ_DATA_DIR, RABBITMQ_MNESIA_DIR; default $RABBITMQ_MNESIA_BASE/$RABBITMQ_NODENAME, "
+        "RabbitMQ's /var/lib/rabbitmq/mnesia/rabbit@<host>)",
     )
     add(
         "--fsync",
@@ -180,6 +187,24 @@ def journal_config_from_args(args: argparse.Namespace) -> JournalConfig | None:
     )
 
 
+def erlang_layers(settings: FileSettings, environ: Mapping[str, str]) -> list[str]:
+    """advanced.config, then RABBITMQ_SERVER_START_ARGS, over rabbitmq.conf (RabbitMQ merges advanced.config
+    over the generated config, and erl's ``-App Key Value`` arguments win over both); the advanced.config
+    read, for the list of config files."""
+    read: list[str] = []
+    on_top = FileSettings()
+    prefix = environ.get("WARRENMQ_SYS_PREFIX", "").rstrip("/")
+    advanced = environ.get("RABBITMQ_ADVANCED_CONFIG_FILE") or f"{prefix}/etc/rabbitmq/advanced.config"
+    if Path(advanced).is_file():
+        apply_advanced_config(advanced, on_top)
+        read.append(advanced)
+    if environ.get(START_ARGS, "").strip():
+        apply_start_args(environ[START_ARGS], on_top)
+    settings.values.update(on_top.values)
+    settings.warnings.extend(on_top.warnings)
+    return read
+
+
 class Loaded:
     """Every setting with its source, the files read, the plugins and the warnings, before validation."""
 
@@ -190,6 +215,7 @@ class Loaded:
         try:
             self.files = layers.config_file_paths(getattr(args, "config_file", None), environ)
             settings = layers.read_file_settings(self.files)
+            self.files += erlang_layers(settings, environ)
             self.plugins_file, named = layers.enabled_plugins_path(
                 getattr(args, "enabled_plugins_file", None), environ
             )
@@ -314,4 +340,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         management_http=value("management_ssl_port") is None
         or loaded.resolved["management_port"].source != "default",
         management_ssl=TLSOptions(**(value("management_ssl") or {})),
+        dist_port=value("dist_port"),
+        pid_file=value("pid_file") or None,
+        log_file=None if value("logs") in ("-", "", None) else value("logs"),
     )

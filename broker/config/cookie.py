@@ -1,8 +1,8 @@
-"""The node-local credential the CLIs present instead of a user's password, as RabbitMQ's CLIs present the
-Erlang cookie: a random secret in ``$HOME/.erlang.cookie`` (RabbitMQ's location; RABBITMQ_ERLANG_COOKIE
-overrides it, as the rabbitmq image once allowed), created by the broker with mode 0600 when absent and
-reused when present. The management API accepts it, in the ``X-WarrenMQ-Cookie`` header, from loopback
-callers only, as an administrator acting as ``rmq-internal`` (RabbitMQ's CLI acting user)."""
+"""The Erlang cookie, the secret the CLIs prove instead of a user's password, as RabbitMQ's CLIs do: a random
+secret in ``$HOME/.erlang.cookie`` (RabbitMQ's location; RABBITMQ_ERLANG_COOKIE overrides it, as the
+rabbitmq image once allowed), created by the node with mode 0400 when absent (as the Erlang runtime creates
+it) and reused when present. It never crosses the wire: the CLI channel's handshake proves it with HMAC
+digests (broker/config/control_auth.py); the caller then acts as ``rmq-internal``, RabbitMQ's CLI user."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import string
 from collections.abc import Mapping
 from pathlib import Path
 
-HEADER = "X-WarrenMQ-Cookie"
 ACTING_USER = "rmq-internal"
 ENV = "RABBITMQ_ERLANG_COOKIE"
 
@@ -34,8 +33,8 @@ def read_cookie(environ: Mapping[str, str] | None = None) -> str | None:
 
 
 def ensure_cookie(environ: Mapping[str, str] | None = None) -> str:
-    """The broker's cookie: the existing one, else a new random one written with mode 0600 (like Erlang's
-    20 upper-case letters)."""
+    """The broker's cookie: the existing one, else a new random one written with mode 0400 (like Erlang's:
+    20 upper-case letters, readable by its owner only)."""
     existing = read_cookie(environ)
     if existing:
         return existing
@@ -43,7 +42,7 @@ def ensure_cookie(environ: Mapping[str, str] | None = None) -> str:
     value = "".join(secrets.choice(string.ascii_uppercase) for _ in range(20))
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
     except FileExistsError:  # another node of this user wrote it meanwhile
         return read_cookie(environ) or value
     with os.fdopen(fd, "w") as handle:

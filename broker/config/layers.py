@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from broker.config.model import DEFAULT_DATA_DIR, Watermark
+from broker.config.model import Watermark
 from broker.config.plugins import parse_enabled_plugins
 from broker.config.rabbitmq_conf import FileSettings, apply_entry
+from broker.config.rabbitmq_env import MergedEnviron, merged_environ
 from broker.config.sysctl import ConfigFileError, parse_sysctl
 from broker.core.profile import DEFAULT_PROFILE
 from broker.session.config import (
@@ -58,7 +59,8 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("host", "0.0.0.0", ("WARRENMQ_HOST", "RABBITMQ_NODE_IP_ADDRESS")),
+    # "::": one dual-stack socket, IPv4 clients included (broker/server/sockets.py), as RabbitMQ listens.
+    Setting("host", "::", ("WARRENMQ_HOST", "RABBITMQ_NODE_IP_ADDRESS")),
     Setting("port", 5672, ("WARRENMQ_PORT", "RABBITMQ_NODE_PORT"), int),
     Setting("management_port", 15672, ("WARRENMQ_MANAGEMENT_PORT",), int),
     Setting("prometheus_port", 15692, ("WARRENMQ_PROMETHEUS_PORT",), int),
@@ -98,7 +100,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("auth_mechanisms", ("PLAIN", "AMQPLAIN")),
     Setting("profile", DEFAULT_PROFILE.name, ("WARRENMQ_PROFILE",)),
     Setting("report_as", "rabbitmq", ("WARRENMQ_REPORT_AS",)),
-    Setting("data_dir", DEFAULT_DATA_DIR, ("WARRENMQ_DATA_DIR",)),
+    # RabbitMQ's node directories: the data directory is $RABBITMQ_MNESIA_BASE/$RABBITMQ_NODENAME unless
+    # RABBITMQ_MNESIA_DIR names it (defaults filled in by resolve: they depend on the node name).
+    Setting("mnesia_base", None, ("RABBITMQ_MNESIA_BASE",)),
+    Setting("data_dir", None, ("WARRENMQ_DATA_DIR", "RABBITMQ_MNESIA_DIR")),
+    Setting("pid_file", None, ("RABBITMQ_PID_FILE",)),
+    Setting("log_base", None, ("RABBITMQ_LOG_BASE",)),
+    Setting("logs", None, ("RABBITMQ_LOGS",)),
+    # The CLI channel (broker/management/control.py): RabbitMQ's distribution port, AMQP port + 20000.
+    Setting("dist_port", None, ("RABBITMQ_DIST_PORT",), int),
     Setting("fsync", "always", ("WARRENMQ_FSYNC",)),
     Setting("node_name", None, ("RABBITMQ_NODENAME",)),
     Setting("cluster_name", None),
@@ -211,12 +221,52 @@ def resolve(cli: Mapping[str, Any], files: FileSettings, environ: Mapping[str, s
             value, where = files.values[setting.name]
             found = Resolved(value, where)
         resolved[setting.name] = found or Resolved(setting.default, "default")
-    if resolved["node_name"].value is None:
-        resolved["node_name"] = Resolved(f"rabbit@{socket.gethostname().split('.')[0]}", "default")
+    node = resolved["node_name"]
+    if node.value is None:
+        resolved["node_name"] = Resolved(f"rabbit@{short_hostname()}", "default")
+    elif "@" not in node.value:  # RABBITMQ_NODENAME=hare is hare@<short host name>, as in RabbitMQ
+        resolved["node_name"] = Resolved(f"{node.value}@{short_hostname()}", node.source)
+    _node_paths(resolved, environ)
     if resolved["cluster_name"].value is None:
         # RabbitMQ's default cluster name is the node name.
         resolved["cluster_name"] = Resolved(resolved["node_name"].value, resolved["node_name"].source)
     return resolved
+
+
+def short_hostname() -> str:
+    return socket.gethostname().split(".")[0]
+
+
+def _derived(resolved: dict[str, Resolved], name: str, value: Any, how: str) -> None:
+    if resolved[name].source == "default":
+        resolved[name] = Resolved(value, f"default ({how})")
+
+
+def _node_paths(resolved: dict[str, Resolved], environ: Mapping[str, str]) -> None:
+    """RabbitMQ's defaults for where a node's files go and its distribution port (rabbitmq-env(5), the
+    configure guide): MNESIA_DIR = $MNESIA_BASE/$NODENAME, PID_FILE = $MNESIA_DIR.pid, LOGS =
+    $LOG_BASE/$NODENAME.log, DIST_PORT = NODE_PORT + 20000. Logs go to the console unless RABBITMQ_LOGS or
+    RABBITMQ_LOG_BASE is set (WarrenMQ's default, the container image's)."""
+    prefix = _prefix(environ)
+    node = resolved["node_name"].value
+    _derived(resolved, "mnesia_base", f"{prefix}/var/lib/rabbitmq/mnesia", "RabbitMQ's")
+    base = resolved["mnesia_base"].value
+    _derived(resolved, "data_dir", f"{base}/{node}", "$RABBITMQ_MNESIA_BASE/$NODENAME")
+    data = resolved["data_dir"]
+    rabbitmq_layout = data.source.startswith("default") or "RABBITMQ_MNESIA_DIR" in data.source
+    if rabbitmq_layout and str(data.value).strip().lower() not in ("none", ""):
+        _derived(resolved, "pid_file", f"{data.value}.pid", "$RABBITMQ_MNESIA_DIR.pid")
+    logged_to_file = resolved["log_base"].source != "default"
+    _derived(resolved, "log_base", f"{prefix}/var/log/rabbitmq", "RabbitMQ's")
+    if logged_to_file:
+        log_file = f"{resolved['log_base'].value}/{node}.log"
+        _derived(resolved, "logs", log_file, "$RABBITMQ_LOG_BASE/$NODENAME.log")
+    else:
+        _derived(resolved, "logs", "-", "console")
+    port = resolved["port"].value
+    # Port 0 (ephemeral AMQP) gets an ephemeral distribution port too; so does one past 65535.
+    dist = port + 20000 if 0 < port + 20000 <= 65535 and port > 0 else 0
+    _derived(resolved, "dist_port", dist, "AMQP port + 20000")
 
 
 def _from_env(setting: Setting, environ: Mapping[str, str]) -> Resolved | None:
@@ -224,12 +274,17 @@ def _from_env(setting: Setting, environ: Mapping[str, str]) -> Resolved | None:
         text = env_value(name, environ)
         if text is None:
             continue
+        source = environ.origin(name) if isinstance(environ, MergedEnviron) else f"env {name}"
         try:
-            return Resolved(setting.parse(text), f"env {name}")
+            return Resolved(setting.parse(text), source)
         except ValueError as error:
             raise ConfigError(f"{name}={text!r}: {error}") from None
     return None
 
 
 def environ() -> Mapping[str, str]:
-    return os.environ
+    """The process environment with rabbitmq-env.conf under it (broker/config/rabbitmq_env.py)."""
+    try:
+        return merged_environ(os.environ)
+    except ConfigFileError as error:
+        raise SystemExit(f"warrenmq: {error}") from None

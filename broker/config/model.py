@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from broker.core.profile import DEFAULT_PROFILE, Profile
 from broker.session.config import SessionConfig
 
-DEFAULT_DATA_DIR = "./warrenmq-data"
-
 
 @dataclass(frozen=True)
 class JournalConfig:
@@ -96,3 +94,9 @@ class ServerConfig:
     # get_listeners_config): with management.ssl.* alone, RabbitMQ serves HTTPS only.
     management_http: bool = True
     management_ssl: TLSOptions = field(default_factory=TLSOptions)
+    # The CLI channel's port (RABBITMQ_DIST_PORT; None: no CLI channel, as for embedded brokers; 0:
+    # ephemeral), and where `serve` writes its pid (RABBITMQ_PID_FILE) and its log (RABBITMQ_LOGS; None:
+    # the console).
+    dist_port: int | None = None
+    pid_file: str | None = None
+    log_file: str | None = None

@@ -95,6 +95,8 @@ def _strip_comments(text: str) -> str:
 def parse_enabled_plugins(text: str, path: str) -> tuple[str, ...]:
     """The atoms of the file's one list term, in order."""
     body = _strip_comments(text).strip()
+    if not body:
+        return ()  # an empty file enables nothing (rabbit_plugins:read_enabled reads no term as [])
     if not body.endswith("."):
         raise ConfigFileError(path, _last_line(text), "syntax error: the term must end with '.'")
     body = body[:-1].strip()

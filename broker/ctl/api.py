@@ -1,22 +1,26 @@
-"""How rabbitmqctl reaches the running broker: its management HTTP API on the loopback address, logged in
-with the node-local cookie (broker/config/cookie.py) as RabbitMQ's CLIs log in with the Erlang cookie, so no
-user's password is needed. With the management listener off the CLIs report the node unreachable (69)."""
+"""How the CLIs reach the running node: its CLI channel on the distribution port
+(broker/management/control.py), as RabbitMQ's CLIs reach a node over Erlang distribution. The connection
+proves the Erlang cookie with the handshake of broker/config/control_auth.py (the cookie never crosses the
+wire), then carries HTTP/1.1 requests to the management API's routes: the commands read and change what the
+HTTP API does, with no plugin enabled and no user's password. No node there, or a refused cookie:
+Unavailable (exit 69)."""
 
 from __future__ import annotations
 
 import base64
+import http.client
 import json
-import urllib.error
+import socket
 import urllib.parse
-import urllib.request
 from typing import Any
 
-from broker.config.cookie import HEADER, read_cookie
+from broker.config import control_auth as wire
+from broker.config.cookie import read_cookie
 from broker.ctl.target import Target
 
 
 class Unavailable(Exception):
-    """The broker's API cannot be reached (exit 69 with the unreachable text)."""
+    """The node cannot be reached or refused the CLI (exit 69 with the unreachable text)."""
 
 
 class ApiFailure(Exception):
@@ -30,13 +34,66 @@ def quote(name: str) -> str:
     return urllib.parse.quote(name, safe="")
 
 
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error) or type(error).__name__
+
+
+def _read_frame(sock: socket.socket) -> dict[str, Any]:
+    buffer = bytearray()
+    while True:
+        frame = wire.decode_frame(buffer)
+        if frame is not None:
+            return frame[0]
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise Unavailable("the node closed the connection during the handshake")
+        buffer += chunk
+
+
+def open_channel(target: Target, timeout_s: float) -> socket.socket:
+    """A socket to the node's CLI channel on which both sides have proved the cookie."""
+    if not target.dist_port:
+        raise Unavailable("the node's distribution port is not known (set RABBITMQ_DIST_PORT)")
+    cookie = read_cookie()
+    if cookie is None:
+        raise Unavailable("no Erlang cookie: $HOME/.erlang.cookie is missing, RABBITMQ_ERLANG_COOKIE unset")
+    try:
+        sock = socket.create_connection((target.dist_host, target.dist_port), timeout=timeout_s)
+    except OSError as error:
+        raise Unavailable(_reason(error)) from None
+    try:
+        hello = _read_frame(sock)
+        if hello.get("protocol") != wire.PROTOCOL or not isinstance(hello.get("challenge"), str):
+            raise Unavailable("not a WarrenMQ node's distribution port")
+        mine = wire.challenge()
+        proof = wire.cli_digest(cookie, hello["challenge"], mine, target.node)
+        sock.sendall(wire.encode_frame({"node": target.node, "challenge": mine, "digest": proof}))
+        answer = _read_frame(sock)
+        if "error" in answer:
+            if answer["error"] == wire.NOT_ALLOWED:
+                raise Unavailable(
+                    "TCP connection succeeded but the node refused the CLI: check that the Erlang cookie "
+                    "($HOME/.erlang.cookie) is the node's"
+                )
+            raise Unavailable(str(answer.get("reason", answer["error"])))
+        expected = wire.node_digest(cookie, hello["challenge"], mine, target.node)
+        if not wire.same(answer.get("digest"), expected):
+            raise Unavailable("the node did not prove the Erlang cookie")
+    except (OSError, wire.HandshakeError) as error:
+        sock.close()
+        raise Unavailable(_reason(error) if isinstance(error, OSError) else str(error)) from None
+    except Unavailable:
+        sock.close()
+        raise
+    return sock
+
+
 class Api:
     def __init__(self, target: Target, timeout_s: float) -> None:
-        if target.management_port is None:
-            raise Unavailable("the management listener is off (management.tcp.port / enabled_plugins)")
-        self.base = f"http://{_host(target.host)}:{target.management_port}"
+        self.target = target
         self.timeout_s = timeout_s
-        self.cookie = read_cookie()
+        self.connection = http.client.HTTPConnection("localhost", timeout=timeout_s)
+        self.connection.sock = open_channel(target, timeout_s)
 
     def call(
         self,
@@ -46,39 +103,39 @@ class Api:
         auth: tuple[str, str] | None = None,
         headers: dict[str, str] | None = None,
     ) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        for key, value in (headers or {}).items():
-            request.add_header(key, value)
+        sent = {"Content-Type": "application/json", **(headers or {})}
         if auth is not None:
-            token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
-            request.add_header("Authorization", f"Basic {token}")
-        elif self.cookie:
-            request.add_header(HEADER, self.cookie)
+            sent["Authorization"] = "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+        data = None if body is None else json.dumps(body).encode()
+        if self.connection.sock is None:  # the node closed the previous exchange's connection
+            self.connection.sock = open_channel(self.target, self.timeout_s)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as error:
-            text = error.read().decode(errors="replace")
+            self.connection.request(method, path, body=data, headers=sent)
+            response = self.connection.getresponse()
+            raw = response.read()
+        except (OSError, http.client.HTTPException) as error:
+            self.connection.close()
+            raise Unavailable(_reason(error) if isinstance(error, OSError) else str(error)) from None
+        if response.status >= 400:
+            text = raw.decode(errors="replace")
             try:
                 reason = str(json.loads(text).get("reason", text))
             except (ValueError, AttributeError):
                 reason = text
-            if error.code == 401 and auth is None:
-                raise Unavailable(
-                    "the CLI cookie was refused: $HOME/.erlang.cookie is missing or not the broker's"
-                ) from None
-            raise ApiFailure(error.code, reason) from None
-        except (urllib.error.URLError, OSError) as error:
-            cause: object = error.reason if isinstance(error, urllib.error.URLError) else error
-            text = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
-            raise Unavailable(text) from None
+            raise ApiFailure(response.status, reason)
         return json.loads(raw) if raw.strip() else None
 
     def get(self, path: str) -> Any:
         return self.call("GET", path)
 
-
-def _host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
+    def wait_closed(self) -> None:
+        """Until the node drops the channel (``stop``: the node is shutting down) or the timeout."""
+        sock = self.connection.sock
+        if sock is None:
+            return
+        try:
+            while sock.recv(4096):
+                pass
+        except OSError:
+            pass
+        self.connection.close()

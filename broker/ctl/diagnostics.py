@@ -316,7 +316,9 @@ def memory_breakdown(target: Target, options: Options, out: Output) -> int:
         node = api.call("GET", "/api/nodes")[0]["name"]
         memory = api.call("GET", f"/api/nodes/{quote(node)}/memory")["memory"]
     except (Unavailable, ApiFailure, OSError) as error:
-        out.error(UNREACHABLE.format(node=target.node, host=target.host, port=target.amqp_port, reason=error))
+        out.error(
+            UNREACHABLE.format(node=target.node, host=target.dist_host, port=target.dist_port, reason=error)
+        )
         return EX_UNAVAILABLE
     rss = max(1, int(memory["total"]["rss"]))
     sizes = [(key, int(value)) for key, value in memory.items() if isinstance(value, int)]

@@ -103,7 +103,7 @@ def change(target: Target, options: Options, out: Output, enable: bool) -> int:
     if not offline and _running(target)[1] is False:
         out.error(
             UNREACHABLE.format(
-                node=target.node, host=target.host, port=target.management_port, reason="unreachable"
+                node=target.node, host=target.dist_host, port=target.dist_port, reason="unreachable"
             )
         )
         return EX_UNAVAILABLE

@@ -1,6 +1,6 @@
 """`rabbitmqctl`: the commands scripts and healthchecks use, with RabbitMQ 3.10's banners, output formats,
 error texts and exit codes (64 usage, 65 data error, 67 no such user, 69 unavailable, 70 software), talking
-to the running broker through its management API with the node-local cookie (broker/ctl/api.py).
+to the running node over its CLI channel with the Erlang cookie (broker/ctl/api.py).
 Compared with RabbitMQ's own rabbitmqctl in tests/integration/test_rabbitmqctl.py."""
 
 from __future__ import annotations
@@ -17,7 +17,19 @@ from broker.ctl.tables import render
 from broker.ctl.target import Target, find_target
 
 EX_USAGE, EX_UNAVAILABLE = 64, 69
+
+
+def stop(api: Api, options: Options, out: Output) -> int:
+    """`rabbitmqctl stop`: the node shuts down as on SIGTERM; the command returns once the node has dropped
+    the CLI channel, as RabbitMQ's returns once the node has halted its applications."""
+    out.banner(f"Stopping and halting node {api.target.node} ...")
+    api.call("POST", "/api/warrenmq/cli/stop")
+    api.wait_closed()
+    return 0
+
+
 ADMIN: dict[str, tuple[int, Callable[[Api, Options, Output], int]]] = {
+    "stop": (0, stop),
     **admin.COMMANDS,
     **policies.COMMANDS,
     **limits.COMMANDS,
@@ -71,8 +83,9 @@ def _run(target: Target, options: Options) -> int:
             )
         return command(api, options, out)
     except Unavailable as error:
-        port = target.management_port or 0
-        out.error(UNREACHABLE.format(node=target.node, host=target.host, port=port, reason=error))
+        out.error(
+            UNREACHABLE.format(node=target.node, host=target.dist_host, port=target.dist_port, reason=error)
+        )
         return EX_UNAVAILABLE
     except ApiFailure as error:
         out.error(f"Error:\n{error.reason}")

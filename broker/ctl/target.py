@@ -1,7 +1,8 @@
-"""The broker a CLI talks to, found as RabbitMQ's CLIs find their node inside a container: the node name from
-``-n`` or RABBITMQ_NODENAME (default rabbit@<short hostname>), the ports and the default user from the same
-environment and configuration files the server reads (broker/config), so that a healthcheck needs no
-arguments."""
+"""The broker a CLI talks to, found as RabbitMQ's CLIs find their node: the node name from ``-n`` or
+RABBITMQ_NODENAME (default rabbit@<short hostname>; its host part names the machine, resolved locally), the
+distribution port from RABBITMQ_DIST_PORT (default AMQP port + 20000: RabbitMQ's CLIs ask epmd, which
+WarrenMQ does not run), the other ports and the default user from the same environment, rabbitmq-env.conf
+and configuration files the server reads (broker/config), so that a healthcheck needs no arguments."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ class Target:
     interface: str  # the address the broker binds, as RabbitMQ's listener reports it
     amqp_port: int
     management_port: int | None
+    dist_host: str  # where the node's CLI channel listens (loopback for this machine's nodes)
+    dist_port: int
     user: str
     password: str
     vhost: str
@@ -29,7 +32,18 @@ class Target:
 
     def listeners(self) -> list[dict[str, Any]]:
         """The listeners the configuration opens, in RabbitMQ's listener shape."""
-        found = [self._listener(self.amqp_port, "amqp", "AMQP 0-9-1 and AMQP 1.0")]
+        # RabbitMQ lists its distribution listener first; WarrenMQ's CLI channel binds loopback.
+        found = (
+            [
+                {
+                    **self._listener(self.dist_port, "clustering", "inter-node and CLI tool communication"),
+                    "interface": "127.0.0.1",
+                }
+            ]
+            if self.dist_port
+            else []
+        )
+        found.append(self._listener(self.amqp_port, "amqp", "AMQP 0-9-1 and AMQP 1.0"))
         if self.management_port:
             found.append(self._listener(self.management_port, "http", "HTTP API"))
         return found
@@ -62,7 +76,8 @@ def find_target(node: str | None) -> Target:
     if not _local(node_host):
         host = node_host
     else:
-        host = "127.0.0.1" if interface in ("0.0.0.0", "") else "::1" if interface == "::" else interface
+        # The wildcard listeners (dual-stack "::" included) take IPv4 loopback clients.
+        host = "127.0.0.1" if interface in ("0.0.0.0", "", "::", "[::]") else interface.strip("[]")
     users = value("users")
     user, password = next(iter(users.items())) if users else (value("default_user"), value("default_pass"))
     vhosts = value("vhosts")
@@ -75,6 +90,8 @@ def find_target(node: str | None) -> Target:
         interface=interface,
         amqp_port=value("port"),
         management_port=management if management > 0 and loaded.plugin_on(MANAGEMENT) else None,
+        dist_host="127.0.0.1" if _local(node_host) else node_host,
+        dist_port=value("dist_port"),
         user=user,
         password=password,
         vhost=vhosts[0] if vhosts else value("default_vhost"),

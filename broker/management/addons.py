@@ -10,15 +10,17 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from broker.config import ServerConfig, TLSOptions
-from broker.config.cookie import cookie_path, ensure_cookie
 from broker.config.plugins import started_plugins
 from broker.server.listener import Addon, Server, StartupError
+from broker.server.sockets import listen_socket
 
 # What each addon serves with is imported when that addon starts, not with this module: `warrenmq serve`
 # imports this module whatever it runs, and aiohttp, the management application, prometheus_client and the
 # TLS set-up are most of a start-up's import time (issue #29).
 if TYPE_CHECKING:
     from aiohttp import web
+
+    from broker.management.context import ManagementContext
 
 log = structlog.get_logger("warrenmq.management")
 
@@ -45,23 +47,14 @@ class DefinitionsAddon:
         return None
 
 
-def ensure_cookie_logged() -> str | None:
-    """The CLI cookie, or None (logged) when $HOME is not writable: the CLIs then cannot log in."""
-    try:
-        return ensure_cookie()
-    except OSError as error:
-        log.warning("cli_cookie_unavailable", path=str(cookie_path()), error=str(error))
-        return None
-
-
 async def _serve(app: web.Application, host: str, port: int, what: str) -> tuple[web.AppRunner, int]:
     """A runner serving ``app`` on ``host:port`` and the port it bound; StartupError when it cannot listen."""
     from aiohttp import web
 
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True)
     try:
+        site = web.SockSite(runner, listen_socket(host, port))
         await site.start()
     except OSError as error:
         await runner.cleanup()
@@ -86,6 +79,8 @@ class _HTTPAddon:
 
 class ManagementAddon(_HTTPAddon):
     """The management HTTP API on ``port`` (0 = ephemeral)."""
+
+    context: ManagementContext | None = None
 
     def __init__(
         self,
@@ -116,9 +111,9 @@ class ManagementAddon(_HTTPAddon):
             # The node name is the default cluster name (broker/config); only a configured one overrides the
             # cluster_name global parameter kept by definitions and the store, as rabbit_nodes sets it.
             cluster_name=_configured_cluster_name(server.config),
-            cookie=ensure_cookie_logged(),
             running_plugins=started_plugins(server.config.enabled_plugins),
         )
+        self.context = context  # the CLI channel's too (broker/management/control.py)
         ready: dict[str, Any] = {"management_port": None}
         if self.http:
             self._runner, context.http_port = await _serve(
@@ -145,10 +140,9 @@ class ManagementAddon(_HTTPAddon):
             ssl_context = server_context(self.ssl_options)
         except TLSConfigError as error:
             raise StartupError(f"management: {error}") from None
-        site = web.TCPSite(
-            self._runner, self.host, self.ssl_port, ssl_context=ssl_context, reuse_address=True
-        )
         try:
+            sock = listen_socket(self.host, self.ssl_port)
+            site = web.SockSite(self._runner, sock, ssl_context=ssl_context)
             await site.start()
         except OSError as error:
             raise StartupError(
@@ -192,6 +186,12 @@ def addons_for(config: ServerConfig) -> list[Addon]:
         )
     if config.prometheus_port is not None:
         addons.append(PrometheusAddon(config.host, config.prometheus_port))
+    if config.dist_port is not None:
+        from broker.management.control import LOOPBACK, ControlAddon
+
+        # After the management addon: the CLI channel shares its context (and stops first).
+        management = next((addon for addon in addons if isinstance(addon, ManagementAddon)), None)
+        addons.append(ControlAddon(LOOPBACK, config.dist_port, management))
     return addons
 
 

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from broker.config.cookie import ACTING_USER
 from broker.core.acting import acting
-from broker.management.auth import USER_KEY, Gate, authorize
+from broker.management.auth import CLI_CHANNEL_KEY, USER_KEY, Gate, authorize
 from broker.management.context import ManagementContext
 from broker.management.errors import ApiError, json_response, not_found
 
@@ -69,7 +69,7 @@ ROUTES: list[Route] = [
     *dry_run_route.ROUTES,
     *message_history.ROUTES,
 ]
-# The CLI tools log in with the node cookie (ACTING_USER); RabbitMQ's CLI commands act as "rmq-cli" in events.
+# The CLI tools prove the node cookie (ACTING_USER); RabbitMQ's CLI commands act as "rmq-cli" in events.
 CLI_ACTOR = "rmq-cli"
 _MAX_BODY_BYTES = 64 * 1024 * 1024  # definitions files can be large
 
@@ -170,11 +170,16 @@ def _route_path(path: str) -> str:
     return _PLAIN_SEGMENT.sub(r"{\1:[^/]+}", path)
 
 
-def build_app(context: ManagementContext) -> web.Application:
+def build_app(context: ManagementContext, cli: bool = False) -> web.Application:
+    """The management API; ``cli``: the same routes for the CLI channel (broker/management/control.py),
+    whose callers proved the Erlang cookie and act as the CLI user, without the UI and without starting
+    the statistics sampler a second time."""
     app = web.Application(middlewares=[errors_middleware], client_max_size=_MAX_BODY_BYTES)
     app[CONTEXT_KEY] = context
+    app[CLI_CHANNEL_KEY] = cli
     app.router.add_get("/ready", ready)
-    add_ui_routes(app)
+    if not cli:
+        add_ui_routes(app)
     methods: dict[str, list[str]] = {}
     for route in ROUTES:
         endpoint = _endpoint(route)
@@ -187,8 +192,9 @@ def build_app(context: ManagementContext) -> web.Application:
             methods.setdefault(path, []).append(route.method)
     for path, allowed in methods.items():
         app.router.add_route("OPTIONS", path, _options(allow_header(allowed)))
-    app.on_startup.append(_start_sampler)
-    app.on_cleanup.append(_stop_sampler)
+    if not cli:
+        app.on_startup.append(_start_sampler)
+        app.on_cleanup.append(_stop_sampler)
     return app
 
 

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hmac
-import ipaddress
 from enum import Enum
 
 from aiohttp import web
 
-from broker.config.cookie import ACTING_USER, HEADER
+from broker.config.cookie import ACTING_USER
 from broker.core.access import ADMINISTRATOR, User
 from broker.management.context import ManagementContext
 from broker.management.errors import ApiError, not_authorised
 
 REALM = 'Basic realm="RabbitMQ Management"'
 USER_KEY = web.RequestKey("user", User)
+# True on the application serving the CLI channel.
+CLI_CHANNEL_KEY = web.AppKey("cli_channel", bool)
 
 
 class Gate(Enum):
@@ -42,20 +42,12 @@ def credentials(request: web.Request) -> tuple[str, str] | None:
     return (user, password) if sep else None
 
 
-def _loopback(request: web.Request) -> bool:
-    try:
-        return ipaddress.ip_address((request.remote or "").split("%")[0]).is_loopback
-    except ValueError:
-        return False
-
-
-def cookie_user(context: ManagementContext, request: web.Request) -> User | None:
-    """The CLIs' acting user when the request carries the node's cookie from a loopback address (RabbitMQ's
-    CLIs authenticate with the Erlang cookie, not a user's password); None otherwise."""
-    given = request.headers.get(HEADER)
-    if given is None or context.cookie is None or not _loopback(request):
-        return None
-    if not hmac.compare_digest(given.encode(), context.cookie.encode()):
+def cookie_user(request: web.Request) -> User | None:
+    """The CLIs' acting user on the CLI channel, whose connections proved the node's Erlang cookie
+    (broker/management/control.py), as RabbitMQ's CLIs authenticate with the cookie and not a user's
+    password; None on the HTTP listener, and for a CLI request carrying a user's credentials
+    (``authenticate_user`` checks those)."""
+    if not request.config_dict.get(CLI_CHANNEL_KEY) or "Authorization" in request.headers:
         return None
     return User(ACTING_USER, "", tags=(ADMINISTRATOR,))
 
@@ -63,7 +55,7 @@ def cookie_user(context: ManagementContext, request: web.Request) -> User | None
 def login(context: ManagementContext, request: web.Request) -> User:
     """The authenticated management user, or the 401 RabbitMQ answers (realm header on missing or bad
     credentials; "Not management user" for a user without a management tag)."""
-    internal = cookie_user(context, request)
+    internal = cookie_user(request)
     if internal is not None:
         return internal
     given = credentials(request)

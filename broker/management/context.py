@@ -34,8 +34,6 @@ class ManagementContext:
     started_monotonic_s: float = field(default_factory=time.monotonic)
     cluster_name: str = ""
     os_pid: str = field(default_factory=lambda: str(os.getpid()))
-    # The node-local CLI credential (broker/config/cookie.py); None: the CLIs cannot log in.
-    cookie: str | None = None
     # The plugins running (started at boot, then switched by rabbitmq-plugins): /api/warrenmq/plugins.
     running_plugins: list[str] = field(default_factory=list)
     # Statistics sampling interval: rabbitmq.conf collect_statistics_interval (ms), 5 s by default.

@@ -27,7 +27,8 @@ from broker.server.amqp_protocol import AMQPProtocol
 from broker.server.clock import LoopClock
 from broker.server.flow_control import FlowControl
 from broker.server.paging import MemoryPager
-from broker.server.runtime import tune_for_serving
+from broker.server.runtime import pid_file, tune_for_serving
+from broker.server.sockets import display_host, listen_socket
 from broker.session.event_exchange import EventExchange
 from broker.session.faults import SessionFaults
 from broker.storage.base import StorageError, Store
@@ -159,11 +160,7 @@ class Server:
         if self.config.planes:
             self.alarms.start()
         self._server = await self.loop.create_server(
-            lambda: AMQPProtocol(self),
-            host=self.config.host,
-            port=self.config.port,
-            reuse_address=True,
-            backlog=1024,
+            lambda: AMQPProtocol(self), sock=listen_socket(self.config.host, self.config.port)
         )
         host, port = self._server.sockets[0].getsockname()[:2]
         self.port = int(port)
@@ -183,12 +180,9 @@ class Server:
             raise StartupError(str(error)) from error
         self._tls_server = await self.loop.create_server(
             lambda: AMQPProtocol(self),
-            host=self.config.host,
-            port=self.config.ssl_port,
+            sock=listen_socket(self.config.host, self.config.ssl_port),
             ssl=context,
             ssl_handshake_timeout=self.config.ssl_handshake_timeout_s,
-            reuse_address=True,
-            backlog=1024,
         )
         self.ssl_port = int(self._tls_server.sockets[0].getsockname()[1])
         log.info("amqps_listening", port=self.ssl_port, verify=self.config.ssl_options.verify)
@@ -306,7 +300,7 @@ def report_ready(ready: dict[str, Any], plugins: Sequence[str] = ()) -> None:
     """The JSON line on stdout that scripts and fixtures wait for (`--port 0` tells them the port), first;
     then RabbitMQ's own "Server startup complete" line and plugin list, which Testcontainers waits for."""
     host, port = ready["amqp_host"], ready["amqp_port"]
-    print(json.dumps({"event": "ready", **ready, "url": f"amqp://{host}:{port}/"}), flush=True)
+    print(json.dumps({"event": "ready", **ready, "url": f"amqp://{display_host(host)}:{port}/"}), flush=True)
     print("\n".join(startup_complete_lines(plugins)), flush=True)
 
 
@@ -324,7 +318,8 @@ def run(config: ServerConfig, addons: Sequence[Addon] = ()) -> int:
         runner = asyncio.run
     try:
         plugins = started_plugins(config.enabled_plugins)
-        runner(serve(config, functools.partial(report_ready, plugins=plugins), addons))
+        with pid_file(config.pid_file):
+            runner(serve(config, functools.partial(report_ready, plugins=plugins), addons))
     except OSError as error:
         print(f"warrenmq: cannot listen on {config.host}:{config.port}: {error}", file=sys.stderr)
         return 1

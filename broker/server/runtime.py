@@ -3,8 +3,12 @@ interpreter)."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import os
 import resource
+from collections.abc import Iterator
+from pathlib import Path
 
 import structlog
 
@@ -40,3 +44,19 @@ def raise_fd_limit() -> tuple[int, int]:
             log.warning("fd_limit_not_raised", soft=soft, hard=hard, error=str(error))
     log.info("fd_limit", soft=soft, hard=hard)
     return soft, hard
+
+
+@contextlib.contextmanager
+def pid_file(path: str | None) -> Iterator[None]:
+    """RABBITMQ_PID_FILE for the life of the process: written at start (its directory created, as
+    RabbitMQ's prelaunch does), removed on a clean stop."""
+    if path is None:
+        yield
+        return
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(f"{os.getpid()}\n")
+    try:
+        yield
+    finally:
+        target.unlink(missing_ok=True)

@@ -66,7 +66,12 @@ def warrenmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
         f"listeners.tcp.default = 127.0.0.1:{_free_port()}\nmanagement.tcp.port = {_free_port()}\n"
     )
     node = "warrenmq-cli@localhost"
-    env = {**os.environ, "RABBITMQ_CONFIG_FILE": str(conf), "RABBITMQ_NODENAME": node}
+    env = {
+        **os.environ,
+        "RABBITMQ_CONFIG_FILE": str(conf),
+        "RABBITMQ_NODENAME": node,
+        "RABBITMQ_DIST_PORT": str(_free_port()),  # the CLI channel
+    }
     process = subprocess.Popen(
         [sys.executable, "-m", "broker", "serve"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True
     )

@@ -73,6 +73,7 @@ def warrenmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
         "RABBITMQ_CONFIG_FILE": str(conf),
         "RABBITMQ_ENABLED_PLUGINS_FILE": str(plugins),
         "RABBITMQ_NODENAME": node,
+        "RABBITMQ_DIST_PORT": str(_free_port()),  # the CLI channel
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "broker", "serve"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True

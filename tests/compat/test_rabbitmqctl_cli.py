@@ -109,6 +109,7 @@ def warrenmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
         "HOME": str(base / "home"),  # the broker writes its CLI cookie here, the CLI reads it
         "RABBITMQ_CONFIG_FILE": str(conf),
         "RABBITMQ_NODENAME": node,
+        "RABBITMQ_DIST_PORT": str(_free_port()),  # the CLI channel
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "broker", "serve"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True

@@ -35,7 +35,11 @@ def _env(tmp_path: Path) -> dict[str, str]:
         f"listeners.tcp.default = 127.0.0.1:{_free_port()}\nmanagement.tcp.port = {_free_port()}\n"
         "prometheus.tcp.port = 0\ndefault_user = app\ndefault_pass = pw\n"
     )
-    return {"RABBITMQ_CONFIG_FILE": str(conf), "RABBITMQ_NODENAME": "rabbit@localhost"}
+    return {
+        "RABBITMQ_CONFIG_FILE": str(conf),
+        "RABBITMQ_NODENAME": "rabbit@localhost",
+        "RABBITMQ_DIST_PORT": str(_free_port()),  # the CLI channel (an ephemeral port + 20000 may not fit)
+    }
 
 
 def cli(tool: str, *argv: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -96,6 +100,7 @@ def test_port_connectivity_and_alarms(served: tuple[BrokerProcess, dict[str, str
     report = json.loads(ports.stdout)
     assert report["result"] == "ok"
     assert [(item["protocol"], item["port"]) for item in report["listeners"]] == [
+        ("clustering", int(env["RABBITMQ_DIST_PORT"])),  # the CLI channel, first as in RabbitMQ
         ("amqp", broker.port),
         ("http", broker.ready["management_port"]),
     ]

@@ -64,6 +64,7 @@ def served(tmp_path: Path) -> Iterator[tuple[dict[str, str], int]]:
         "RABBITMQ_CONFIG_FILE": str(conf),
         "RABBITMQ_ENABLED_PLUGINS_FILE": str(tmp_path / "enabled_plugins"),
         "RABBITMQ_NODENAME": "rabbit@localhost",
+        "RABBITMQ_DIST_PORT": str(_free_port()),  # the CLI channel
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "broker", "serve"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True

@@ -1,8 +1,9 @@
 """rabbitmqctl against a running WarrenMQ, as a container's scripts run it: no credentials, the broker found
-from the same environment and rabbitmq.conf, authenticated by the node-local cookie the broker wrote in
-$HOME/.erlang.cookie (mode 0600). What RabbitMQ's own CLI prints is compared in
-tests/compat/test_rabbitmqctl_cli.py; here the parts that are WarrenMQ's: the cookie, a broker without its
-management listener, connections closed by name, definitions exported and imported."""
+from the same environment and rabbitmq.conf, over its CLI channel on the distribution port, authenticated by
+the Erlang cookie the broker wrote in $HOME/.erlang.cookie (mode 0400). What RabbitMQ's own CLI prints is
+compared in tests/compat/test_rabbitmqctl_cli.py and tests/compat/test_side_by_side_nodes.py; here the parts
+that are WarrenMQ's: the cookie, a broker without any plugin, connections closed by name, definitions
+exported and imported."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ def _env(base: Path, management: bool = True) -> dict[str, str]:
         "HOME": str(base / "home"),
         "RABBITMQ_CONFIG_FILE": str(conf),
         "RABBITMQ_NODENAME": "rabbit@localhost",
+        # An ephemeral AMQP port + 20000 may pass 65535: the CLI channel's own port.
+        "RABBITMQ_DIST_PORT": str(_free_port()),
     }
     if not management:
         (base / "enabled_plugins").write_text("[].\n")
@@ -83,7 +86,7 @@ def test_the_broker_writes_a_private_cookie_the_cli_logs_in_with(
 ) -> None:
     env, _ = served
     cookie = Path(env["HOME"]) / ".erlang.cookie"
-    assert stat.S_IMODE(cookie.stat().st_mode) == 0o600
+    assert stat.S_IMODE(cookie.stat().st_mode) == 0o400
     assert len(cookie.read_text()) == 20
     listed = ctl("-q", "list_vhosts", env=env)
     assert (listed.returncode, listed.stdout) == (0, "name\n/\n")
@@ -93,10 +96,15 @@ def test_a_wrong_cookie_is_refused_with_exit_69(served: tuple[dict[str, str], di
     env, _ = served
     result = ctl("list_users", env={**env, "RABBITMQ_ERLANG_COOKIE": "NOTTHECOOKIE"})
     assert result.returncode == 69
-    assert "the CLI cookie was refused" in result.stderr
-    # A caller with no cookie at all is refused too: the API asks for credentials.
+    assert "the node refused the CLI: check that the Erlang cookie" in result.stderr
+    # A caller with no cookie at all is refused too, before it connects.
     result = ctl("list_users", env={**env, "HOME": str(Path(env["HOME"]).parent)})
     assert result.returncode == 69
+    assert "no Erlang cookie" in result.stderr
+    # Another node's name on this port is refused (Erlang distribution checks the name too).
+    result = ctl("-n", "other@localhost", "list_users", env=env)
+    assert result.returncode == 69
+    assert "this is node rabbit@localhost, not other@localhost" in result.stderr
 
 
 def test_users_created_by_the_cli_log_in_over_amqp(served: tuple[dict[str, str], dict[str, object]]) -> None:
@@ -140,14 +148,15 @@ def test_definitions_export_and_import(
     assert "exported" in ctl("-s", "list_vhosts", env=env).stdout.splitlines()
 
 
-def test_without_the_management_listener_the_node_is_unreachable(tmp_path: Path) -> None:
+def test_with_every_plugin_disabled_the_cli_still_works(tmp_path: Path) -> None:
     env = _env(tmp_path, management=False)
-    process, _ = _serve(env)
+    process, ready = _serve(env)
     try:
-        result = ctl("list_queues", env=env)
-        assert result.returncode == 69
-        assert "the management listener is off" in result.stderr
-        assert ctl("-q", "ping", env=env).returncode == 0  # the AMQP-port diagnostics still answer
+        assert ready["management_port"] is None  # no management plugin: no HTTP listener at all
+        assert ctl("-q", "list_queues", env=env).returncode == 0
+        assert ctl("add_vhost", "no-plugins", env=env).returncode == 0
+        assert "no-plugins" in ctl("-s", "list_vhosts", env=env).stdout.splitlines()
+        assert ctl("-q", "ping", env=env).returncode == 0
     finally:
         process.terminate()
         process.wait(timeout=10)

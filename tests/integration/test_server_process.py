@@ -133,7 +133,7 @@ def test_defaults_match_rabbitmq(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(f"WARRENMQ_{name}", raising=False)
     config = _parse([])
     assert (config.host, config.port, dict(config.users), config.vhosts) == (
-        "0.0.0.0",
+        "::",
         5672,
         {"guest": "guest"},
         ("/",),

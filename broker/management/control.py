@@ -1,0 +1,201 @@
+"""The CLI channel: what RabbitMQ's node offers its CLIs on the distribution port (RABBITMQ_DIST_PORT, AMQP
+port + 20000), loopback only. A connection first proves it holds the node's Erlang cookie
+(broker/config/control_auth.py, challenge and response both ways); then it is handed to an aiohttp server of
+the management API's own route table (broker/management/app.py, built with ``cli=True``), so rabbitmqctl,
+rabbitmq-diagnostics and rabbitmq-plugins run the very handlers the HTTP API runs, acting as the CLI user,
+with every plugin disabled and no management listener. Only this channel has ``stop``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, cast
+
+import structlog
+
+from broker.config import control_auth as wire
+from broker.config.cookie import cookie_path, ensure_cookie
+from broker.config.plugins import started_plugins
+from broker.server.listener import Server, StartupError
+from broker.server.sockets import listen_socket
+
+# The HTTP side (aiohttp, the management application) is imported at the first authenticated connection,
+# not at start-up: `warrenmq serve` opens this channel whatever it runs (start-up time, issue #29).
+if TYPE_CHECKING:
+    from aiohttp import web
+
+log = structlog.get_logger("warrenmq.control")
+# The distribution listener binds loopback by default (the CLIs run on the node's machine).
+LOOPBACK = "127.0.0.1"
+HANDSHAKE_TIMEOUT_S = 10.0
+
+
+class _Handshake(asyncio.Protocol):
+    """One CLI connection until it has proved the cookie; then its transport belongs to aiohttp."""
+
+    def __init__(self, channel: ControlAddon) -> None:
+        self.channel = channel
+        self.buffer = bytearray()
+        self.transport: asyncio.Transport | None = None
+        self.node_challenge = wire.challenge()
+        self.timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's TCPTransport is no subclass of asyncio.Transport, but has its methods.
+        self.transport = cast(asyncio.Transport, transport)
+        hello = {"protocol": wire.PROTOCOL, "node": self.channel.node, "challenge": self.node_challenge}
+        self.transport.write(wire.encode_frame(hello))
+        self.timer = asyncio.get_running_loop().call_later(HANDSHAKE_TIMEOUT_S, self.transport.close)
+
+    def data_received(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.buffer += data
+        try:
+            frame = wire.decode_frame(self.buffer)
+        except wire.HandshakeError as error:
+            self._refuse(wire.NOT_ALLOWED, str(error))
+            return
+        if frame is None:
+            return
+        body, size = frame
+        rest = bytes(self.buffer[size:])
+        cookie = self.channel.cookie
+        wanted, theirs = body.get("node"), body.get("challenge")
+        if wanted != self.channel.node:
+            # Erlang distribution refuses a connection meant for another node name.
+            self._refuse(wire.WRONG_NODE, f"this is node {self.channel.node}, not {wanted}")
+            return
+        if (
+            cookie is None
+            or not isinstance(theirs, str)
+            or not wire.same(body.get("digest"), wire.cli_digest(cookie, self.node_challenge, theirs, wanted))
+        ):
+            log.warning("cli_connection_refused", reason="cookie mismatch")
+            self._refuse(wire.NOT_ALLOWED, "the Erlang cookie does not match")
+            return
+        self.transport.write(
+            wire.encode_frame({"digest": wire.node_digest(cookie, self.node_challenge, theirs, wanted)})
+        )
+        if self.timer is not None:
+            self.timer.cancel()
+        self.channel.hand_over(self.transport, rest)
+
+    def _refuse(self, error: str, reason: str) -> None:
+        assert self.transport is not None
+        self.transport.write(wire.encode_frame({"error": error, "reason": reason}))
+        self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+
+
+async def _stop(request: web.Request) -> web.Response:
+    """`rabbitmqctl stop`: the node stops as on SIGTERM (clients get 320 CONNECTION_FORCED) after this
+    answers."""
+    from aiohttp import web
+
+    from broker.management.app import CONTEXT_KEY
+
+    server = request.app[CONTEXT_KEY].server
+    if server.request_stop is not None:
+        asyncio.get_running_loop().call_soon(server.request_stop)
+    return web.json_response({"stopping": request.app[CONTEXT_KEY].node})
+
+
+class ControlAddon:
+    """Serves the CLI channel from the moment the AMQP port is bound; shares the management listener's
+    context (its running plugin list) when there is one."""
+
+    def __init__(self, host: str, port: int, shared: Any = None) -> None:
+        self.host = host
+        self.port = port
+        self.shared = shared  # a ManagementAddon, whose context the CLIs then see
+        self.node = ""
+        self.cookie: str | None = None
+        self._runner: web.AppRunner | None = None
+        self._runner_ready: asyncio.Future[web.AppRunner] | None = None
+        self._server: asyncio.Server | None = None
+        self._broker_server: Server | None = None
+        self._handovers: set[asyncio.Task[None]] = set()
+
+    async def before_listen(self, server: Server) -> None:
+        return None
+
+    async def after_listen(self, server: Server) -> dict[str, Any]:
+        self.node = server.config.node_name
+        self._broker_server = server
+        try:
+            self.cookie = ensure_cookie()
+        except OSError as error:
+            log.warning("cli_cookie_unavailable", path=str(cookie_path()), error=str(error))
+        try:
+            sock = listen_socket(self.host, self.port)
+        except OSError as error:
+            raise StartupError(
+                f"cannot listen on {self.host}:{self.port} (distribution port, CLI channel): {error}"
+            ) from None
+        self._server = await asyncio.get_running_loop().create_server(lambda: _Handshake(self), sock=sock)
+        port = int(sock.getsockname()[1])
+        log.info("cli_channel_listening", host=self.host, port=port)
+        return {"dist_port": port}
+
+    async def _app_runner(self) -> web.AppRunner:
+        """The CLI application, set up once, at the first authenticated connection."""
+        from aiohttp import web
+
+        from broker.management.app import build_app
+        from broker.management.context import ManagementContext
+
+        assert self._broker_server is not None
+        context = getattr(self.shared, "context", None)
+        if context is None:
+            server = self._broker_server
+            context = ManagementContext(
+                server, node=self.node, running_plugins=started_plugins(server.config.enabled_plugins)
+            )
+        app = build_app(context, cli=True)
+        app.router.add_post("/api/warrenmq/cli/stop", _stop)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        self._runner = runner
+        return runner
+
+    def hand_over(self, transport: asyncio.Transport, rest: bytes) -> None:
+        """The authenticated connection becomes an HTTP connection of the CLI application (reading paused
+        until that application is ready)."""
+        transport.pause_reading()
+        task = asyncio.get_running_loop().create_task(self._attach(transport, rest))
+        self._handovers.add(task)  # held until done: a task nobody references may be collected
+        task.add_done_callback(self._handovers.discard)
+
+    async def _attach(self, transport: asyncio.Transport, rest: bytes) -> None:
+        if self._runner_ready is None:
+            self._runner_ready = asyncio.get_running_loop().create_future()
+            try:
+                self._runner_ready.set_result(await self._app_runner())
+            except Exception as error:  # surfaced to every waiting connection, which is closed
+                self._runner_ready.set_exception(error)
+        try:
+            runner = await asyncio.shield(self._runner_ready)
+        except Exception as error:
+            log.error("cli_channel_failed", error=repr(error))
+            transport.close()
+            return
+        if transport.is_closing() or runner.server is None:
+            transport.close()
+            return
+        handler = runner.server()
+        transport.set_protocol(handler)
+        handler.connection_made(transport)
+        if rest:
+            handler.data_received(rest)
+        transport.resume_reading()
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._handovers):
+            task.cancel()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None

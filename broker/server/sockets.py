@@ -1,0 +1,65 @@
+"""Listening sockets as RabbitMQ opens them: the wildcard address is one dual-stack ``[::]`` socket that takes
+IPv4 clients too (IPV6_V6ONLY off), falling back to ``0.0.0.0`` on a machine without IPv6; any other address,
+IPv6 literals included, is bound as given. asyncio's own ``create_server(host="::")`` sets IPV6_V6ONLY, and
+``host=None`` opens two sockets that, for port 0, get two different ports: hence one socket made here and
+handed to ``create_server(sock=...)`` / aiohttp's ``SockSite``."""
+
+from __future__ import annotations
+
+import socket
+
+# The wildcard addresses; "::" is RabbitMQ's default (listeners.tcp.default = 5672 listens on [::]).
+WILDCARDS = frozenset({"", "::", "0.0.0.0", "[::]"})
+DUAL_STACK = "::"
+
+
+def has_ipv6() -> bool:
+    """Whether this machine can bind an IPv6 socket (a kernel without IPv6, or ipv6.disable=1, cannot)."""
+    if not socket.has_ipv6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+def unbracket(host: str) -> str:
+    """``[::1]`` (RabbitMQ's listener syntax) as the address ``::1``."""
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def effective_host(host: str) -> str:
+    """The address a listener for ``host`` binds: ``::`` stands for dual-stack, or ``0.0.0.0`` without
+    IPv6; ``0.0.0.0`` stays IPv4-only, as in RabbitMQ."""
+    host = unbracket(host)
+    if host in ("", "::"):
+        return DUAL_STACK if has_ipv6() else "0.0.0.0"
+    return host
+
+
+def listen_socket(host: str, port: int, backlog: int = 1024) -> socket.socket:
+    """A bound, listening, non-blocking TCP socket (SO_REUSEADDR, as RabbitMQ's listeners); OSError when the
+    address is taken or not local."""
+    address = effective_host(host)
+    infos = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, sockaddr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            # "::" accepts IPv4 too (v4-mapped); a specific IPv6 address is IPv6-only anyway.
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0 if address == DUAL_STACK else 1)
+        sock.bind(sockaddr)
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def display_host(host: str) -> str:
+    """An address as it goes into a URL: IPv6 literals in brackets."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
