@@ -4,6 +4,7 @@ untrustworthy (after one every recovered message is redelivered, as rabbit_queue
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,9 @@ from broker.core.queue_admin import add_consumer, basic_get
 from broker.core.queue_features import TimedEnvelope
 from broker.core.vhost import VirtualHost
 from broker.session.fates import stored_delivery
-from broker.storage.base import Store
+from broker.storage.base import Store, message_key
 from broker.storage.memory import MemoryStore
-from broker.storage.sqlite import SqliteStore
+from broker.storage.sqlite import APPLICATION_ID, DB_NAME, MIGRATIONS, SqliteStore
 from tests.unit.storage.helpers import make_message
 from tests.unit.storage.test_recovery import Node
 
@@ -261,3 +262,31 @@ def test_after_a_crash_every_recovered_message_is_redelivered(reopen: Any, stop:
     # rabbit_queue_index at a dirty recovery marks every message delivered (a delivery may have left before
     # its mark was written); a clean stop keeps the marks exact. Both checked against RabbitMQ 3.10.8.
     assert flags == [("delivered", True), ("waiting", stop == "crash")]
+
+
+def test_a_schema_3_data_directory_migrates_and_its_first_start_counts_as_after_a_crash(
+    tmp_path: Path,
+) -> None:
+    """Migration 4 adds the delivery counts, the delayed messages and the clean-stop mark to a store written
+    before them; a store without the mark cannot prove its last stop was clean: its marks are not trusted."""
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        for step in MIGRATIONS[:3]:
+            db.executescript(step)
+        db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        db.execute("PRAGMA user_version=3")
+        db.execute("INSERT INTO queues VALUES (1, '/', 'q', 0, NULL, 0)")
+        db.execute("INSERT INTO messages VALUES (?, '', 'q', ?, ?, NULL, 0)", (message_key(1, 1), b"h", b"b"))
+    store = SqliteStore(tmp_path)
+    try:
+        assert store.begin() is False
+        assert list(store.messages(1)) == [(message_key(1, 1), "", "q", b"h", b"b", None, 0)]
+        assert store.delivery_counts(1) == {}
+        assert list(store.delayed_messages()) == []
+    finally:
+        store.close()
+    again = SqliteStore(tmp_path)
+    try:
+        assert again.begin() is True  # closed cleanly this time
+        assert again.begin() is False  # and this run has not stopped yet
+    finally:
+        again.close()
