@@ -16,15 +16,16 @@ from protocol.codec import METHOD_INDEX
 from protocol.erlang_terms import binary_tp, binary_w
 from protocol.errors import HardError, ReplyCode
 from protocol.field_table import FieldTableError, decode_table
+from protocol.header_rewrite import encode_table
 
 # WarrenMQ's own version (broker/__init__.py holds the same; protocol/ imports nothing of broker).
 WARRENMQ_VERSION: Final = "0.1.0"
 # What connection.start reports by default: the release the default profile (rabbitmq-3.13) emulates.
 PRODUCT: Final = "RabbitMQ"
 PRODUCT_VERSION: Final = "3.13.7"
-# RabbitMQ offers the mechanisms of its registry; the order is not stable across releases (3.13:
-# "AMQPLAIN PLAIN", 4.2: "PLAIN AMQPLAIN ANONYMOUS"). Clients pick by name.
-MECHANISMS: Final = b"PLAIN AMQPLAIN"
+# RabbitMQ offers the mechanisms of its registry; the order is not stable across releases (3.10 and 3.13:
+# "AMQPLAIN PLAIN", 4.2: "PLAIN AMQPLAIN ANONYMOUS"). Clients pick by name; strict ones compare the string.
+MECHANISMS: Final = b"AMQPLAIN PLAIN"
 LOCALES: Final = b"en_US"
 FRAME_MIN_SIZE: Final = 4096  # ?FRAME_MIN_SIZE: the least frame_max a client may ask for
 CHANNEL_MIN: Final = 1  # ?CHANNEL_MIN in rabbit_reader.erl
@@ -32,6 +33,7 @@ CHANNEL_MIN: Final = 1  # ?CHANNEL_MIN in rabbit_reader.erl
 # Start-ok fails on class 10 method 11: handle_method0/2 stamps the method on errors raised while handling it.
 _START_OK: Final = (10, 11)
 _TUNE: Final = (10, 30)  # fail_negotiation/4 names 'connection.tune'
+_START_IDS: Final = b"\x00\x0a\x00\x0a\x00\x09"  # connection.start (10, 10), version 0-9
 # Mechanisms RabbitMQ knows (its registry atoms exist) but does not offer here: "invalid", not "unknown".
 _KNOWN_MECHANISMS: Final = frozenset({"ANONYMOUS", "EXTERNAL", "RABBIT-CR-DEMO"})
 _OFFERED: Final = frozenset(MECHANISMS.decode().split())
@@ -74,6 +76,23 @@ def server_properties(
         "version": version,
         "warrenmq_version": WARRENMQ_VERSION,
     }
+
+
+def connection_start(server_properties_table: dict[str, Any], mechanisms: str, locales: str) -> bytes:
+    """The connection.start frame with server-properties in the order given, nested tables included: RabbitMQ
+    sorts the top-level keys (server_properties/1's usort) but sends the capabilities table in
+    server_capabilities/1's order; pamqp's encoder would sort every table."""
+    table = encode_table(server_properties_table)
+    payload = (
+        _START_IDS
+        + struct.pack("!I", len(table))
+        + table
+        + struct.pack("!I", len(mechanisms))
+        + mechanisms.encode()
+        + struct.pack("!I", len(locales))
+        + locales.encode()
+    )
+    return struct.pack("!BHI", 1, 0, len(payload)) + payload + b"\xce"
 
 
 # -- SASL ------------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from protocol.connection import (
     ConnectionState,
     access_refused_login,
     check_connection_method,
+    connection_start,
     negotiate_tune,
     parse_sasl_response,
     server_properties,
@@ -37,18 +38,10 @@ log = structlog.get_logger("warrenmq.session")
 
 def send_start(session: HandshakePort) -> None:
     session.state = ConnectionState.AWAITING_START_OK
-    session.send(
-        0,
-        commands.Connection.Start(
-            version_major=0,
-            version_minor=9,
-            server_properties=server_properties(
-                session.config.product, session.config.product_version, session.config.cluster_name
-            ),
-            mechanisms=offered_mechanisms(session),
-            locales=LOCALES.decode(),
-        ),
+    properties = server_properties(
+        session.config.product, session.config.product_version, session.config.cluster_name
     )
+    session.write(connection_start(properties, offered_mechanisms(session), LOCALES.decode()))
 
 
 def offered_mechanisms(session: HandshakePort) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pamqp import encode
+from pamqp import encode, frame
 from pamqp.common import FieldTable
 
 import broker
@@ -16,6 +16,7 @@ from protocol.connection import (
     access_refused_login,
     check_connection_method,
     connection_method_ignored,
+    connection_start,
     negotiate_tune,
     parse_sasl_response,
     server_properties,
@@ -57,8 +58,35 @@ def test_server_properties_default_to_the_emulated_rabbitmq_release() -> None:
     assert properties["information"].startswith(f"WarrenMQ {broker.__version__} emulating RabbitMQ 3.13.7")
 
 
+def test_connection_start_keeps_rabbitmqs_capability_order() -> None:
+    # rabbit_reader:server_capabilities/1's list order, inside top-level keys sorted by server_properties/1;
+    # pamqp's encoder would sort the capabilities too (checked frame by frame by tests/compat/frames).
+    properties = server_properties()
+    frame_bytes = connection_start(properties, MECHANISMS.decode(), LOCALES.decode())
+    _, _, start = frame.unmarshal(frame_bytes)
+    assert start.server_properties == properties
+    assert list(start.server_properties) == sorted(properties)
+    capabilities = frame_bytes[frame_bytes.index(b"capabilities") :]
+    order = [capabilities.index(name.encode()) for name in RABBITMQ_CAPABILITY_ORDER]
+    assert order == sorted(order)
+    assert (start.mechanisms, start.locales) == ("AMQPLAIN PLAIN", "en_US")
+
+
+RABBITMQ_CAPABILITY_ORDER = (
+    "publisher_confirms",
+    "exchange_exchange_bindings",
+    "basic.nack",
+    "consumer_cancel_notify",
+    "connection.blocked",
+    "consumer_priorities",
+    "authentication_failure_close",
+    "per_consumer_qos",
+    "direct_reply_to",
+)
+
+
 def test_mechanisms_and_locales() -> None:
-    assert (MECHANISMS, LOCALES) == (b"PLAIN AMQPLAIN", b"en_US")
+    assert (MECHANISMS, LOCALES) == (b"AMQPLAIN PLAIN", b"en_US")
 
 
 # -- SASL ------------------------------------------------------------------------------------------------
