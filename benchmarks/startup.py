@@ -71,6 +71,7 @@ class Start:
     ready_s: float  # spawn -> readiness line
     handshake_s: float  # spawn -> connection.open-ok
     rss_kib: int  # VmRSS once the first handshake completed
+    cpu_s: float  # CPU time the broker's threads used until then: what load on the machine inflates least
 
 
 @contextmanager
@@ -110,6 +111,15 @@ def rss_kib(pid: int) -> int:
     return -1
 
 
+def cpu_s(pid: int) -> float:
+    """On-CPU time of every thread of ``pid`` (/proc/PID/task/*/schedstat, nanoseconds)."""
+    total_ns = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as schedstat:
+            total_ns += int(schedstat.read().split()[0])
+    return total_ns / 1e9
+
+
 def one_start(extra: list[str]) -> Start:
     began = time.perf_counter()
     with spawned(extra) as proc:
@@ -117,7 +127,7 @@ def one_start(extra: list[str]) -> Start:
         ready_s = time.perf_counter() - began
         check(f"amqp://guest:guest@127.0.0.1:{ready['amqp_port']}/")
         handshake_s = time.perf_counter() - began
-        return Start(ready_s, handshake_s, rss_kib(proc.pid))
+        return Start(ready_s, handshake_s, rss_kib(proc.pid), cpu_s(proc.pid))
 
 
 def import_times(extra: list[str]) -> tuple[dict[str, float], int]:
@@ -197,6 +207,7 @@ def report(runs: int, import_runs: int, markdown: bool) -> None:
     for name, values in starts.items():
         print(f"{name}: spawn -> readiness line   {_ms([s.ready_s for s in values])}")
         print(f"{name}: spawn -> first handshake  {_ms([s.handshake_s for s in values])}")
+        print(f"{name}: CPU time to handshake     {_ms([s.cpu_s for s in values])}")
         print(
             f"{name}: RSS at ready              {statistics.median(s.rss_kib for s in values) / 1024:.1f} MiB"
         )
@@ -222,6 +233,9 @@ def _markdown(
         ],
         "spawn → first handshake (ms)": [
             statistics.median(s.handshake_s for s in starts[n]) * 1000 for n in names
+        ],
+        "CPU time to first handshake (ms)": [
+            statistics.median(s.cpu_s for s in starts[n]) * 1000 for n in names
         ],
         "RSS at ready (MiB)": [statistics.median(s.rss_kib for s in starts[n]) / 1024 for n in names],
         "modules imported": [float(imports[n][1]) for n in names],

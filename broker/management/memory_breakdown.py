@@ -23,8 +23,6 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-import psutil
-
 from broker.management import live
 
 if TYPE_CHECKING:
@@ -106,6 +104,9 @@ def breakdown(context: ManagementContext) -> dict[str, Any]:
     sampler = getattr(context, "sampler", None)
     sizes["mgmt_db"] += _deep_containers(getattr(sampler, "__dict__", {}))
     sizes["code"] = _code_bytes()
+    # psutil only when a breakdown is asked for: the management app imports this module at start-up (#29).
+    import psutil
+
     memory = psutil.Process().memory_info()
     rss = int(memory.rss)
     allocated = max(0, rss - int(getattr(memory, "shared", 0)))

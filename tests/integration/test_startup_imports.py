@@ -135,6 +135,15 @@ def test_the_journal_is_imported_once_it_is_on(tmp_path: Path) -> None:
     assert "broker.journal.service" in modules
 
 
+def test_with_the_defaults_prometheus_client_and_psutil_wait_for_a_scrape(tmp_path: Path) -> None:
+    ready, modules = serve_and_list_modules(tmp_path, "--management-port", "0", "--prometheus-port", "0")
+    assert isinstance(ready["management_port"], int)
+    assert isinstance(ready["prometheus_port"], int)
+    assert "aiohttp.web" in modules
+    assert imported(modules, "prometheus_client") == []
+    assert imported(modules, "psutil") == []
+
+
 def test_management_and_prometheus_on_import_their_libraries_and_answer(tmp_path: Path) -> None:
     _ready, modules = serve_and_list_modules(
         tmp_path, "--management-port", "0", "--prometheus-port", "0", probe=_http_answers
