@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.core.arguments import amqp_type_name, as_text, is_amqp_string
 from broker.core.equivalence import MISSING, Atom, check_arg_equivalence, inequivalent, quoted
@@ -12,6 +12,9 @@ from broker.core.exchanges.default import DefaultExchangeType
 from broker.core.exchanges.registry import EXCHANGE_TYPES
 from broker.core.stats import ExchangeStats
 from protocol.errors import ChannelError, ReplyCode
+
+if TYPE_CHECKING:
+    from broker.core.profile import Profile
 
 ALTERNATE_EXCHANGE = "alternate-exchange"
 RESERVED_PREFIX = "amq."
@@ -183,6 +186,7 @@ def create_exchange(
     arguments: Mapping[str, Any] | None = None,
     lookup_queue: Callable[[str], object | None] | None = None,
     vhost: str = "/",
+    profile: Profile | None = None,
 ) -> Exchange:
     """A new exchange with fresh routing state, after RabbitMQ's checks for a new exchange, in its order:
     type (`check_exchange_type`), the ``alternate-exchange`` argument's type, then the type's ``validate``.
@@ -201,6 +205,10 @@ def create_exchange(
     configure = getattr(kind, "configure", None)
     if configure is not None:
         configure(arguments or {})
+    # And for types whose routing differs between RabbitMQ releases (x-consistent-hash's hash-header).
+    follow_profile = getattr(kind, "follow_profile", None)
+    if follow_profile is not None and profile is not None:
+        follow_profile(profile)
     return Exchange(name, type_name, kind, durable, auto_delete, internal, arguments)
 
 

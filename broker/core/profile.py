@@ -30,11 +30,26 @@ class Profile:
     consumer_timeout_classic: bool = True
     # The release reported as `version` in server-properties and the overview (the latest patch we follow).
     rabbitmq_version: str = "3.13.7"
+    # x-consistent-hash with hash-header: 3.10 hashes rabbit_misc:table_lookup's {Type, Value} pair, 3.13 (mc)
+    # the value alone, so the same header lands in other queues.
+    hash_header_typed_pair: bool = False
 
 
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
+        # The Debian oracle's release: 3.13's rows but for those listed in README's profile table.
+        Profile(
+            "rabbitmq-3.10",
+            128 * MIB,
+            True,
+            True,
+            True,
+            None,
+            4096,
+            rabbitmq_version="3.10.8",
+            hash_header_typed_pair=True,
+        ),
         Profile("rabbitmq-3.13", 128 * MIB, True, True, True, None, 4096),
         Profile("rabbitmq-4.0", 16 * MIB, True, True, True, 20, 4096, rabbitmq_version="4.0.9"),
         Profile(

@@ -26,6 +26,7 @@ from broker.core.exchange import (
 from broker.core.persistence import Persistence, is_durable_binding, is_durable_exchange
 from broker.core.policies import PolicyTable
 from broker.core.policy_apply import apply_to_exchange
+from broker.core.profile import DEFAULT_PROFILE, Profile
 from broker.core.queue import Queue
 from broker.core.router import Router
 from protocol.errors import ChannelError, ReplyCode, no_exchange, no_queue
@@ -58,6 +59,8 @@ class VhostTopology:
         self.policies: PolicyTable | None = None
         # Plugin exchange types whose plugin is not enabled (set by the broker from enabled_plugins).
         self.disabled_exchange_types: frozenset[str] = frozenset()
+        # The RabbitMQ release followed (`broker.core.vhost.VirtualHost` sets the broker's).
+        self.profile: Profile = DEFAULT_PROFILE
         self.queues: dict[str, Queue] = {}
         self.exchanges: dict[str, Exchange] = {}
         self.bindings = BindingTable()
@@ -123,7 +126,9 @@ class VhostTopology:
             return existing
         if is_reserved_name(name):
             raise reserved_name_error("exchange", name)
-        exchange = create_exchange(name, type_name, durable, auto_delete, internal, args, vhost=self.name)
+        exchange = create_exchange(
+            name, type_name, durable, auto_delete, internal, args, vhost=self.name, profile=self.profile
+        )
         self.exchanges[name] = exchange
         if self.policies is not None:
             apply_to_exchange(self.policies, self.name, exchange)

@@ -1,10 +1,15 @@
 """Differential tests for the plugin exchange types against RabbitMQ with the plugins enabled
-(``rabbitmq_plugins_url``), plus an oracle-only check of 3.10's header hashing with WarrenMQ's phash2."""
+(``rabbitmq_plugins_url``): the shared scenarios, x-consistent-hash's hash-header under the 3.10 profile, an
+oracle-only check of 3.10's header hashing with WarrenMQ's phash2, and the ring after a restart."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import datetime
+import uuid
+from collections.abc import Callable, Iterator
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pika
 import pytest
@@ -28,8 +33,8 @@ def test_warrenmq_matches_rabbitmq_plugins(rabbitmq_plugins_url: str, amqp_url: 
 
 
 def test_rabbitmq_310_hashes_a_header_as_its_typed_pair(rabbitmq_plugins_url: str) -> None:
-    """3.10 hashes a hash-header value as rabbit_misc:table_lookup returns it, {longstr, V}; 3.13 (which
-    WarrenMQ follows) hashes V. The oracle can only show 3.10's: predicting it key by key with our phash2 of
+    """3.10 hashes a hash-header value as rabbit_misc:table_lookup returns it, {longstr, V}; 3.13 (the
+    default profile) hashes V. The oracle can only show 3.10's: predicting it key by key with our phash2 of
     the tuple checks tuple and atom hashing through the real plugin."""
     ctx = Ctx(rabbitmq_plugins_url, "hdr310")
     try:
@@ -48,6 +53,61 @@ def test_rabbitmq_310_hashes_a_header_as_its_typed_pair(rabbitmq_plugins_url: st
     buckets = [queue for queue, weight in zip(queues, weights, strict=True) for _ in range(weight)]
     predicted = {v: buckets[jump_consistent_hash(phash2((Atom("longstr"), v)), len(buckets))] for v in values}
     assert seen == predicted
+
+
+@pytest.fixture(scope="module")
+def warrenmq_310_url() -> Iterator[str]:
+    """WarrenMQ following the oracle's release (--profile rabbitmq-3.10)."""
+    broker = start_broker_process("--profile", "rabbitmq-3.10", "--prometheus-port", "0")
+    try:
+        yield broker.url
+    finally:
+        broker.stop()
+
+
+# Header values of every field type pika writes ('S', 'I', 'l', 't', 'D', 'T', 'F', 'A', 'x', 'V'), and
+# messages without the header or without any headers: each is hashed as the oracle's typed pair.
+HEADER_VALUES: list[tuple[str, Any]] = [
+    *((f"s{n}", f"user-{n}") for n in range(60)),
+    *((f"i{n}", n * 7919 - 100_000) for n in range(30)),
+    *((f"l{n}", 2**40 + n) for n in range(10)),
+    ("true", True),
+    ("false", False),
+    ("decimal", Decimal("12.345")),
+    ("timestamp", datetime.datetime(2024, 5, 1, 12, 0, tzinfo=datetime.UTC)),
+    ("table", {"a": 1, "b": "x", "c": [1, "y"]}),
+    ("array", ["p", 2, True]),
+    ("bytes", b"raw"),
+    ("void", None),
+    ("utf8", "ключ"),
+]
+
+
+def _header_placement(url: str) -> dict[str, str]:
+    ctx = Ctx(url, f"hh{uuid.uuid4().hex[:8]}")
+    try:
+        ch = ctx.channel(confirm=True)
+        x = ctx.exchange(ch, "chx", "x-consistent-hash", arguments={"hash-header": "h"})
+        queues = [ctx.queue(ch, name) for name in ("one", "two", "three")]
+        for queue, weight in zip(queues, ("1", "1", "3"), strict=True):
+            ch.queue_bind(queue, x, weight)
+        for tag, value in HEADER_VALUES:
+            ch.basic_publish(x, "rk", tag.encode(), pika.BasicProperties(headers={"h": value, "other": 1}))
+        ch.basic_publish(x, "rk", b"absent", pika.BasicProperties(headers={"other": 1}))
+        ch.basic_publish(x, "rk", b"no-headers", pika.BasicProperties())
+        seen = placement(ch, queues)
+    finally:
+        ctx.close()
+    return {body: queue.removeprefix(ctx.prefix) for body, queue in seen.items()}
+
+
+def test_consistent_hash_by_header_matches_rabbitmq_3_10(
+    rabbitmq_plugins_url: str, warrenmq_310_url: str
+) -> None:
+    """hash-header distributes as the oracle's ring (the issue's two-queue case was 64/37 against 46/55)."""
+    expected = _header_placement(rabbitmq_plugins_url)
+    assert len(expected) == len(HEADER_VALUES) + 2
+    assert _header_placement(warrenmq_310_url) == expected
 
 
 def _restart_placement(url_after_restart: Callable[[], str], ctx: Ctx) -> dict[str, str]:

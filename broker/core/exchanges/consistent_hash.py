@@ -6,9 +6,11 @@ under another key, gets none; removing ANY binding of a destination drops all it
 later ones down. A message goes to bucket ``jump_consistent_hash(K, N)`` (`jump_hash`) of the N buckets,
 where K is ``erlang:phash2`` (`erlang_hash`) of the routing key, of the ``hash-header`` header's value or of
 the ``hash-property`` property (correlation_id, message_id, or timestamp as decimal text); a missing one is
-hashed as the atom ``undefined``, so it still routes. Header values hash as 3.13 sees them (strings as
-binaries, integers as themselves, timestamps in ms); 3.10 hashed the typed pair ``{longstr, V}`` instead.
-Checked key by key against RabbitMQ 3.10.8 (tests/compat/test_plugin_exchanges.py).
+hashed as the atom ``undefined``, so it still routes (3.10, and 3.13.7 again after 3.13.0-3.13.6 crashed on
+it). A header's value is hashed as the release the profile follows sees it: 3.13 hands the plugin the value
+(strings as binaries, integers as themselves, timestamps in ms); 3.10 (``--profile rabbitmq-3.10``, the
+oracle) hashes ``rabbit_misc:table_lookup``'s typed pair ``{longstr, V}`` (`typed_header`). Checked key by key
+against RabbitMQ 3.10.8 (tests/compat/test_plugin_exchanges.py).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from typing import Any, ClassVar
 from broker.core.arguments import amqp_type_name, erlang_binary, timestamp_seconds
 from broker.core.exchanges.erlang_hash import Atom, phash2
 from broker.core.exchanges.jump_hash import jump_consistent_hash
+from broker.core.exchanges.typed_header import header_pair
 from broker.core.message import Message
+from broker.core.profile import Profile
 from protocol.errors import ChannelError, ReplyCode
 
 HASH_HEADER = "hash-header"
@@ -100,7 +104,7 @@ class ConsistentHashExchangeType:
     # (read by broker.core.sender_selected).
     hashes_routing_keys: ClassVar[bool] = True
 
-    __slots__ = ("_buckets", "_placed", "hash_header", "hash_property")
+    __slots__ = ("_buckets", "_placed", "hash_header", "hash_property", "typed_header")
 
     def __init__(self) -> None:
         self._buckets: list[object] = []  # bucket number -> destination
@@ -110,6 +114,7 @@ class ConsistentHashExchangeType:
         self._placed: dict[str, tuple[object, ...]] = {}
         self.hash_header: str | None = None
         self.hash_property: str | None = None
+        self.typed_header = False  # hash a header as its {Type, Value} pair (3.10)
 
     @classmethod
     def validate(cls, arguments: Mapping[str, Any]) -> None:
@@ -126,6 +131,10 @@ class ConsistentHashExchangeType:
         header, prop = arguments.get(HASH_HEADER), arguments.get(HASH_PROPERTY)
         self.hash_header = header if isinstance(header, str) else None
         self.hash_property = prop if isinstance(prop, str) else None
+
+    def follow_profile(self, profile: Profile) -> None:
+        """Called once with the vhost's version profile: how a header value is hashed."""
+        self.typed_header = profile.hash_header_typed_pair
 
     def bind(self, destination: object, routing_key: str, arguments: Mapping[str, Any]) -> None:
         raw = routing_key.encode()
@@ -161,6 +170,12 @@ class ConsistentHashExchangeType:
 
     def _hash_on(self, message: Message) -> int:
         """The integer K the plugin seeds its jump hash with, for hash-header or hash-property."""
+        if self.hash_header is not None and self.typed_header:
+            try:
+                return phash2(header_pair(message.header_payload, self.hash_header))
+            except RecursionError:  # a header nested past Python's stack: its inferred types instead
+                value = (message.headers or {}).get(self.hash_header)
+                return phash2((Atom(amqp_type_name(value)), _field_value(value)))
         if self.hash_header is not None:
             value = header_term((message.headers or {}).get(self.hash_header))
             if isinstance(value, list):  # jump_consistent_hash(KeyList): its head, [] itself (4.x)
