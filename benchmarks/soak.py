@@ -59,7 +59,7 @@ class Window:
 class Broker:
     def __init__(self, data_dir: str) -> None:
         cmd = [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", "0"]
-        cmd += ["--management-port", "-1", "--data-dir", data_dir]
+        cmd += ["--management-port", "-1", "--prometheus-port", "-1", "--data-dir", data_dir]
         self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         assert self.process.stdout is not None
         ready = json.loads(self.process.stdout.readline())
