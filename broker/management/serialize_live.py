@@ -56,13 +56,19 @@ def connection_json(protocol: Any, node: str) -> dict[str, Any]:
     }
 
 
-def channel_json(protocol: Any, number: int, channel: Any, node: str) -> dict[str, Any]:
+def owner_details(protocol: Any) -> dict[str, Any]:
+    """A connection as RabbitMQ names it inside other objects (a channel's connection_details, an exclusive
+    queue's owner_pid_details)."""
     (peer_host, peer_port), _ = live.sockets(protocol)
+    return {"name": protocol.name, "peer_host": peer_host, "peer_port": peer_port}
+
+
+def channel_json(protocol: Any, number: int, channel: Any, node: str) -> dict[str, Any]:
     user = live.connection_user(protocol)
     return {
         "acks_uncommitted": 0,
         "confirm": bool(channel.confirm),
-        "connection_details": {"name": protocol.name, "peer_host": peer_host, "peer_port": peer_port},
+        "connection_details": owner_details(protocol),
         "consumer_count": len(channel.consumers),
         "garbage_collection": {},
         "global_prefetch_count": channel.global_prefetch,

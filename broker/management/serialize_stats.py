@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.core.stats import ChannelStats, ExchangeStats, QueueStats, Series, values
 from broker.management.serialize import exchange_json, queue_json, vhost_json
-from broker.management.serialize_live import channel_json, connection_json
+from broker.management.serialize_live import channel_json, connection_json, owner_details
 from broker.management.stats_sampler import CONNECTION, LENGTHS, Key, StatsSampler
 
 if TYPE_CHECKING:
@@ -197,6 +197,13 @@ def window_of(request: Any) -> Window:
 def queue_row(context: ManagementContext, queue: Any, request: Any = None) -> dict[str, Any]:
     row = queue_json(queue, context.node)
     add_queue_stats(row, queue, context.sampler, window_of(request))
+    owner = queue.exclusive_owner
+    if owner is not None:
+        # rabbit_mgmt_format: an exclusive queue's owner_pid becomes the owning connection's name and peer.
+        for protocol in context.open_connections():
+            if protocol.session is owner or protocol is owner:
+                row["owner_pid_details"] = owner_details(protocol)
+                break
     return row
 
 

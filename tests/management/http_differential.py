@@ -102,3 +102,37 @@ def start_pair(base_dir: Path) -> Iterator[Pair]:
     finally:
         warren.stop()
         node.stop()
+
+
+def nested_key_sets(body: Any, path: str = "") -> dict[str, set[str]]:
+    """Every object nested in ``body`` (the body itself excluded), by its path (``consumer_details[]
+    .channel_details``; list items share their list's path), with the union of the keys found there."""
+    found: dict[str, set[str]] = {}
+    if isinstance(body, list):
+        for item in body:
+            for where, keys in nested_key_sets(item, f"{path}[]").items():
+                found.setdefault(where, set()).update(keys)
+    elif isinstance(body, dict):
+        if path and path != "[]":
+            found[path] = set(body)
+        for key, value in body.items():
+            for where, keys in nested_key_sets(value, f"{path}.{key}" if path else key).items():
+                found.setdefault(where, set()).update(keys)
+    return found
+
+
+def nested_differences(
+    where: str, expected: Any, actual: Any, skip: frozenset[str] = frozenset()
+) -> list[str]:
+    """Each nested object of RabbitMQ's answer that WarrenMQ's lacks, or has with fewer keys (``skip``: paths
+    not compared, each with its reason where the caller names it)."""
+    theirs, ours = nested_key_sets(expected), nested_key_sets(actual)
+    found = []
+    for path, keys in sorted(theirs.items()):
+        if path in skip or any(path.startswith(prefix + ".") for prefix in skip):
+            continue
+        if path not in ours:
+            found.append(f"{where}: no {path} object (RabbitMQ's keys {sorted(keys)})")
+        elif missing := keys - ours[path]:
+            found.append(f"{where}: {path} lacks {sorted(missing)}")
+    return found

@@ -10,6 +10,7 @@ from aiohttp import web
 from broker.config.cookie import ACTING_USER
 from broker.core.queue import Queue
 from broker.core.queue_admin import basic_get
+from broker.management import live
 from broker.management.auth import Gate, current_user, visible_vhosts
 from broker.management.context import ManagementContext
 from broker.management.errors import access_refused, bad_request, json_response, no_content, not_found
@@ -18,6 +19,7 @@ from broker.management.messages import message_json
 from broker.management.paging import reply, reply_list, reply_page
 from broker.management.routing import Route, body_json, declared_vhost, flag, query_flag, refusals_answered
 from broker.management.serialize import BINDING_SORT, vhost_bindings
+from broker.management.serialize_live import consumer_json
 from broker.management.serialize_stats import queue_row
 
 _ACKMODES = ("ack_requeue_true", "ack_requeue_false", "reject_requeue_true", "reject_requeue_false")
@@ -70,6 +72,22 @@ async def list_vhost_queues(request: web.Request, context: ManagementContext) ->
     return await reply_page(request, queues, _identity, lambda queue: queue_row(context, queue))
 
 
+def queue_consumers(context: ManagementContext, queue: Queue) -> list[dict[str, Any]]:
+    """The queue's consumers as /api/consumers lists them (consumer_json), channel_details included: each
+    consumer is found on the channel that holds it, as rabbit_mgmt_db joins a consumer to its channel."""
+    owners = {
+        id(consumer): (protocol, number)
+        for protocol in context.open_connections()
+        for number, channel in live.channels(protocol)
+        for consumer in live.channel_consumers(channel)
+    }
+    return [
+        consumer_json(*owners[id(consumer)], consumer, context.node)
+        for consumer in queue.consumers
+        if id(consumer) in owners
+    ]
+
+
 def _identity(queue: Queue) -> tuple[str, str]:
     return queue.vhost, queue.name
 
@@ -77,19 +95,7 @@ def _identity(queue: Queue) -> tuple[str, str]:
 async def get_queue(request: web.Request, context: ManagementContext) -> web.Response:
     queue = _queue(request, context)
     row: dict[str, Any] = queue_row(context, queue, request)
-    row["consumer_details"] = [
-        {
-            "arguments": dict(consumer.arguments),
-            "consumer_tag": consumer.consumer_tag,
-            "exclusive": consumer.exclusive,
-            "ack_required": not consumer.no_ack,
-            "prefetch_count": consumer.prefetch_count,
-            "active": True,
-            "activity_status": "up",
-            "queue": {"name": queue.name, "vhost": queue.vhost},
-        }
-        for consumer in queue.consumers
-    ]
+    row["consumer_details"] = queue_consumers(context, queue)
     row["deliveries"] = []
     row["incoming"] = []
     return reply(request, row)
