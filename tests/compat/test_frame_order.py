@@ -18,6 +18,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 from urllib.parse import urlparse
 
@@ -189,7 +190,7 @@ def _confirms(url: str) -> dict[str, str]:
                     )
                 )
                 first, published = published + 1, published + len(case)
-                frames = _collect(client, lambda frames, lo=first, hi=published: _settled(frames, lo, hi))
+                frames = _collect(client, partial(_settled, first=first, last=published))
                 seen[case] = _relative(_tokens(frames), first - 1)
         finally:
             client.send(commands.Queue.Delete(queue=prefix + "P"), 1)
@@ -243,6 +244,7 @@ DISPATCH_CASES: dict[str, tuple[int, tuple[Any, ...]]] = {
         1,
         (commands.Basic.Ack(delivery_tag=1), commands.Basic.Cancel(consumer_tag="Z")),
     ),
+    "ack then declare": (1, (commands.Basic.Ack(delivery_tag=1), commands.Queue.Declare(passive=True))),
 }
 
 
@@ -259,15 +261,19 @@ def _dispatch_case(url: str, name: str) -> str:
         client.send(commands.Basic.Consume(queue=queue, consumer_tag="A"), 1)
         wanted = prefetch or 3
         _collect(client, lambda frames: sum(isinstance(value, ContentBody) for _, value in frames) == wanted)
-        methods = tuple(
-            commands.Basic.Consume(queue=queue, consumer_tag=method.consumer_tag)
-            if isinstance(method, commands.Basic.Consume)
-            else method
-            for method in methods
-        )
+        methods = tuple(_on_queue(method, queue) for method in methods)
         client.send_bytes(b"".join(_method(1, method) for method in methods))
         # Nothing marks the end of what the read causes: frames until the broker is quiet for a while.
         return _tokens(_collect(client, bool, quiet_s=0.5))
+
+
+def _on_queue(method: Any, queue: str) -> Any:
+    """``method`` naming the scenario's queue (the table's consume and declare name none)."""
+    if isinstance(method, commands.Basic.Consume):
+        return commands.Basic.Consume(queue=queue, consumer_tag=method.consumer_tag)
+    if isinstance(method, commands.Queue.Declare):
+        return commands.Queue.Declare(queue=queue, passive=True)
+    return method
 
 
 @pytest.mark.parametrize("name", sorted(DISPATCH_CASES))

@@ -72,6 +72,12 @@ CASES: dict[str, tuple[int, tuple[Any, ...], str]] = {
     # sends purge-ok / get-ok before that delivery: a deviation of frame order (README).
     "ack then purge": (1, (ACK, commands.Queue.Purge(queue="q")), "deliver(A,2,n,m1) Queue.PurgeOk(1)"),
     "ack then get": (1, (ACK, commands.Basic.Get(queue="q")), "deliver(A,2,n,m1) get-ok(3,n,0,m2)"),
+    # rabbit_amqqueue_process answers stat (priority 7) before an ack (4): declare-ok counts m1 and m2.
+    "ack then declare": (
+        1,
+        (ACK, commands.Queue.Declare(queue="q", passive=True)),
+        "Queue.DeclareOk(2) deliver(A,2,n,m1)",
+    ),
     "recover then get": (
         0,
         (RECOVER, commands.Basic.Get(queue="q")),
@@ -92,7 +98,7 @@ def _tokens(frames: list[tuple[int, Any]]) -> str:
             out.append(f"get-ok({value.delivery_tag},{flag},{value.message_count}")
         elif isinstance(value, ContentBody):
             out[-1] += f",{value.value.decode()})"
-        elif isinstance(value, commands.Queue.PurgeOk):
+        elif isinstance(value, commands.Queue.PurgeOk | commands.Queue.DeclareOk):
             out.append(f"{value.name}({value.message_count})")
         elif type(value).__name__ != "ContentHeader":
             out.append(value.name)

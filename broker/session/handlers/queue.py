@@ -50,10 +50,9 @@ def declare(channel: ChannelPort, method: commands.Queue.Declare) -> None:
     if not known and queue.exclusive_owner is conn:
         conn.exclusive_queues.append(queue)
     channel.last_queue = queue.name
-    # declare-ok counts what is left once the queue has handed out what an ack or recover earlier in the
-    # read freed (rabbit_amqqueue:stat reaches the queue process after those; RabbitMQ sends declare-ok
-    # before the deliveries, though: see README).
-    queue.dispatcher.catch_up(queue)
+    # No catch-up of pending dispatch here (unlike purge): rabbit_amqqueue_process answers stat with priority,
+    # ahead of an ack already in its mailbox, so declare-ok counts the messages as they were and goes out
+    # before what the ack frees (RabbitMQ 3.10.8: ack then declare -> declare-ok 2, then the delivery).
     if not method.nowait:
         conn.send(
             channel.channel_id,
