@@ -150,7 +150,9 @@ class ChannelSession:
                 raise HardError(ReplyCode.COMMAND_INVALID, "unimplemented method")
             handler(self, method)
         except AMQPError as error:
-            if not error.class_id:
+            # A bare 541 stands for a crash of RabbitMQ's channel process: map_exception turns a reason that
+            # is not an #amqp_error{} into 541 with no method, so its close carries 0/0.
+            if not error.class_id and error.code is not ReplyCode.INTERNAL_ERROR:
                 index = getattr(method, "index", 0)
                 error.class_id, error.method_id = index >> 16, index & 0xFFFF
             raise
