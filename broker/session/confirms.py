@@ -56,6 +56,12 @@ def published(channel: ChannelPort, vhost: VirtualHost, routed: bool, rejected: 
         channel.conn.want_confirm_flush(channel)
 
 
+def _publisher_nack(channel: int, seq: int, multiple: bool) -> bytes:
+    """rabbit_channel's send_nacks builds #'basic.nack'{delivery_tag, multiple}, leaving requeue at the
+    record's default, true (observed on RabbitMQ 3.10: every publisher nack carries requeue=1)."""
+    return encode_basic_nack(channel, seq, multiple, requeue=True)
+
+
 def _confirm_unroutable(channel: ChannelPort, nack: bool) -> None:
     """rabbit_channel process_routing_confirm(true, [], ...): no queue will confirm it, so the channel does,
     once the publish is handled; alone, as the queues' confirms of earlier publishes are still to come. (A
@@ -69,7 +75,7 @@ def _confirm_unroutable(channel: ChannelPort, nack: bool) -> None:
         conn.want_confirm_flush(channel)  # withheld: the flush after the release sends it
         return
     if nack:
-        conn.write(encode_basic_nack(channel.channel_id, seq, False))
+        conn.write(_publisher_nack(channel.channel_id, seq, False))
     else:
         channel.stats.confirm += 1
         conn.write(encode_basic_ack(channel.channel_id, seq, False))
@@ -126,7 +132,7 @@ def _flush_sorted(channel: ChannelPort) -> None:
         else:
             _coalesce(channel, acks, nacks, waiting, encode_basic_ack)
     if nacks:
-        _coalesce(channel, nacks, acks, waiting, encode_basic_nack)
+        _coalesce(channel, nacks, acks, waiting, _publisher_nack)
     _normalise(channel)
 
 
