@@ -50,6 +50,18 @@ _COUNTERS = [
     "queue_index_write_count",
 ]
 
+# RabbitMQ 3.10's metrics_gc_queue_length keys (rabbit_mgmt_wm_nodes via rabbit_core_metrics_gc).
+_METRICS_GC_TABLES = (
+    "channel_closed",
+    "channel_consumer_deleted",
+    "connection_closed",
+    "consumer_deleted",
+    "exchange_deleted",
+    "node_node_deleted",
+    "queue_deleted",
+    "vhost_deleted",
+)
+
 
 def _rss_bytes() -> int:
     try:
@@ -112,7 +124,9 @@ def node_json(context: ManagementContext) -> dict[str, Any]:
             "mem_limit": alarms.mem_limit,
             "mem_used": _rss_bytes(),
             "mem_used_details": dict(RATE),
-            "metrics_gc_queue_length": {},
+            # rabbit_core_metrics_gc's pending deletions per table: none, WarrenMQ drops an object's
+            # statistics with the object.
+            "metrics_gc_queue_length": dict.fromkeys(_METRICS_GC_TABLES, 0),
             "name": context.node,
             "net_ticktime": 60,
             "os_pid": context.os_pid,
@@ -121,7 +135,8 @@ def node_json(context: ManagementContext) -> dict[str, Any]:
             "proc_used": len(context.server.connections) + 1,
             "proc_used_details": dict(RATE),
             "processors": os.cpu_count() or 1,
-            "ra_open_file_metrics": {},
+            # Files Ra's WAL and segment writer hold open: WarrenMQ's quorum queues have no Ra log.
+            "ra_open_file_metrics": {"ra_log_segment_writer": 0, "ra_log_wal": 0},
             "rates_mode": "basic",
             "run_queue": 0,
             "running": True,
