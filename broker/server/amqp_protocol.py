@@ -125,11 +125,8 @@ class AMQPProtocol(asyncio.Protocol):
         if session.flow_credit <= 0 and PAUSE_FLOW not in self._read_pauses:
             self.pause_reading(PAUSE_FLOW)
             self._timers["flow"] = self.server.clock.call_later(FLOW_PAUSE_S, self._flow_granted)
-        if (
-            not self._heartbeat_started
-            and session.heartbeat.interval_s
-            and session.state is ConnectionState.OPEN
-        ):
+        if not self._heartbeat_started and session.heartbeat.interval_s:
+            # From tune-ok on, as rabbit_reader starts its heartbeaters there (not at connection.open).
             self._heartbeat_started = True
             self._schedule_heartbeat()
 

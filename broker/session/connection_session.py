@@ -405,10 +405,11 @@ class ConnectionSession:
                 channel.wake_queues()
 
     def heartbeat_tick(self) -> None:
-        """Called every heartbeat_s / 2 by the edge's timer once heartbeats are negotiated."""
+        """Called every heartbeat_s / 2 by the edge's timer from tune-ok on (broker.session.heartbeat)."""
         if self._closed:
             return
         if self.heartbeat.peer_dead():
+            # As rabbit_reader: the socket is closed without a connection.close.
             log.info("missed_heartbeats", peer=self.peer, timeout_s=self.heartbeat.interval_s)
             self._shutdown()
             return
@@ -416,7 +417,8 @@ class ConnectionSession:
             faults = self.faults
             if faults is not None and self.vhost is not None and faults.drops_heartbeats(self.vhost.name):
                 return
-            self.write(connection_handlers.HEARTBEAT)
+            # Straight to the socket: not activity for the next tick, and not held behind a store commit.
+            self.transport.write(connection_handlers.HEARTBEAT)
 
 
 def _ids(method: Frame) -> tuple[int, int]:

@@ -15,7 +15,7 @@ from pamqp.header import ContentHeader
 
 from tests.integration.helpers import SocketClosed
 
-from .wire_frames import WireClient, WireFrame, close_ids
+from .wire_frames import FRAME_HEARTBEAT, WireClient, WireFrame, close_ids
 
 pytestmark = pytest.mark.compat
 
@@ -184,3 +184,34 @@ def test_each_close_carries_rabbitmqs_class_and_method_ids(
     expected = _refusal(rabbitmq_url, REFUSALS[case])
     observed = _refusal(amqp_url, REFUSALS[case])
     assert observed == expected
+
+
+# -- heartbeats ----------------------------------------------------------------------------------------------
+
+
+def _heartbeats_before_drop(url: str) -> tuple[int, int]:
+    """(heartbeats, other frames) a client that negotiates heartbeat=1 and then says nothing receives
+    before the broker closes its socket: the cadence and the dead-peer rule in one count, no clock read."""
+    client = WireClient.connect(url, timeout_s=10.0)
+    heartbeats = others = 0
+    try:
+        client.handshake(heartbeat=1)
+        while True:
+            frame = client.frame()
+            if frame.frame_type == FRAME_HEARTBEAT:
+                heartbeats += 1
+            else:
+                others += 1
+    except SocketClosed:
+        return heartbeats, others
+    finally:
+        client.close()
+
+
+@pytest.mark.slow
+def test_a_silent_client_gets_rabbitmqs_heartbeats_then_is_dropped(rabbitmq_url: str, amqp_url: str) -> None:
+    # RabbitMQ sends one every half interval from tune-ok (0.5, 1.0 ... 2.5 s) and drops the peer at its
+    # third check (3 s), before a sixth heartbeat and without a connection.close.
+    expected = _heartbeats_before_drop(rabbitmq_url)
+    observed = _heartbeats_before_drop(amqp_url)
+    assert observed == expected == (5, 0)

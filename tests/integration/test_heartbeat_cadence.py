@@ -1,0 +1,52 @@
+"""Heartbeats on a real socket, timed by the broker's manual clock: one on every idle half interval from
+connection.tune-ok on, and a silent peer's socket closed without a close frame at the receiver's second silent
+check, three intervals after tune-ok when the handshake was its last frame (rabbit_heartbeat; checked against
+RabbitMQ 3.10.8 at heartbeat=2, and live in tests/compat/test_wire_fidelity.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from broker.testing.embed import BrokerThread
+from tests.compat.wire_frames import FRAME_HEARTBEAT, WireClient
+from tests.integration.helpers import SocketClosed
+
+HEARTBEAT_S = 2
+
+
+@pytest.fixture
+def clocked() -> Iterator[tuple[BrokerThread, WireClient]]:
+    with BrokerThread(manual_clock=True) as broker:
+        client = WireClient.connect(broker.url)
+        try:
+            client.handshake(heartbeat=HEARTBEAT_S)  # then silence from the client
+            yield broker, client
+        finally:
+            client.close()
+
+
+def test_an_idle_connection_gets_a_heartbeat_every_half_interval(
+    clocked: tuple[BrokerThread, WireClient],
+) -> None:
+    broker, client = clocked
+    for _ in range(4):
+        broker.advance_clock(HEARTBEAT_S / 2)
+        frame = client.frame()
+        assert (frame.frame_type, frame.channel, frame.payload) == (FRAME_HEARTBEAT, 0, b"")
+
+
+def test_a_silent_peer_is_dropped_three_intervals_after_its_last_frame(
+    clocked: tuple[BrokerThread, WireClient],
+) -> None:
+    broker, client = clocked
+    broker.advance_clock(3 * HEARTBEAT_S - 0.1)
+    heartbeats = [client.frame() for _ in range(5)]  # at 1, 2, 3, 4 and 5 s
+    assert {frame.frame_type for frame in heartbeats} == {FRAME_HEARTBEAT}
+    with pytest.raises(TimeoutError):
+        client.frame(timeout_s=0.3)  # still open, nothing more to read
+    broker.advance_clock(0.1)
+    with pytest.raises(SocketClosed):
+        client.frame()  # closed at once: no heartbeat and no connection.close first
