@@ -21,6 +21,8 @@ from pathlib import Path
 import pika
 import pytest
 
+from broker.server.sockets import has_ipv6
+
 from .rabbitmq_node import RABBITMQ_SERVER, RabbitMQNode, free_port, rabbitmq_available
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -191,6 +193,8 @@ def test_each_node_keeps_its_files_where_rabbitmqs_variables_say(nodes: Nodes) -
         assert (base / "log" / f"{node.name}.log").stat().st_size > 0
         assert list((base / "cwd").iterdir()) == []
         assert [path.name for path in (base / "home").iterdir()] == [".erlang.cookie"]
+        if has_ipv6():  # the default listener is dual-stack: a client reaching localhost as ::1 gets in
+            pika.BlockingConnection(pika.ConnectionParameters("::1", node.port)).close()
     first, second = (node for _, node in nodes.standins)
     # Each node answers to its own name only: one node's CLI environment names the other's port.
     refused = Node(second.name, second.port, first.env, first.ctl, first.base).run("list_queues")
