@@ -215,14 +215,18 @@ def _relative(tokens: str, base: int) -> str:
 
 
 def test_confirms_mixed_with_returns_and_nacks_match_rabbitmq(rabbitmq_url: str, warrenmq_url: str) -> None:
-    expected = _confirms(rabbitmq_url)
-    assert _confirms(warrenmq_url) == expected
+    """RabbitMQ's queues confirm asynchronously: on a loaded machine a queue's confirm can reach the channel
+    before it has handled the rest of the read, and two queues' confirms can come apart (TJ: ``a1 n2`` or
+    ``a1 N2``). WarrenMQ sends what RabbitMQ sends when the read is handled first, which every quiet run
+    showed; it must be one of what the oracle sent in three runs."""
+    runs = [_confirms(rabbitmq_url) for _ in range(3)]
+    observed = _confirms(warrenmq_url)
+    assert {case: seq for case, seq in observed.items() if all(run[case] != seq for run in runs)} == {}
 
 
 # -- deliveries a settlement makes possible ------------------------------------------------------------------
 
-# The methods of tests/component/test_dispatch_order.py whose frames WarrenMQ sends in RabbitMQ's order (purge
-# and get after a settlement deviate in frame order only: README).
+# The cases of tests/component/test_dispatch_order.py, run on both brokers.
 DISPATCH_CASES: dict[str, tuple[int, tuple[Any, ...]]] = {
     "recover then cancel": (
         0,
@@ -245,6 +249,9 @@ DISPATCH_CASES: dict[str, tuple[int, tuple[Any, ...]]] = {
         (commands.Basic.Ack(delivery_tag=1), commands.Basic.Cancel(consumer_tag="Z")),
     ),
     "ack then declare": (1, (commands.Basic.Ack(delivery_tag=1), commands.Queue.Declare(passive=True))),
+    "ack then purge": (1, (commands.Basic.Ack(delivery_tag=1), commands.Queue.Purge())),
+    "ack then get": (1, (commands.Basic.Ack(delivery_tag=1), commands.Basic.Get())),
+    "recover then get": (0, (commands.Basic.Recover(requeue=True), commands.Basic.Get())),
 }
 
 
@@ -268,11 +275,15 @@ def _dispatch_case(url: str, name: str) -> str:
 
 
 def _on_queue(method: Any, queue: str) -> Any:
-    """``method`` naming the scenario's queue (the table's consume and declare name none)."""
+    """``method`` naming the scenario's queue (the table's queue methods name none)."""
     if isinstance(method, commands.Basic.Consume):
         return commands.Basic.Consume(queue=queue, consumer_tag=method.consumer_tag)
     if isinstance(method, commands.Queue.Declare):
         return commands.Queue.Declare(queue=queue, passive=True)
+    if isinstance(method, commands.Queue.Purge):
+        return commands.Queue.Purge(queue=queue)
+    if isinstance(method, commands.Basic.Get):
+        return commands.Basic.Get(queue=queue)
     return method
 
 

@@ -68,10 +68,10 @@ CASES: dict[str, tuple[int, tuple[Any, ...], str]] = {
         (ACK, commands.Basic.Cancel(consumer_tag="Z")),
         "Basic.CancelOk deliver(A,2,n,m1)",
     ),
-    # The queue hands m1 to A before the purge (so purge-ok counts 1) and the get (m2, not m1). RabbitMQ
-    # sends purge-ok / get-ok before that delivery: a deviation of frame order (README).
-    "ack then purge": (1, (ACK, commands.Queue.Purge(queue="q")), "deliver(A,2,n,m1) Queue.PurgeOk(1)"),
-    "ack then get": (1, (ACK, commands.Basic.Get(queue="q")), "deliver(A,2,n,m1) get-ok(3,n,0,m2)"),
+    # The queue hands m1 to A before the purge (so purge-ok counts 1) and the get (m2, not m1); the channel
+    # sends purge-ok / get-ok before that delivery, and get-ok takes the next delivery tag.
+    "ack then purge": (1, (ACK, commands.Queue.Purge(queue="q")), "Queue.PurgeOk(1) deliver(A,2,n,m1)"),
+    "ack then get": (1, (ACK, commands.Basic.Get(queue="q")), "get-ok(2,n,0,m2) deliver(A,3,n,m1)"),
     # rabbit_amqqueue_process answers stat (priority 7) before an ack (4): declare-ok counts m1 and m2.
     "ack then declare": (
         1,
@@ -81,7 +81,7 @@ CASES: dict[str, tuple[int, tuple[Any, ...], str]] = {
     "recover then get": (
         0,
         (RECOVER, commands.Basic.Get(queue="q")),
-        "Basic.RecoverOk deliver(A,4,R,m0) deliver(A,5,R,m1) deliver(A,6,R,m2) Basic.GetEmpty",
+        "Basic.RecoverOk Basic.GetEmpty deliver(A,4,R,m0) deliver(A,5,R,m1) deliver(A,6,R,m2)",
     ),
 }
 

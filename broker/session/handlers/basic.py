@@ -19,6 +19,7 @@ from broker.core.unacked import Delivery, requeue_deliveries
 from broker.session import direct_reply
 from broker.session.access_checks import check
 from broker.session.fates import delivered_event, settled_events, stored_delivery
+from broker.session.held_deliveries import catch_up_holding
 from broker.session.queue_names import resolve_queue_name
 from protocol.errors import ChannelError, HardError, ReplyCode
 from protocol.fastpath import encode_basic_get_ok
@@ -131,13 +132,16 @@ def get(channel: ChannelPort, method: commands.Basic.Get) -> None:
     check(channel, "queue", name, "read")
     queue = _vhost(channel).queue(name, channel.conn)
     # The queue's consumers get what an earlier ack or recover of the read freed before basic.get takes one,
-    # as rabbit_amqqueue_process orders them (RabbitMQ sends the get-ok first, though: see README).
-    queue.dispatcher.catch_up(queue)
-    features = queue.features
-    if features is not None and features.settings.queue_type == QUORUM:
-        get_from_quorum(channel, queue, method)
-        return
-    send_get(channel, queue, basic_get(queue), method.no_ack)
+    # and this channel sends get-ok before those deliveries (broker.session.held_deliveries).
+    held = catch_up_holding(channel, queue)
+    try:
+        features = queue.features
+        if features is not None and features.settings.queue_type == QUORUM:
+            get_from_quorum(channel, queue, method)
+        else:
+            send_get(channel, queue, basic_get(queue), method.no_ack)
+    finally:
+        held.release()
 
 
 def get_from_quorum(channel: ChannelPort, queue: Queue, method: commands.Basic.Get) -> None:

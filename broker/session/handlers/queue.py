@@ -9,8 +9,10 @@ from pamqp import commands
 
 from broker.core.exchange import is_reserved_name, reserved_name_error
 from broker.core.vhost_topology import default_exchange_refused
+from broker.session import direct_reply
 from broker.session.access_checks import check, check_topic
 from broker.session.direct_reply import REPLY_QUEUE
+from broker.session.held_deliveries import catch_up_holding
 from broker.session.queue_names import resolve_queue_name
 from protocol.codec import make_method
 
@@ -30,9 +32,9 @@ def declare(channel: ChannelPort, method: commands.Queue.Declare) -> None:
     conn = channel.conn
     # A passive declare takes the name as given: RabbitMQ does not expand "" to the last declared queue here.
     name = method.queue if method.passive else method.queue or vhost.new_queue_name()
-    if method.passive and name == REPLY_QUEUE:
-        # The direct reply-to pseudo-queue always "exists" (rabbit_channel: 0 messages, 1 consumer).
-        conn.send(channel.channel_id, make_method(commands.Queue.DeclareOk, queue=name, consumer_count=1))
+    if name.startswith(REPLY_QUEUE):
+        # rabbit_channel: every declare of a direct reply-to name is passive (0 messages, 1 consumer).
+        direct_reply.declare(channel, method)
         return
     known = name in vhost.queues
     if not method.passive:  # a passive declare checks no permission (rabbit_channel)
@@ -116,12 +118,15 @@ def purge(channel: ChannelPort, method: commands.Queue.Purge) -> None:
     check(channel, "queue", name, "read")
     vhost = _vhost(channel)
     # What an ack or recover earlier in the read freed goes to the consumers first, as the queue process
-    # handles them before the purge (RabbitMQ sends purge-ok before the deliveries, though: see README).
-    queue = vhost.queue(name, channel.conn)
-    queue.dispatcher.catch_up(queue)
-    count = vhost.purge_queue(name, channel.conn)
-    if not method.nowait:
-        channel.conn.send(channel.channel_id, commands.Queue.PurgeOk(message_count=count))
+    # handles them before the purge; this channel sends purge-ok before those deliveries
+    # (broker.session.held_deliveries).
+    held = catch_up_holding(channel, vhost.queue(name, channel.conn))
+    try:
+        count = vhost.purge_queue(name, channel.conn)
+        if not method.nowait:
+            channel.conn.send(channel.channel_id, commands.Queue.PurgeOk(message_count=count))
+    finally:
+        held.release()
 
 
 def delete(channel: ChannelPort, method: commands.Queue.Delete) -> None:
