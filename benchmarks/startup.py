@@ -7,7 +7,9 @@ and how much memory it holds once ready.
   ports, the SQLite store under a fresh temporary directory) and with all three off;
 - imports: ``python -X importtime`` on the same command, each module's own ("self") import time summed per
   top-level package (``broker.server.listener`` counts for ``broker``), the median over ``--import-runs``;
-- RSS at ready: the broker process's VmRSS once its first handshake completed.
+- RSS at ready: the broker process's VmRSS once its first handshake completed;
+- with management on, the time to a first ``/api/overview`` answered, right after that handshake: the
+  management application is built at its first request (broker.management.lazy_http).
 - in-process (``--in-process``): `EmbeddedBroker().start()` and `BrokerThread().start()` to a first handshake.
 
 Usage: .venv/bin/python benchmarks/startup.py [--runs 7] [--import-runs 3] [--markdown] [--in-process]
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import re
@@ -28,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -72,6 +76,7 @@ class Start:
     handshake_s: float  # spawn -> connection.open-ok
     rss_kib: int  # VmRSS once the first handshake completed
     cpu_s: float  # CPU time the broker's threads used until then: what load on the machine inflates least
+    management_s: float | None  # spawn -> first /api/overview answered, after the handshake (None: off)
 
 
 @contextmanager
@@ -127,7 +132,22 @@ def one_start(extra: list[str]) -> Start:
         ready_s = time.perf_counter() - began
         check(f"amqp://guest:guest@127.0.0.1:{ready['amqp_port']}/")
         handshake_s = time.perf_counter() - began
-        return Start(ready_s, handshake_s, rss_kib(proc.pid), cpu_s(proc.pid))
+        rss, cpu = rss_kib(proc.pid), cpu_s(proc.pid)
+        management_s = None
+        if ready.get("management_port"):
+            # The management application is built at its first request (broker.management.lazy_http).
+            overview(int(str(ready["management_port"])))
+            management_s = time.perf_counter() - began
+        return Start(ready_s, handshake_s, rss, cpu, management_s)
+
+
+def overview(port: int) -> None:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/overview",
+        headers={"Authorization": "Basic " + base64.b64encode(b"guest:guest").decode()},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        response.read()
 
 
 def import_times(extra: list[str]) -> tuple[dict[str, float], int]:
@@ -208,6 +228,8 @@ def report(runs: int, import_runs: int, markdown: bool) -> None:
         print(f"{name}: spawn -> readiness line   {_ms([s.ready_s for s in values])}")
         print(f"{name}: spawn -> first handshake  {_ms([s.handshake_s for s in values])}")
         print(f"{name}: CPU time to handshake     {_ms([s.cpu_s for s in values])}")
+        if values[0].management_s is not None:
+            print(f"{name}: then first /api/overview  {_ms([s.management_s or 0.0 for s in values])}")
         print(
             f"{name}: RSS at ready              {statistics.median(s.rss_kib for s in values) / 1024:.1f} MiB"
         )
@@ -236,6 +258,9 @@ def _markdown(
         ],
         "CPU time to first handshake (ms)": [
             statistics.median(s.cpu_s for s in starts[n]) * 1000 for n in names
+        ],
+        "spawn → handshake → first /api/overview (ms)": [
+            statistics.median(s.management_s or 0.0 for s in starts[n]) * 1000 for n in names
         ],
         "RSS at ready (MiB)": [statistics.median(s.rss_kib for s in starts[n]) / 1024 for n in names],
         "modules imported": [float(imports[n][1]) for n in names],

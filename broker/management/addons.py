@@ -5,18 +5,21 @@ management HTTP API (broker.management.app) once it has (its port goes into the 
 
 from __future__ import annotations
 
+import socket
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from broker.config import ServerConfig, TLSOptions
 from broker.config.plugins import started_plugins
+from broker.management.lazy_http import LazyHTTPListener
 from broker.server.listener import Addon, Server, StartupError
 from broker.server.sockets import listen_socket
 
-# What each addon serves with is imported when that addon starts, not with this module: `warrenmq serve`
-# imports this module whatever it runs, and aiohttp, the management application, prometheus_client and the
-# TLS set-up are most of a start-up's import time (issue #29).
+# What each addon serves with is imported when it is first needed, not with this module, which `warrenmq
+# serve` imports whatever it runs: aiohttp and the applications at an HTTP listener's first connection
+# (broker.management.lazy_http), prometheus_client at the first scrape, the TLS set-up for management.ssl
+# only. They were most of a start's import time (issue #29).
 if TYPE_CHECKING:
     from aiohttp import web
 
@@ -47,34 +50,35 @@ class DefinitionsAddon:
         return None
 
 
-async def _serve(app: web.Application, host: str, port: int, what: str) -> tuple[web.AppRunner, int]:
-    """A runner serving ``app`` on ``host:port`` and the port it bound; StartupError when it cannot listen."""
-    from aiohttp import web
-
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
+def _bind(host: str, port: int, what: str) -> socket.socket:
+    """A listening socket on ``host:port``; StartupError when it cannot listen."""
     try:
-        site = web.SockSite(runner, listen_socket(host, port))
-        await site.start()
+        return listen_socket(host, port)
     except OSError as error:
-        await runner.cleanup()
         raise StartupError(f"cannot listen on {host}:{port} ({what}): {error}") from None
-    sockets = runner.addresses
-    return runner, int(sockets[0][1]) if sockets else port
 
 
 class _HTTPAddon:
-    """An aiohttp application started after the AMQP listener binds, cleaned up at stop."""
+    """An HTTP listener bound once the AMQP listener has, its aiohttp application built at the first
+    connection (broker.management.lazy_http), cleaned up at stop."""
 
-    _runner: web.AppRunner | None = None
+    _listener: LazyHTTPListener | None = None
 
     async def before_listen(self, server: Server) -> None:
         return None
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._listener is not None:
+            await self._listener.stop()
+            self._listener = None
+
+
+async def _runner(app: web.Application) -> web.AppRunner:
+    from aiohttp import web
+
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    return runner
 
 
 class ManagementAddon(_HTTPAddon):
@@ -99,9 +103,6 @@ class ManagementAddon(_HTTPAddon):
         self.http = http or ssl_port is None
 
     async def after_listen(self, server: Server) -> dict[str, Any]:
-        from aiohttp import web
-
-        from broker.management.app import build_app
         from broker.management.context import ManagementContext
 
         context = ManagementContext(
@@ -114,43 +115,45 @@ class ManagementAddon(_HTTPAddon):
             running_plugins=started_plugins(server.config.enabled_plugins),
         )
         self.context = context  # the CLI channel's too (broker/management/control.py)
+        # Statistics are sampled from the start, as RabbitMQ's management agent does, whether or not anyone
+        # has asked for them yet (the application, built at the first request, leaves it running).
+        context.sampler.start()
+        self._listener = LazyHTTPListener(lambda: self._build(context), "management")
         ready: dict[str, Any] = {"management_port": None}
         if self.http:
-            self._runner, context.http_port = await _serve(
-                build_app(context), self.host, self.port, "management"
-            )
+            sock = _bind(self.host, self.port, "management")
+            context.http_port = await self._listener.listen(sock)
             log.info("management_listening", port=context.http_port)
             ready["management_port"] = context.http_port
-        else:
-            self._runner = web.AppRunner(build_app(context), access_log=None, handle_signals=False)
-            await self._runner.setup()
         if self.ssl_port is not None:
             context.https_port = await self._start_https()
             ready["management_ssl_port"] = context.https_port
         return ready
 
-    async def _start_https(self) -> int:
-        assert self._runner is not None
-        assert self.ssl_port is not None
-        from aiohttp import web
+    @staticmethod
+    async def _build(context: ManagementContext) -> web.AppRunner:
+        from broker.management.app import build_app
 
+        return await _runner(build_app(context))
+
+    async def _start_https(self) -> int:
+        assert self._listener is not None
+        assert self.ssl_port is not None
+        # The certificate and key are read now: a bad one fails the start, not the first request.
         from broker.server.tls import TLSConfigError, server_context
 
         try:
             ssl_context = server_context(self.ssl_options)
         except TLSConfigError as error:
             raise StartupError(f"management: {error}") from None
-        try:
-            sock = listen_socket(self.host, self.ssl_port)
-            site = web.SockSite(self._runner, sock, ssl_context=ssl_context)
-            await site.start()
-        except OSError as error:
-            raise StartupError(
-                f"cannot listen on {self.host}:{self.ssl_port} (management TLS): {error}"
-            ) from None
-        port = int(self._runner.addresses[-1][1])
+        port = await self._listener.listen(_bind(self.host, self.ssl_port, "management TLS"), ssl_context)
         log.info("management_tls_listening", port=port)
         return port
+
+    async def stop(self) -> None:
+        await super().stop()
+        if self.context is not None:
+            self.context.sampler.stop()
 
 
 class PrometheusAddon(_HTTPAddon):
@@ -161,13 +164,16 @@ class PrometheusAddon(_HTTPAddon):
         self.port = port
 
     async def after_listen(self, server: Server) -> dict[str, Any]:
+        self._listener = LazyHTTPListener(lambda: self._build(server), "prometheus")
+        port = await self._listener.listen(_bind(self.host, self.port, "prometheus"))
+        log.info("prometheus_listening", port=port)
+        return {"prometheus_port": port}
+
+    async def _build(self, server: Server) -> web.AppRunner:
         from broker.management.context import ManagementContext
         from broker.management.prometheus_app import build_prometheus_app
 
-        context = ManagementContext(server, http_host=self.host)
-        self._runner, port = await _serve(build_prometheus_app(context), self.host, self.port, "prometheus")
-        log.info("prometheus_listening", port=port)
-        return {"prometheus_port": port}
+        return await _runner(build_prometheus_app(ManagementContext(server, http_host=self.host)))
 
 
 def addons_for(config: ServerConfig) -> list[Addon]:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from broker.core.broker import Broker
 from broker.core.vhost import VirtualHost
 from broker.management import live
-from broker.management.errors import not_found
 from broker.management.stats_sampler import DEFAULT_INTERVAL_S, StatsSampler
 
 if TYPE_CHECKING:
@@ -58,6 +57,9 @@ class ManagementContext:
         """The vhost of a path, or 404 Object Not Found."""
         vhost = self.broker.vhosts.get(name)
         if vhost is None:
+            # errors.py is aiohttp's: imported with the first request, not when the listener starts (#29).
+            from broker.management.errors import not_found
+
             raise not_found()
         return vhost
 

@@ -65,6 +65,10 @@ class StatsSampler:
     # -- scheduling
 
     def start(self) -> None:
+        """Sample now and every interval; a second call does nothing (the management listener starts the
+        sampler at boot, its application once more when a first request builds it)."""
+        if self._timer is not None:
+            return
         self.sample()
         self._schedule()
 

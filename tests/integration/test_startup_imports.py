@@ -1,4 +1,5 @@
-"""What `warrenmq serve` imports: only what its configuration uses (issue #29).
+"""What `warrenmq serve` imports: only what its configuration uses, and only once it is used (issue #29): the
+management and Prometheus listeners build their aiohttp applications at their first connection.
 
 Each test runs the real command (``python -m broker``'s ``__main__`` through runpy, in a child process) until
 its readiness line, completes an AMQP handshake, stops it with SIGTERM and reads the modules the process had
@@ -16,6 +17,7 @@ import sys
 import urllib.request
 from base64 import b64encode
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from broker.healthcheck import check
@@ -93,16 +95,23 @@ def serve_and_list_modules(
     return ready, set(json.loads(modules_file.read_text()))
 
 
-def _http_answers(ready: dict[str, object]) -> None:
-    """The management API answers an authenticated GET, and the Prometheus endpoint serves metrics."""
+def _overview(port: object) -> dict[str, object]:
     request = urllib.request.Request(
-        f"http://127.0.0.1:{ready['management_port']}/api/overview",
+        f"http://127.0.0.1:{port}/api/overview",
         headers={"Authorization": "Basic " + b64encode(b"guest:guest").decode()},
     )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        overview = json.load(response)
-    assert overview["management_version"]
-    assert overview["node"]
+    with urllib.request.urlopen(request, timeout=30) as response:
+        overview: dict[str, object] = json.load(response)
+    return overview
+
+
+def _http_answers(ready: dict[str, object]) -> None:
+    """The management API answers authenticated GETs, several at once while its application is being built
+    for the first of them, and the Prometheus endpoint serves metrics."""
+    with ThreadPoolExecutor(4) as pool:
+        overviews = list(pool.map(_overview, [ready["management_port"]] * 4))
+    assert [bool(overview["management_version"]) for overview in overviews] == [True] * 4
+    assert overviews[0]["node"]
     with urllib.request.urlopen(
         f"http://127.0.0.1:{ready['prometheus_port']}/metrics", timeout=10
     ) as response:
@@ -135,13 +144,11 @@ def test_the_journal_is_imported_once_it_is_on(tmp_path: Path) -> None:
     assert "broker.journal.service" in modules
 
 
-def test_with_the_defaults_prometheus_client_and_psutil_wait_for_a_scrape(tmp_path: Path) -> None:
+def test_with_the_defaults_the_http_listeners_load_nothing_until_a_request(tmp_path: Path) -> None:
     ready, modules = serve_and_list_modules(tmp_path, "--management-port", "0", "--prometheus-port", "0")
     assert isinstance(ready["management_port"], int)
     assert isinstance(ready["prometheus_port"], int)
-    assert "aiohttp.web" in modules
-    assert imported(modules, "prometheus_client") == []
-    assert imported(modules, "psutil") == []
+    assert {package: imported(modules, package) for package in UNUSED} == {package: [] for package in UNUSED}
 
 
 def test_management_and_prometheus_on_import_their_libraries_and_answer(tmp_path: Path) -> None:

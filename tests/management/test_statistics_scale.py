@@ -98,3 +98,17 @@ async def test_overview_and_vhost_totals_count_every_queue(
     assert churn is not None
     counts = dict(zip(churn[1], churn[2], strict=True))
     assert counts["queue_created"] == QUEUES
+
+
+async def test_a_second_start_adds_no_timer_that_stop_would_leave_running(
+    sampler: tuple[StatsSampler, ManualClock],
+) -> None:
+    # The management listener starts the sampler at boot and its application, built at the first request
+    # (broker.management.lazy_http), starts it again; after stop() nothing may sample any more.
+    stats, clock = sampler
+    stats.start()
+    stats.stop()
+    clock.advance(stats.interval_s * 2)
+    for _ in range(QUEUES):
+        await asyncio.sleep(0)
+    assert _sampled_at(stats, clock.now_ms()) == 0
