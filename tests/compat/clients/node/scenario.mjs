@@ -15,7 +15,8 @@ const within = (promise, what, ms = WAIT_MS) =>
 
 async function connect(heartbeat = 0) {
   const client = new AMQPClient(`${url}?heartbeat=${heartbeat}`);
-  client.onerror = () => {};
+  // Why the connection went away ("Heartbeat timeout" when a read waited a whole interval), for the report.
+  client.onerror = (err) => (client.firstError ??= err.message);
   return within(client.connect(), "connect");
 }
 
@@ -132,7 +133,7 @@ async function heartbeats() {
     const ok = await Promise.race([within(ch.queueDeclare("", { exclusive: true }), "declare after idling"), aborted]);
     return { negotiated, alive: !conn.closed && ok.messageCount === 0 };
   } catch (err) {
-    return { error: uncaught ?? String(err.message) };
+    return { error: uncaught ?? String(err.message), connection_error: conn?.firstError ?? null };
   } finally {
     if (uncaught) conn?.socket?.destroy();
     else if (conn && !conn.closed) await within(conn.close(), "connection.close").catch(() => {});
