@@ -311,6 +311,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
             product="RabbitMQ" if rabbitmq else "WarrenMQ",
             product_version=profile.rabbitmq_version if rabbitmq else __version__,
             cluster_name=value("cluster_name"),
+            node_name=value("node_name"),
             loopback_users=tuple(value("loopback_users")),
         ),
         journal=journal_config_from_args(args),

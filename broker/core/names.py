@@ -18,9 +18,12 @@ class NameGenerator:
         """Restart the sequence (per-test determinism: each test sees the same names whatever ran before)."""
         self._random = random.Random(seed)
 
+    def guid(self) -> bytes:
+        """16 random bytes, as rabbit_guid:gen() (the direct reply-to key is made of one)."""
+        return self._random.getrandbits(128).to_bytes(16, "big")
+
     def _token(self) -> str:
-        raw = self._random.getrandbits(128).to_bytes(16, "big")
-        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        return base64.urlsafe_b64encode(self.guid()).decode().rstrip("=")
 
     def queue_name(self) -> str:
         return "amq.gen-" + self._token()

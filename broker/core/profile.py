@@ -28,6 +28,9 @@ class Profile:
     pre_auth_frame_max: int
     # consumer_timeout for classic queues: checked up to 4.2; 4.3 checks quorum queues only (4.3.0 notes).
     consumer_timeout_classic: bool = True
+    # Direct reply-to names that are not this node's are read with the v1 pid decoding, whose binary_to_term
+    # crashes the channel (541) on a forged name, up to 4.1; 4.2's volatile queues refuse them as unknown.
+    reply_to_v1_decoding: bool = True
     # The release reported as `version` in server-properties and the overview (the latest patch we follow).
     rabbitmq_version: str = "3.13.7"
     # x-consistent-hash with hash-header: 3.10 hashes rabbit_misc:table_lookup's {Type, Value} pair, 3.13 (mc)
@@ -61,6 +64,7 @@ PROFILES: dict[str, Profile] = {
             20,
             8192,
             consumer_timeout_classic=False,
+            reply_to_v1_decoding=False,
             rabbitmq_version="4.3.0",
         ),
     )

@@ -40,6 +40,8 @@ class SessionConfig:
     product: str = "RabbitMQ"
     product_version: str = "3.13.7"
     cluster_name: str = "rabbit@localhost"
+    # The node's name (RABBITMQ_NODENAME): direct reply-to names carry its erlang:phash2.
+    node_name: str = "rabbit@localhost"
     # connection_max / consumer_max_per_channel (rabbitmq.conf); None = infinity, RabbitMQ's default.
     connection_max: int | None = None
     consumer_max_per_channel: int | None = None

@@ -4,6 +4,8 @@ compared byte for byte with RabbitMQ's, on raw frames (pamqp and pika forgive bo
 
 from __future__ import annotations
 
+import base64
+import re
 import struct
 from collections.abc import Callable
 
@@ -13,6 +15,7 @@ from pamqp.base import Frame
 from pamqp.body import ContentBody
 from pamqp.header import ContentHeader
 
+from protocol.codec import decode_properties, encode_method, make_method
 from tests.integration.helpers import SocketClosed
 
 from .wire_frames import FRAME_HEARTBEAT, WireClient, WireFrame, close_ids
@@ -215,3 +218,107 @@ def test_a_silent_client_gets_rabbitmqs_heartbeats_then_is_dropped(rabbitmq_url:
     expected = _heartbeats_before_drop(rabbitmq_url)
     observed = _heartbeats_before_drop(amqp_url)
     assert observed == expected == (5, 0)
+
+
+# -- direct reply-to -----------------------------------------------------------------------------------------
+
+REPLY_QUEUE = "amq.rabbitmq.reply-to"
+# RabbitMQ 3.13's v2 name (3.10.8 sends the same): base64 of a NEW_PID_EXT pid term on node "reply@<phash2>",
+# a dot, base64 of a 16-byte key.
+REPLY_NAME = re.compile(r"amq\.rabbitmq\.reply-to\.([A-Za-z0-9+/]+=*)\.([A-Za-z0-9+/]{22}==)")
+
+
+def _raw_method(channel: int, cls: type[Frame], **fields: object) -> bytes:
+    """A method frame pamqp would refuse to build (reply-to names fail its name checks)."""
+    return encode_method(channel, make_method(cls, **fields))
+
+
+def _reply_to_lifecycle(url: str) -> list[object]:
+    """What a responder sees of a requester's reply-to name: its shape, a passive and a plain declare of it,
+    and a passive declare once the requester's channel has closed; the name itself normalised away."""
+    requester, responder = _opened(url), _opened(url)
+    try:
+        requester.send(commands.Basic.Consume(queue=REPLY_QUEUE, no_ack=True, consumer_tag="replies"), 1)
+        requester.method_frame()
+        responder.send(commands.Queue.Declare(queue="", exclusive=True), 1)
+        declare_ok = responder.method_frame().arguments
+        requests = declare_ok[1 : 1 + declare_ok[0]].decode()
+        responder.send(commands.Basic.Consume(queue=requests, no_ack=True), 1)
+        responder.method_frame()
+        _publish(requester, "", requests, commands.Basic.Properties(reply_to=REPLY_QUEUE))
+        responder.method_frame()  # basic.deliver, then its content header
+        name = decode_properties(responder.frame().payload).reply_to
+        responder.frame()
+        assert isinstance(name, str)
+        match = REPLY_NAME.fullmatch(name)
+        assert match is not None, name
+        pid = base64.b64decode(match.group(1), validate=True)
+        node = pid[5:-12]
+        assert pid[:3] == b"\x83\x58\x76", pid  # NEW_PID_EXT, its node an ATOM_UTF8_EXT
+        assert int.from_bytes(pid[3:5], "big") == len(node), pid
+        assert re.fullmatch(rb"reply@[0-9]+", node), node
+        short_name = bytes((len(name),)) + name.encode()  # as a shortstr: its length varies with the node
+        seen: list[object] = []
+        for passive in (True, False):
+            responder.send_bytes(_raw_method(1, commands.Queue.Declare, queue=name, passive=passive))
+            frame = responder.method_frame()
+            seen.append((frame.ids, frame.payload.replace(short_name, b"<name>")))
+        requester.send(commands.Channel.Close(reply_code=200, reply_text="", class_id=0, method_id=0), 1)
+        requester.method_frame()
+        responder.send_bytes(_raw_method(1, commands.Queue.Declare, queue=name, passive=True))
+        code, text, class_id, method_id = close_ids(responder.method_frame())
+        seen.append((code, text.replace(name, "<name>"), class_id, method_id))
+        return seen
+    finally:
+        requester.close()
+        responder.close()
+
+
+def test_a_reply_to_name_is_declarable_while_its_consumer_lives_as_rabbitmq(
+    rabbitmq_url: str, amqp_url: str
+) -> None:
+    expected = _reply_to_lifecycle(rabbitmq_url)
+    observed = _reply_to_lifecycle(amqp_url)
+    assert observed == expected
+    declare_ok = ((50, 11), b"\x00\x32\x00\x0b<name>" + struct.pack("!II", 0, 1))
+    assert observed[:2] == [declare_ok, declare_ok]
+    assert observed[2] == (404, "NOT_FOUND - no queue '<name>' in vhost '/'", 50, 10)
+
+
+# Names no consumer has: RabbitMQ drops (and with mandatory returns) a publish to most, answers a declare with
+# 404, and crashes (541) on names in two dot-separated parts that its v1 decoder cannot turn into a local pid.
+FORGED_REPLY_NAMES = {
+    "one part": "abc",
+    "three parts": "abc.def.ghi",
+    "two parts, not base64": "abc.def",
+    "base64, not a pid": base64.b64encode(b"\x83a\x05").decode() + ".AAAA",
+    "another node's pid": base64.b64encode(
+        b"\x83\x58\x76\x00\x0breply@12345" + struct.pack("!III", 9, 0, 7)
+    ).decode()
+    + "."
+    + base64.b64encode(bytes(16)).decode(),
+}
+
+
+def _forged_reply(url: str, suffix: str, publish: bool) -> list[object]:
+    client = _opened(url)
+    name = "amq.rabbitmq.reply-to." + suffix
+    try:
+        if publish:
+            client.send_bytes(_raw_method(1, commands.Basic.Publish, routing_key=name, mandatory=True))
+            client.send(ContentHeader(0, 0, commands.Basic.Properties()), 1)
+        else:
+            client.send_bytes(_raw_method(1, commands.Queue.Declare, queue=name, passive=True))
+        frame = client.method_frame()
+        return [frame.channel, close_ids(frame) if frame.ids in ((20, 40), (10, 50)) else frame.payload]
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("publish", [True, False], ids=["publish", "declare"])
+@pytest.mark.parametrize("case", sorted(FORGED_REPLY_NAMES))
+def test_unknown_reply_to_names_are_refused_as_rabbitmq(
+    rabbitmq_url: str, amqp_url: str, case: str, publish: bool
+) -> None:
+    suffix = FORGED_REPLY_NAMES[case]
+    assert _forged_reply(amqp_url, suffix, publish) == _forged_reply(rabbitmq_url, suffix, publish)

@@ -119,5 +119,6 @@ def test_every_profile_row_is_covered_by_a_test() -> None:
         # tests/unit/core/test_consistent_hash.py; rabbitmq-3.10 against the oracle in
         # tests/compat/test_plugin_exchanges.py
         "hash_header_typed_pair",
+        "reply_to_v1_decoding",  # tests/component/test_direct_reply_names.py, under each profile
     }
     assert rows == tested
