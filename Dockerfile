@@ -2,23 +2,29 @@
 # /var/lib/rabbitmq, RABBITMQ_* variables, /etc/rabbitmq files, rabbitmq-server / rabbitmq-diagnostics /
 # rabbitmqctl), so that swapping the image name is the only change. Starts in well under a second.
 
+# Layers go from the least to the most often changed, so that a change to the sources rebuilds only the wheel.
+# This stage only lists what pip installs, from pyproject.toml: the build requirements ([build-system]:
+# setuptools, wheel, mypy for mypyc) and the runtime dependencies ([project]). The stages below copy the two
+# lists, so their install layers stay cached while the lists are unchanged, whatever else pyproject.toml gains.
+FROM python:3.11-slim AS requirements
+COPY pyproject.toml /tmp/
+RUN python -c "import tomllib; project = tomllib.load(open('/tmp/pyproject.toml', 'rb')); \
+print('\n'.join(project['build-system']['requires']), file=open('/build-requires.txt', 'w')); \
+print('\n'.join(project['project']['dependencies']), file=open('/requirements.txt', 'w'))"
+
 # Build stage: the wheel, with the journal's C lane (broker/journal/_lane.c), the wire loops (protocol/_wire.c)
-# and the mypyc-compiled modules
-# (setup.py's MYPYC_MODULES) built; the runtime image has no compiler, and without them the journal costs
-# about three times as much per delivery and the message path runs its slower pure-Python variant.
+# and the mypyc-compiled modules (setup.py's MYPYC_MODULES) built; the runtime image has no compiler, and
+# without them the journal costs about three times as much per delivery and the message path runs its slower
+# pure-Python variant. The wheel is built without build isolation, which would download the build
+# requirements again on every build.
 FROM python:3.11-slim AS build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
+COPY --from=requirements /build-requires.txt /tmp/
+RUN pip install --no-cache-dir -r /tmp/build-requires.txt
 WORKDIR /src
-# Layers from the least to the most often changed, so that a change to the sources rebuilds only the wheel: the
-# build requirements (pyproject's [build-system]: setuptools, wheel, mypy for mypyc) get a layer of their own,
-# and the wheel is built without build isolation, which would download them again on every build.
-COPY pyproject.toml ./
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires']))" \
-        > /tmp/build-requires.txt \
-    && pip install --no-cache-dir -r /tmp/build-requires.txt
-COPY setup.py README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY protocol ./protocol
 COPY broker ./broker
 # The extensions are optional for pip (a failed compile only warns), so the image build checks they are there:
@@ -47,15 +53,12 @@ WORKDIR /opt/warrenmq
 # uid/gid 999 as the rabbitmq image's rabbitmq user, so volumes written by one can be used by the other.
 RUN groupadd --system --gid 999 rabbitmq \
     && useradd --system --uid 999 --gid rabbitmq --home-dir /var/lib/rabbitmq --create-home rabbitmq
-# The runtime dependencies (pyproject's [project] dependencies) in a layer kept while pyproject.toml is
-# unchanged; then the wheel, whose dependencies are then already there. Byte-compiled at install: the root
-# filesystem may be read-only (`--read-only`) and PYTHONDONTWRITEBYTECODE is set, so without the .pyc files
-# every start would compile every module again (a start took ~5 s instead of ~2 s).
-COPY pyproject.toml /tmp/pyproject.toml
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('/tmp/pyproject.toml', 'rb'))['project']['dependencies']))" \
-        > /tmp/requirements.txt \
-    && pip install -r /tmp/requirements.txt \
-    && rm /tmp/requirements.txt /tmp/pyproject.toml
+# The runtime dependencies in a layer of their own, then the wheel (its dependencies are then there already).
+# Byte-compiled at install: with PYTHONDONTWRITEBYTECODE set, and a root filesystem that may be read-only
+# (`--read-only`), a start would otherwise compile every module it imports again.
+COPY --from=requirements /requirements.txt /tmp/
+RUN pip install -r /tmp/requirements.txt \
+    && rm /tmp/requirements.txt
 COPY --from=build /wheels /tmp/wheels
 RUN pip install /tmp/wheels/*.whl \
     && rm -rf /tmp/wheels
