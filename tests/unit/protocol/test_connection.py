@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pamqp import encode, frame
+from pamqp import commands, encode, frame
 from pamqp.common import FieldTable
 
 import broker
@@ -64,6 +64,7 @@ def test_connection_start_keeps_rabbitmqs_capability_order() -> None:
     properties = server_properties()
     frame_bytes = connection_start(properties, MECHANISMS.decode(), LOCALES.decode())
     _, _, start = frame.unmarshal(frame_bytes)
+    assert isinstance(start, commands.Connection.Start)
     assert start.server_properties == properties
     assert list(start.server_properties) == sorted(properties)
     capabilities = frame_bytes[frame_bytes.index(b"capabilities") :]
