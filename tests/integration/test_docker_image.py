@@ -1,7 +1,7 @@
-"""The Docker image, run here as the container would run it (Docker is not available): the image's files
-(docker/rootfs, what `COPY docker/rootfs/ /` puts in it) in a temporary root, the Dockerfile's ENV, its
-ENTRYPOINT + CMD, and its HEALTHCHECK against that broker. The console scripts are the ones pyproject.toml
-declares, as shims that run this checkout's code."""
+"""The Docker image's set-up without a container runtime (tests/container builds and runs the real image with
+podman): the image's files (docker/rootfs, what `COPY docker/rootfs/ /` puts in it) in a temporary root, the
+Dockerfile's ENV, its ENTRYPOINT + CMD, and its HEALTHCHECK against that broker. The console scripts are the
+ones pyproject.toml declares, as shims that run this checkout's code. Quick, and runs where podman cannot."""
 
 from __future__ import annotations
 
