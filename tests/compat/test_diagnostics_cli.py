@@ -61,14 +61,16 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
 
 @pytest.fixture(scope="module")
 def warrenmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
-    conf = tmp_path_factory.mktemp("warrenmq-cli") / "rabbitmq.conf"
-    conf.write_text(
-        f"listeners.tcp.default = 127.0.0.1:{_free_port()}\nmanagement.tcp.port = {_free_port()}\n"
-    )
+    base = tmp_path_factory.mktemp("warrenmq-cli")
+    conf = base / "rabbitmq.conf"
+    conf.write_text(f"listeners.tcp.default = 127.0.0.1:{_free_port()}\n")
+    # No plugin, as the oracle node: its listeners are the distribution (CLI) port and AMQP.
+    (base / "enabled_plugins").write_text("[].\n")
     node = "warrenmq-cli@localhost"
     env = {
         **os.environ,
         "RABBITMQ_CONFIG_FILE": str(conf),
+        "RABBITMQ_ENABLED_PLUGINS_FILE": str(base / "enabled_plugins"),
         "RABBITMQ_NODENAME": node,
         "RABBITMQ_DIST_PORT": str(_free_port()),  # the CLI channel
     }
@@ -112,7 +114,7 @@ def test_port_connectivity_json_has_rabbitmqs_shape(oracle: Side, warrenmq: Side
         report = json.loads(out)
         return code, (sorted(report), report["result"], [sorted(item) for item in report["listeners"]])
 
-    # RabbitMQ's second listener is Erlang distribution, WarrenMQ's the management HTTP port; same keys.
+    # Both: the distribution (CLI) listener, then AMQP.
     assert shape(warrenmq) == shape(oracle)
 
 
