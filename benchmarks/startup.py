@@ -249,24 +249,23 @@ def _markdown(
     names = list(starts)
     print(f"\n| median of {runs} | " + " | ".join(names) + " |")
     print("|---|" + "---:|" * len(names))
+
+    def median(values: list[float | None], scale: float) -> str:
+        known = [value for value in values if value is not None]
+        return f"{statistics.median(known) * scale:,.1f}" if known else "off"
+
     rows = {
-        "spawn → readiness line (ms)": [
-            statistics.median(s.ready_s for s in starts[n]) * 1000 for n in names
-        ],
-        "spawn → first handshake (ms)": [
-            statistics.median(s.handshake_s for s in starts[n]) * 1000 for n in names
-        ],
-        "CPU time to first handshake (ms)": [
-            statistics.median(s.cpu_s for s in starts[n]) * 1000 for n in names
-        ],
+        "spawn → readiness line (ms)": [median([s.ready_s for s in starts[n]], 1000) for n in names],
+        "spawn → first handshake (ms)": [median([s.handshake_s for s in starts[n]], 1000) for n in names],
+        "CPU time to first handshake (ms)": [median([s.cpu_s for s in starts[n]], 1000) for n in names],
         "spawn → handshake → first /api/overview (ms)": [
-            statistics.median(s.management_s or 0.0 for s in starts[n]) * 1000 for n in names
+            median([s.management_s for s in starts[n]], 1000) for n in names
         ],
-        "RSS at ready (MiB)": [statistics.median(s.rss_kib for s in starts[n]) / 1024 for n in names],
-        "modules imported": [float(imports[n][1]) for n in names],
+        "RSS at ready (MiB)": [median([s.rss_kib for s in starts[n]], 1 / 1024) for n in names],
+        "modules imported at ready": [str(imports[n][1]) for n in names],
     }
-    for label, values in rows.items():
-        print(f"| {label} | " + " | ".join(f"{v:,.1f}" if v < 1000 else f"{v:,.0f}" for v in values) + " |")
+    for label, cells in rows.items():
+        print(f"| {label} | " + " | ".join(cells) + " |")
     packages = sorted(
         {p for n in names for p in imports[n][0]},
         key=lambda p: -max(imports[n][0].get(p, 0.0) for n in names),

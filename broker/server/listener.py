@@ -26,19 +26,18 @@ from broker.server.alarms import AlarmSources, ResourceAlarms
 from broker.server.amqp_protocol import AMQPProtocol
 from broker.server.clock import LoopClock
 from broker.server.flow_control import FlowControl
-from broker.server.paging import MemoryPager
 from broker.server.runtime import pid_file, tune_for_serving
 from broker.server.sockets import display_host, listen_socket
 from broker.session.event_exchange import EventExchange
 from broker.session.faults import SessionFaults
-from broker.storage.base import StorageError, Store
-from broker.storage.recovery import recover
-from broker.storage.writer import StoreWriter
 from protocol import compiled
 from protocol.header_rewrite import rewrite_content_header
 
 if TYPE_CHECKING:
     from broker.journal.service import JournalService
+    from broker.server.paging import MemoryPager
+    from broker.storage.base import Store
+    from broker.storage.writer import StoreWriter
 
 log = structlog.get_logger("warrenmq.server")
 
@@ -66,6 +65,7 @@ class Server:
         # none.
         if store is None and config.data_dir is not None:
             # sqlite3 only for a data directory: `--data-dir none` starts without it (issue #29).
+            from broker.storage.base import StorageError
             from broker.storage.sqlite import SqliteStore
 
             try:
@@ -75,6 +75,9 @@ class Server:
         self.store = store
         self.writer: StoreWriter | None = None
         if store is not None:
+            # The store's modules only with a store (an in-memory broker has none).
+            from broker.storage.writer import StoreWriter
+
             self.writer = StoreWriter(store, loop.call_soon, loop.call_soon_threadsafe, self._store_failed)
         # Set by serve(): asks the process to stop (a failed store commit is fatal).
         self.request_stop: Callable[[], None] | None = None
@@ -109,6 +112,8 @@ class Server:
         self.pager: MemoryPager | None = None
         ratio = config.vm_memory_high_watermark_paging_ratio
         if config.data_dir is not None and ratio <= 1:
+            from broker.server.paging import MemoryPager
+
             alarms = self.alarms
             self.pager = MemoryPager(
                 self.broker,
@@ -143,6 +148,9 @@ class Server:
         """Bring back what the store holds; before definitions are applied and before anyone connects
         (idempotent: start() calls it too)."""
         if self.store is not None and self.writer is not None and self.recovered is None:
+            from broker.storage.base import StorageError
+            from broker.storage.recovery import recover
+
             try:
                 report = recover(self.broker, self.store, self.writer)
             except StorageError as error:
