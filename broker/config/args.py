@@ -342,6 +342,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         or loaded.resolved["management_port"].source != "default",
         management_ssl=TLSOptions(**(value("management_ssl") or {})),
         dist_port=value("dist_port"),
+        dist_port_configured=not loaded.resolved["dist_port"].source.startswith("default"),
         pid_file=value("pid_file") or None,
         log_file=None if value("logs") in ("-", "", None) else value("logs"),
     )

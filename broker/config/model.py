@@ -98,5 +98,8 @@ class ServerConfig:
     # ephemeral), and where `serve` writes its pid (RABBITMQ_PID_FILE) and its log (RABBITMQ_LOGS; None:
     # the console).
     dist_port: int | None = None
+    # False: the default AMQP port + 20000, which falls back to an ephemeral port when taken (RabbitMQ
+    # would not boot); True: RABBITMQ_DIST_PORT or rabbitmq-env.conf named it, and taken it stops the node.
+    dist_port_configured: bool = False
     pid_file: str | None = None
     log_file: str | None = None

@@ -197,7 +197,7 @@ def addons_for(config: ServerConfig) -> list[Addon]:
 
         # After the management addon: the CLI channel shares its context (and stops first).
         management = next((addon for addon in addons if isinstance(addon, ManagementAddon)), None)
-        addons.append(ControlAddon(LOOPBACK, config.dist_port, management))
+        addons.append(ControlAddon(LOOPBACK, config.dist_port, management, config.dist_port_configured))
     return addons
 
 

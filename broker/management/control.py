@@ -106,9 +106,11 @@ class ControlAddon:
     """Serves the CLI channel from the moment the AMQP port is bound; shares the management listener's
     context (its running plugin list) when there is one."""
 
-    def __init__(self, host: str, port: int, shared: Any = None) -> None:
+    def __init__(self, host: str, port: int, shared: Any = None, required: bool = True) -> None:
         self.host = host
         self.port = port
+        # False for the derived default port: taken, it gives way to an ephemeral one (in the ready line).
+        self.required = required
         self.shared = shared  # a ManagementAddon, whose context the CLIs then see
         self.node = ""
         self.cookie: str | None = None
@@ -131,6 +133,10 @@ class ControlAddon:
         try:
             sock = listen_socket(self.host, self.port)
         except OSError as error:
+            if not self.required and self.port:
+                log.warning("dist_port_taken", port=self.port, error=str(error), using="ephemeral")
+                self.port = 0
+                return await self.after_listen(server)
             raise StartupError(
                 f"cannot listen on {self.host}:{self.port} (distribution port, CLI channel): {error}"
             ) from None

@@ -160,3 +160,36 @@ def test_with_every_plugin_disabled_the_cli_still_works(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def _amqp_port_with_dist_port_free() -> int:
+    while True:
+        port = _free_port()
+        if port + 20000 <= 65535:
+            return port
+
+
+def test_a_taken_distribution_port_stops_the_node_only_when_it_was_named(tmp_path: Path) -> None:
+    port = _amqp_port_with_dist_port_free()
+    env = {**_env(tmp_path), "RABBITMQ_NODE_PORT": str(port), "RABBITMQ_CONFIG_FILE": "none"}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port + 20000))
+        taken.listen()
+        # Derived (AMQP port + 20000): an ephemeral port instead, reported in the ready line.
+        derived = {key: value for key, value in env.items() if key != "RABBITMQ_DIST_PORT"}
+        process, ready = _serve(derived)
+        process.terminate()
+        process.wait(timeout=10)
+        assert ready["dist_port"] not in (None, 0, port + 20000)
+        # Named, as RabbitMQ: the node does not start.
+        named = subprocess.run(
+            [sys.executable, "-m", "broker", "serve"],
+            cwd=ROOT,
+            env={**env, "RABBITMQ_DIST_PORT": str(port + 20000)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert named.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port + 20000} (distribution port, CLI channel)" in named.stderr
