@@ -14,11 +14,14 @@ NO_EXCHANGE = "NOT_FOUND - no exchange 'P-missing' in vhost '/'"
 # method that failed, which clients put in the exception they raise.
 _PUBLISH_CLASS_ID, _PUBLISH_METHOD_ID = 60, 40
 
+_RETURNED_R1 = ["return", 312, "NO_ROUTE", "", "P-nowhere", "r1"]
+_RETURNED_R2 = ["return", 312, "NO_ROUTE", "", "P-nowhere", "r2"]
+
 _COMMON: dict[str, Any] = {
     "channel": {"first_closed": True, "second_open": True},
-    # The mandatory, unroutable message comes back with basic.return before its own basic.ack; each message
-    # is acked on its own, in publish order.
-    "confirms": {"events": [["return", 312, "NO_ROUTE", "", "P-nowhere", "r1"], ["ack", 1], ["ack", 2]]},
+    # Each mandatory, unroutable message comes back with basic.return and then its own basic.ack
+    # (multiple=false, sent while the publish is handled), in publish order; the routed one is acked last.
+    "confirms": {"events": [_RETURNED_R1, ["ack", 1], _RETURNED_R2, ["ack", 2], ["ack", 3]]},
     # a acked, b nacked without requeue (dropped), c rejected with requeue: back once with redelivered set.
     "consume": {"deliveries": [["a", False], ["b", False], ["c", False], ["c", True]], "message_count": 0},
     # The requester's reply-to is a generated amq.rabbitmq.reply-to.* name, which a passive queue.declare
@@ -63,10 +66,11 @@ _REFUSED_ERROR: dict[str, Any] = {
 def expected_observation(client: str) -> dict[str, Any]:
     """The observation ``client``'s program must print against RabbitMQ, and so against WarrenMQ."""
     observation = {key: dict(value) for key, value in _COMMON.items()}
-    if client == "java":
-        # The Java client's ConfirmListener is told each ack's multiple flag.
-        returned = ["return", 312, "NO_ROUTE", "", "P-nowhere", "r1"]
-        observation["confirms"] = {"events": [returned, ["ack", 1, False], ["ack", 2, False]]}
+    if client in ("java", "node"):
+        # The Java client's ConfirmListener is told each ack's multiple flag; the Node.js program reads it
+        # where the client handles the frame.
+        events = [_RETURNED_R1, ["ack", 1, False], _RETURNED_R2, ["ack", 2, False], ["ack", 3, False]]
+        observation["confirms"] = {"events": events}
     observation["refused"] = {
         "error": _REFUSED_ERROR[client],
         "channel_closed": True,

@@ -71,10 +71,11 @@ func confirmsWithReturns(conn *amqp.Connection) (obs, error) {
 	confirms := ch.NotifyPublish(make(chan amqp.Confirmation))
 	go func() {
 		_ = ch.Publish("", prefix+"-nowhere", true, false, amqp.Publishing{Body: []byte("r1")})
+		_ = ch.Publish("", prefix+"-nowhere", true, false, amqp.Publishing{Body: []byte("r2")})
 		_ = ch.Publish("", queue, true, false, amqp.Publishing{Body: []byte("m1")})
 	}()
 	events := [][]interface{}{}
-	for acks := 0; acks < 2; {
+	for acks := 0; acks < 3; {
 		select {
 		case r := <-returns:
 			events = append(events, []interface{}{"return", r.ReplyCode, r.ReplyText, r.Exchange, r.RoutingKey, string(r.Body)})

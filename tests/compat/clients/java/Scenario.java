@@ -94,7 +94,7 @@ public final class Scenario {
         new ConfirmListener() {
           public void handleAck(long tag, boolean multiple) {
             events.add(List.of("ack", tag, multiple));
-            if (tag == 2) acked.countDown();
+            if (tag == 3) acked.countDown();
           }
 
           public void handleNack(long tag, boolean multiple) {
@@ -102,6 +102,7 @@ public final class Scenario {
           }
         });
     ch.basicPublish("", prefix + "-nowhere", true, null, "r1".getBytes(StandardCharsets.UTF_8));
+    ch.basicPublish("", prefix + "-nowhere", true, null, "r2".getBytes(StandardCharsets.UTF_8));
     ch.basicPublish("", queue, true, null, "m1".getBytes(StandardCharsets.UTF_8));
     Map<String, Object> result = new LinkedHashMap<>();
     if (!acked.await(WAIT_S, TimeUnit.SECONDS)) result.put("error", "timeout: confirms");

@@ -61,9 +61,20 @@ async function confirmsWithReturns(conn) {
   await ch.confirmSelect();
   const events = [];
   ch.onReturn = (msg) => events.push(["return", msg.replyCode, msg.replyText, msg.exchange, msg.routingKey, text(msg.body)]);
-  const unroutable = ch.basicPublish("", `${prefix}-nowhere`, "r1", {}, true).then((tag) => events.push(["ack", tag]));
-  const routed = ch.basicPublish("", queue, "m1", {}, true).then((tag) => events.push(["ack", tag]));
-  await within(Promise.all([unroutable, routed]), "confirms");
+  // A publish's promise settles in a later microtask, after the rest of the socket read is parsed, so its order
+  // against onReturn depends on how the frames were split into reads: record each basic.ack (with its multiple
+  // flag) where the client handles the frame instead.
+  const publishConfirmed = ch.publishConfirmed.bind(ch);
+  ch.publishConfirmed = (tag, multiple, nack) => {
+    events.push([nack ? "nack" : "ack", Number(tag), multiple]);
+    publishConfirmed(tag, multiple, nack);
+  };
+  const confirmed = [
+    ch.basicPublish("", `${prefix}-nowhere`, "r1", {}, true),
+    ch.basicPublish("", `${prefix}-nowhere`, "r2", {}, true),
+    ch.basicPublish("", queue, "m1", {}, true),
+  ];
+  await within(Promise.all(confirmed), "confirms");
   return { events };
 }
 

@@ -91,6 +91,7 @@ function confirms_with_returns(AMQPStreamConnection $conn): array
         $events[] = ['nack', $msg->getDeliveryTag()];
     });
     $ch->basic_publish(new AMQPMessage('r1'), '', "$prefix-nowhere", true);
+    $ch->basic_publish(new AMQPMessage('r2'), '', "$prefix-nowhere", true);
     $ch->basic_publish(new AMQPMessage('m1'), '', $queue, true);
     $ch->wait_for_pending_acks_returns(WAIT_S);
     return ['events' => $events];

@@ -57,9 +57,10 @@ def confirms_with_returns(conn)
     lock.synchronize { events << ["return", info.reply_code, info.reply_text, info.exchange, info.routing_key, body] }
   end
   exchange.publish("r1", routing_key: "#{PREFIX}-nowhere", mandatory: true)
+  exchange.publish("r2", routing_key: "#{PREFIX}-nowhere", mandatory: true)
   exchange.publish("m1", routing_key: queue, mandatory: true)
   result = {}
-  result["error"] = "timeout: confirms" unless eventually { lock.synchronize { events.count { |e| e[0] == "ack" } == 2 } }
+  result["error"] = "timeout: confirms" unless eventually { lock.synchronize { events.count { |e| e[0] == "ack" } == 3 } }
   result.merge("events" => lock.synchronize { events.dup })
 end
 
