@@ -15,7 +15,8 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlparse
 
@@ -94,6 +95,7 @@ class Ctx:
         return name
 
     def close(self) -> None:
+        tell_phase("cleanup")
         if self.exchanges or self.queues:
             connection = pika.BlockingConnection(self.params())
             for name in self.queues:
@@ -143,6 +145,38 @@ def bodies(ch: Any, queue: str) -> list[str]:
     return [entry[0] for entry in drain(ch, queue)]
 
 
+# Told the phase a scenario run is in: "poll" while it repeats a request until the answer changes
+# (``polling``), "racy" in a part whose frames depend on timing (``timing_dependent``), "cleanup" once
+# ``Ctx.close`` starts deleting what it declared, "scenario" otherwise. The frame harness
+# (tests/compat/frames) leaves polls, racy parts and cleanup out of its transcripts: how many rounds a poll
+# takes, and which notifications a deletion races with the closing connections, depend on timing.
+PHASE_LISTENERS: list[Callable[[str], None]] = []
+
+
+def tell_phase(phase: str) -> None:
+    for listener in PHASE_LISTENERS:
+        listener(phase)
+
+
+@contextmanager
+def polling() -> Iterator[None]:
+    tell_phase("poll")
+    try:
+        yield
+    finally:
+        tell_phase("scenario")
+
+
+@contextmanager
+def timing_dependent() -> Iterator[None]:
+    """A part of a scenario whose frames depend on timing on RabbitMQ itself (its observation must not)."""
+    tell_phase("racy")
+    try:
+        yield
+    finally:
+        tell_phase("scenario")
+
+
 def pump(connection: pika.BlockingConnection, done: Callable[[], bool], timeout_s: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while not done():
@@ -188,8 +222,13 @@ def normalise(observation: Observation, prefix: str) -> Observation:
     return json.loads(_GENERATED.sub(rename, text))
 
 
-def run_scenario(url: str, name: str) -> Observation:
-    prefix = f"cmp{uuid.uuid4().hex[:10]}"
+def new_prefix() -> str:
+    return f"cmp{uuid.uuid4().hex[:10]}"
+
+
+def run_scenario(url: str, name: str, prefix: str | None = None) -> Observation:
+    """Run scenario ``name`` against ``url`` with unique names (``prefix``, else a fresh one); normalised."""
+    prefix = prefix or new_prefix()
     ctx = Ctx(url, prefix)
     try:
         observation = SCENARIOS[name](ctx)

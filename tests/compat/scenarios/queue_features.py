@@ -12,7 +12,7 @@ from typing import Any
 import pika
 import pika.exceptions
 
-from .kit import Ctx, Observation, bodies, outcome, pump, scenario
+from .kit import Ctx, Observation, bodies, outcome, polling, pump, scenario
 
 
 def _message(ch: Any, queue: str) -> Observation:
@@ -34,7 +34,8 @@ def _message(ch: Any, queue: str) -> Observation:
 
 def _wait_count(ch: Any, queue: str, count: int) -> None:
     """RabbitMQ dead-letters asynchronously: wait (bounded) until ``queue`` holds ``count`` messages."""
-    pump(ch.connection, lambda: ch.queue_declare(queue, passive=True).method.message_count >= count)
+    with polling():
+        pump(ch.connection, lambda: ch.queue_declare(queue, passive=True).method.message_count >= count)
 
 
 @scenario

@@ -1,0 +1,54 @@
+"""The raw frame scenarios (tests/compat/frames/scenarios_*.py) against RabbitMQ and WarrenMQ: every frame
+each broker sent, step by step, must be equal after ``frames.normalise``; heartbeats also by their cadence."""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+
+import pytest
+
+from .frames import scenarios_features, scenarios_methods, scenarios_preauth
+from .frames.proxy import Recording
+from .frames.raw_table import RAW_SCENARIOS, raw_transcript, record_raw
+
+pytestmark = pytest.mark.compat
+__all__ = ["scenarios_features", "scenarios_methods", "scenarios_preauth"]  # imported to register them
+
+PLAIN = sorted(name for name, entry in RAW_SCENARIOS.items() if not entry.plugins)
+PLUGINS = sorted(name for name, entry in RAW_SCENARIOS.items() if entry.plugins)
+
+
+def _assert_same(rabbitmq_url: str, amqp_url: str, name: str) -> None:
+    expected = raw_transcript(rabbitmq_url, name)
+    observed = raw_transcript(amqp_url, name)
+    difference = observed.diff(expected)
+    assert not difference, f"frames differ (- RabbitMQ, + WarrenMQ):\n{difference}"
+
+
+@pytest.mark.parametrize("name", PLAIN)
+def test_warrenmq_sends_rabbitmqs_frames(rabbitmq_url: str, amqp_url: str, name: str) -> None:
+    _assert_same(rabbitmq_url, amqp_url, name)
+
+
+@pytest.mark.parametrize("name", PLUGINS)
+def test_warrenmq_sends_rabbitmqs_frames_for_plugin_exchanges(
+    rabbitmq_plugins_url: str, amqp_url: str, name: str
+) -> None:
+    _assert_same(rabbitmq_plugins_url, amqp_url, name)
+
+
+def _heartbeat_spacing(recordings: list[Recording]) -> float:
+    """The median time between the broker's heartbeats, in heartbeat intervals, to the nearest half."""
+    sent = [event.at for event in recordings[0].events if event.direction == "S" and event.frame.kind == 8]
+    assert len(sent) >= 2, f"{len(sent)} heartbeats in 3.5 s of a 2 s interval"
+    gaps = [later - earlier for earlier, later in itertools.pairwise(sent)]
+    return round(statistics.median(gaps) / scenarios_features.HEARTBEAT_S * 2) / 2
+
+
+def test_heartbeats_go_out_every_half_interval_as_rabbitmqs(rabbitmq_url: str, amqp_url: str) -> None:
+    # rabbit_heartbeat sends one whenever nothing was sent for half the negotiated interval. The spacing is
+    # measured on the wall clock, in units of the interval and to the nearest half, on both brokers alike.
+    expected = _heartbeat_spacing(record_raw(rabbitmq_url, "heartbeats")[0])
+    observed = _heartbeat_spacing(record_raw(amqp_url, "heartbeats")[0])
+    assert (observed, expected) == (0.5, 0.5)
