@@ -117,9 +117,15 @@ def _flush_sorted(channel: ChannelPort) -> None:
     while waits and waits[0][1] <= committed:
         seq, _, nack = waits.popleft()
         (nacks if nack else acks).append(seq)
-    known = {seq for seq, _, _ in waits}
-    known.update(channel.confirms_settled, acks, nacks)
     start = max(channel.confirms_scanned, channel.confirmed_seq) + 1
+    # The publishes not sorted yet that are neither waiting nor settled: waits is in publish order, so only
+    # its tail is looked at (a flush costs what was published since the last one, not what is in flight).
+    known = set(channel.confirms_settled)
+    known.update(acks, nacks)
+    for seq, _, _ in reversed(waits):
+        if seq < start:
+            break
+        known.add(seq)
     acks.extend(seq for seq in range(start, channel.publish_seq + 1) if seq not in known)
     channel.confirms_scanned = channel.publish_seq
     acks.sort()
