@@ -27,8 +27,8 @@ JAVA_JARS = (Path("/usr/share/java/amqp-client.jar"), Path("/usr/share/java/slf4
 GO_PATH = Path("/usr/share/gocode")
 GO_PACKAGE = GO_PATH / "src/github.com/rabbitmq/amqp091-go"
 BUILD_TIMEOUT_S = 300
-# A program bounds each of its waits (5 s); this only stops one that hangs regardless.
-RUN_TIMEOUT_S = 90
+# A program bounds each of its waits (5 s); this only stops one that hangs regardless, within pytest's 120 s.
+RUN_TIMEOUT_S = 75
 
 # The names a broker makes up: direct reply-to's pseudo-queue names (in error texts) differ on every run.
 _REPLY_TO_NAME = re.compile(r"amq\.rabbitmq\.reply-to\.[^'\"\s]+")
@@ -154,7 +154,10 @@ class ClientPrograms:
     def observe(self, client: str, amqp_url: str, prefix: str) -> Any:
         """Run ``client``'s program against the broker at ``amqp_url``; its normalised observation."""
         cmd = [*self.command(client), program_url(amqp_url), prefix]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired as hung:
+            pytest.fail(f"{client} program still running after {RUN_TIMEOUT_S} s: {hung.stderr!r}"[-2000:])
         lines = done.stdout.strip().splitlines()
         if done.returncode != 0 or not lines:
             pytest.fail(f"{client} program exited {done.returncode}:\n{done.stdout}\n{done.stderr[-2000:]}")
