@@ -117,18 +117,25 @@ def _flush_sorted(channel: ChannelPort) -> None:
     while waits and waits[0][1] <= committed:
         seq, _, nack = waits.popleft()
         (nacks if nack else acks).append(seq)
+    upto = channel.publish_seq
     start = max(channel.confirms_scanned, channel.confirmed_seq) + 1
-    # The publishes not sorted yet that are neither waiting nor settled: waits is in publish order, so only
-    # its tail is looked at (a flush costs what was published since the last one, not what is in flight).
-    known = set(channel.confirms_settled)
-    known.update(acks, nacks)
-    for seq, _, _ in reversed(waits):
-        if seq < start:
-            break
-        known.add(seq)
-    acks.extend(seq for seq in range(start, channel.publish_seq + 1) if seq not in known)
-    channel.confirms_scanned = channel.publish_seq
-    acks.sort()
+    unsorted = upto - start + 1
+    channel.confirms_scanned = upto
+    # The publishes not sorted yet that are neither waiting nor settled. waits is in publish order, so only
+    # its tail is looked at, and when that tail is exactly those publishes (persistent ones to a durable
+    # queue, all waiting for the commit) there is nothing to look for: a flush costs what was published
+    # since the last one, not what is in flight.
+    if unsorted > 0 and not (len(waits) >= unsorted and waits[-unsorted][0] == start):
+        known = set(channel.confirms_settled)
+        known.update(acks, nacks)
+        for seq, _, _ in reversed(waits):
+            if seq < start:
+                break
+            known.add(seq)
+        acks.extend(seq for seq in range(start, upto + 1) if seq not in known)
+        acks.sort()
+    if not acks and not nacks:
+        return
     nacks.sort()
     waiting = waits[0][0] if waits else None
     if acks:
