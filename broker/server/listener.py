@@ -329,7 +329,10 @@ def run(config: ServerConfig, addons: Sequence[Addon] = ()) -> int:
         with pid_file(config.pid_file):
             runner(serve(config, functools.partial(report_ready, plugins=plugins), addons))
     except OSError as error:
-        print(f"warrenmq: cannot listen on {config.host}:{config.port}: {error}", file=sys.stderr)
+        if error.filename is not None:  # the data directory or the pid file, not a listener
+            print(f"warrenmq: {error.filename}: {error.strerror}", file=sys.stderr)
+        else:
+            print(f"warrenmq: cannot listen on {config.host}:{config.port}: {error}", file=sys.stderr)
         return 1
     except StartupError as error:
         print(f"warrenmq: {error}", file=sys.stderr)

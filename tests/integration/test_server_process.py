@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import socket
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pika
@@ -149,3 +151,20 @@ def test_defaults_match_rabbitmq(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_invalid_settings_are_refused(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         _parse(argv)
+
+
+def test_an_unusable_data_directory_is_reported_as_such(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    env = {key: value for key, value in os.environ.items() if key != "WARRENMQ_DATA_DIR"}
+    done = subprocess.run(
+        [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", "0"],
+        env={**env, "RABBITMQ_MNESIA_BASE": str(blocker), "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    # The pid file ($RABBITMQ_MNESIA_DIR.pid) is made first: its directory cannot be created.
+    assert done.stderr.strip().splitlines()[-1] == f"warrenmq: {blocker}: File exists"
