@@ -187,14 +187,14 @@ class ChannelSession:
         # after the exchange's existence. Approved exchanges cost one dict lookup while nothing changes.
         if access.publishable.get(exchange) != access.control.version:
             check_publish(self, exchange, routing_key)
+        ttl = None
+        headers = info.headers  # checked only for CC/BCC: a message with other headers skips the call
         if (
-            info.reply_to is None
-            and info.user_id is None
-            and info.expiration is None
-            and info.headers is None
+            info.reply_to is not None
+            or info.user_id is not None
+            or info.expiration is not None
+            or (headers is not None and ("CC" in headers or "BCC" in headers))
         ):
-            ttl = None
-        else:
             header_payload, ttl = checked_properties(self, exchange, info, header_payload)
         message = Message(
             exchange,
