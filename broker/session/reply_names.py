@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import struct
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ _ATOM_UTF8_EXT, _SMALL_ATOM_UTF8_EXT = 118, 119
 _ATOM_EXT, _SMALL_ATOM_EXT = 100, 115
 _NEW_PID_TAIL = struct.Struct("!III")  # ID, Serial, Creation
 _OLD_PID_TAIL = struct.Struct("!IIB")  # Erlang 22's PID_EXT: an 8-bit creation
+_INTEGER = re.compile(r"[+-]?[0-9]+")  # what list_to_integer/1 accepts
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +78,17 @@ def _pid(data: bytes, atoms: tuple[int, ...]) -> Pid | None:
 
 
 def decode_v2(suffix: str, node_name: str) -> Pid | None:
-    """decode_reply_to_v2: the pid of a name's suffix when it is a v2 name of this node, else None."""
+    """decode_reply_to_v2: the pid of a name's suffix when it is a v2 name of this node, else None. Only the
+    integer after the node's "@" is compared with this node's hash (rabbit_nodes_common:parts)."""
     pid_part, dot, _key = suffix.partition(".")
     raw = _b64(pid_part) if dot else None
     pid = _pid(raw, (_ATOM_UTF8_EXT, _SMALL_ATOM_UTF8_EXT)) if raw is not None else None
-    return pid if pid is not None and pid.node == reply_node(node_name) else None
+    if pid is None:
+        return None
+    _name, at, node_hash = pid.node.partition("@")
+    if not at or _INTEGER.fullmatch(node_hash) is None or int(node_hash) != phash2(Atom(node_name)):
+        return None
+    return pid
 
 
 def v1_crashes(suffix: str, node_name: str) -> bool:

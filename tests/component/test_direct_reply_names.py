@@ -144,6 +144,8 @@ FORGED = {
     "three parts": ("abc.def.ghi", False),
     "empty": ("", False),
     "this node, no such pid": (_v2(f"reply@{phash2(Atom(NODE))}"), False),
+    # Only the integer after "@" is compared with the node's hash (rabbit_nodes_common:parts).
+    "this node's hash after another name": (_v2(f"x@+{phash2(Atom(NODE))}"), False),
     "two parts, not base64": ("abc.def", True),
     "base64, not a pid": (base64.b64encode(b"\x83a\x05").decode() + ".AAAA", True),
     "another node's pid": (_v2("reply@12345"), True),
