@@ -210,10 +210,12 @@ class VirtualHost(VhostTopology):
     def dead_letter(self, queue: Queue, envelopes: list[Envelope], reason: str) -> None:
         publish_dead_letters(self, queue, envelopes, reason)
 
-    def publish_held(self, exchange_name: str, message: Message) -> None:
-        """A delayed message is due (x-delayed-message): route it now; gone if the exchange was deleted."""
+    def publish_held(self, exchange_name: str, message: Message) -> list[Queue]:
+        """A delayed message is due (x-delayed-message): route it now; gone if the exchange was deleted.
+        Returns the queues it reached."""
         if exchange_name in self.exchanges:
-            self.publish(exchange_name, message)
+            return self.publish(exchange_name, message)[0]
+        return []
 
     def expire_queue(self, queue: Queue) -> None:
         if self.queues.get(queue.name) is queue:

@@ -14,9 +14,10 @@ from broker.storage.stream_reader import message_of
 log = structlog.get_logger("warrenmq.storage")
 
 
-def recover_delayed(broker: Broker, store: Store) -> int:
+def recover_delayed(broker: Broker, store: Store, clean: bool = True) -> int:
     """Returns how many held messages came back. A row whose exchange did not come back (refused at recovery)
-    stays in the store untouched, like the exchange's own row."""
+    stays in the store untouched, like the exchange's own row. After a crash (``clean`` false), the copies of
+    those already due are marked redelivered (see `DelayedMessageExchangeType.restore`)."""
     restored = 0
     for key, vhost_name, holder, due_ms, exchange, routing_key, header, body in store.delayed_messages():
         vhost = broker.vhosts.get(vhost_name)
@@ -25,6 +26,6 @@ def recover_delayed(broker: Broker, store: Store) -> int:
         if not isinstance(kind, DelayedMessageExchangeType):
             log.error("recovery_skipped", kind="delayed message", vhost=vhost_name, name=holder, key=key)
             continue
-        kind.restore(message_of(exchange, routing_key, header, body), due_ms, key)
+        kind.restore(message_of(exchange, routing_key, header, body), due_ms, key, after_crash=not clean)
         restored += 1
     return restored

@@ -206,7 +206,7 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
         if checked_out:
             queue.last_seq = max(queue.last_seq, checked_out[-1].seq)  # a new message never takes their key
             queue.requeue(checked_out)  # counted (and over x-delivery-limit dead-lettered) as a return
-    report.delayed = recover_delayed(broker, store)
+    report.delayed = recover_delayed(broker, store, clean)
     return report
 
 

@@ -44,8 +44,8 @@ class DelayHost(Protocol):
     clock: Clock
     name: str  # the vhost
 
-    def publish_held(self, exchange_name: str, message: Message) -> None:
-        """Called when a held message is due: route it through the exchange now."""
+    def publish_held(self, exchange_name: str, message: Message) -> Iterable[Any]:
+        """Called when a held message is due: route it through the exchange now (the queues it reached)."""
         ...
 
 
@@ -62,8 +62,8 @@ class DelayedMessageExchangeType:
         self._host: DelayHost | None = None
         self._store: DelayStore | None = None
         self._name = ""
-        # local key -> (message, timer, store key or 0 when not stored)
-        self._held: dict[int, tuple[Message, TimerHandle, int]] = {}
+        # local key -> (message, timer, store key or 0 when not stored, routed copies marked redelivered)
+        self._held: dict[int, tuple[Message, TimerHandle, int, bool]] = {}
         self._next = 0
         self._due: Message | None = None
 
@@ -115,30 +115,38 @@ class DelayedMessageExchangeType:
         stored = 0
         if self._store is not None:
             stored = self._store.delayed_held(self._host.name, self._name, clock.now_ms() + delay, message)
-        self._hold(message, delay, stored)
+        self._hold(message, delay, stored, False)
         return ()
 
-    def restore(self, message: Message, due_ms: int, stored: int) -> None:
-        """A held message back from the store at start-up; one already due goes at the first loop turn."""
-        assert self._host is not None
-        self._hold(message, max(0, due_ms - self._host.clock.now_ms()), stored)
+    def restore(self, message: Message, due_ms: int, stored: int, after_crash: bool = False) -> None:
+        """A held message back from the store at start-up; one already due goes at the first loop turn.
 
-    def _hold(self, message: Message, delay_ms: int, stored: int) -> None:
+        After a crash, one that was due before the restart may have been routed and delivered before the
+        crash in a batch that never committed (a delivery leaves before its commit): it is routed again, so
+        its copies are marked redelivered, as recovery marks every recovered message after a crash."""
+        assert self._host is not None
+        delay_ms = due_ms - self._host.clock.now_ms()
+        self._hold(message, max(0, delay_ms), stored, after_crash and delay_ms <= 0)
+
+    def _hold(self, message: Message, delay_ms: int, stored: int, redelivered: bool) -> None:
         assert self._host is not None
         self._next += 1
         key = self._next
         timer = self._host.clock.call_later(delay_ms / 1000, self._release_callback(key))
-        self._held[key] = (message, timer, stored)
+        self._held[key] = (message, timer, stored, redelivered)
 
     def _release_callback(self, key: int) -> Callable[[], None]:
         def release() -> None:
             held = self._held.pop(key, None)
             if held is None or self._host is None:
                 return
-            message, _timer, stored = held
+            message, _timer, stored, redelivered = held
             self._due = message
             try:
-                self._host.publish_held(self._name, message)
+                queues = self._host.publish_held(self._name, message)
+                if redelivered:
+                    for queue in queues:
+                        _mark_redelivered(queue, message)
             finally:
                 self._due = None
                 if stored and self._store is not None:
@@ -150,6 +158,17 @@ class DelayedMessageExchangeType:
 
     def close(self) -> None:
         """The exchange was deleted: its held messages go with it."""
-        for _, timer, _stored in self._held.values():
+        for _, timer, _stored, _redelivered in self._held.values():
             timer.cancel()
         self._held.clear()
+
+
+def _mark_redelivered(queue: Any, message: Message) -> None:
+    """The copy of ``message`` just enqueued in ``queue`` (the newest holding it) goes out redelivered, and a
+    stored one is marked delivered, so a later restart keeps the flag."""
+    for envelope in reversed(list(queue.ready_envelopes())):
+        if envelope.message is message:
+            envelope.redelivered = True
+            if queue.store is not None and message.delivery_mode == 2 and queue.durable:
+                queue.store.message_delivered(queue, envelope)
+            return

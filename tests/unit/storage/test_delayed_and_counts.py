@@ -127,6 +127,29 @@ def test_a_due_message_is_in_its_queue_or_still_held_never_both_nor_neither(reop
     assert bodies(second.broker.vhosts["/"].queues["due"]) == ["m"]
 
 
+@pytest.mark.parametrize("stop", ["clean", "crash"])
+def test_after_a_crash_a_held_message_routed_again_goes_out_redelivered(reopen: Any, stop: str) -> None:
+    """A due message is routed and may be delivered before the batch that releases it commits: after a crash
+    it is still held and is routed again, so its copy is marked redelivered (a delivery may have left)."""
+    first = start(reopen(), T0)
+    declare_delayed(first.broker.vhosts["/"])
+    publish_delayed(first, "m", 1_000)
+    first.settle()
+    first.clock.advance(1)  # routed into "due"; its batch (release and enqueue) not committed yet
+    if stop == "clean":
+        first.stop()
+    elif isinstance(first.store, SqliteStore):
+        first.store.db.close()  # kill -9 before the commit
+        first.store._lock.close()
+
+    second = start(reopen(), T0 + 5_000)
+    second.clock.advance(0)
+    envelope = basic_get(second.broker.vhosts["/"].queues["due"])
+    assert envelope is not None
+    assert envelope.message.body == b"m"
+    assert envelope.redelivered is (stop == "crash")
+
+
 def test_a_transient_delayed_exchange_stores_nothing(reopen: Any) -> None:
     first = start(reopen(), T0)
     vhost = first.broker.vhosts["/"]
