@@ -29,6 +29,7 @@ class ManagementContext:
     node: str = field(default_factory=default_node_name)
     http_port: int = 0
     https_port: int = 0  # management.ssl.port once bound; 0: no HTTPS listener
+    dist_port: int = 0  # the CLI channel's port once bound (broker/management/control.py); 0: none
     http_host: str = ""
     started_monotonic_s: float = field(default_factory=time.monotonic)
     cluster_name: str = ""

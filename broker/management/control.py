@@ -142,6 +142,9 @@ class ControlAddon:
             ) from None
         self._server = await asyncio.get_running_loop().create_server(lambda: _Handshake(self), sock=sock)
         port = int(sock.getsockname()[1])
+        shared_context = getattr(self.shared, "context", None)
+        if shared_context is not None:
+            shared_context.dist_port = port  # /api/overview's clustering listener
         log.info("cli_channel_listening", host=self.host, port=port)
         return {"dist_port": port}
 
@@ -159,6 +162,7 @@ class ControlAddon:
             context = ManagementContext(
                 server, node=self.node, running_plugins=started_plugins(server.config.enabled_plugins)
             )
+            context.dist_port = int(self._server.sockets[0].getsockname()[1]) if self._server else 0
         app = build_app(context, cli=True)
         app.router.add_post("/api/warrenmq/cli/stop", _stop)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)

@@ -11,6 +11,7 @@ import json
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -29,7 +30,7 @@ async def channel(api: Api, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("RABBITMQ_ERLANG_COOKIE", COOKIE)
     api.server.config = type(api.server.config)(host="127.0.0.1", port=0, node_name=NODE)
-    addon = ControlAddon(LOOPBACK, 0)
+    addon = ControlAddon(LOOPBACK, 0, shared=SimpleNamespace(context=api.context))
     ready = await addon.after_listen(api.server)
     try:
         yield int(ready["dist_port"])
@@ -69,6 +70,16 @@ async def test_the_cookie_proven_reaches_the_api_as_the_cli_user(channel: int) -
     assert response.startswith("HTTP/1.1 200")
     assert json.loads(response.split("\r\n\r\n", 1)[1]) == {"name": ACTING_USER, "tags": ["administrator"]}
     writer.close()
+
+
+async def test_overview_lists_the_channel_as_rabbitmqs_clustering_listener(api: Api, channel: int) -> None:
+    listeners = (await api.json("/api/overview"))["listeners"]
+    assert [(item["protocol"], item["ip_address"], item["port"]) for item in listeners] == [
+        ("amqp", "127.0.0.1", api.server.port),
+        ("clustering", "127.0.0.1", channel),
+        ("http", "127.0.0.1", api.context.http_port),
+    ]
+    assert listeners[1]["socket_opts"] == []
 
 
 async def test_user_credentials_on_the_channel_are_checked_as_such(channel: int) -> None:

@@ -69,12 +69,21 @@ def listeners(context: ManagementContext) -> list[dict[str, Any]]:
     found = [
         ("amqp", config.host, context.server.port),
         ("amqp/ssl", config.host, context.server.ssl_port),
+        # Erlang distribution, RabbitMQ's "clustering" listener: WarrenMQ's CLI channel, on loopback.
+        ("clustering", "127.0.0.1", context.dist_port),
         ("http", http_ip, context.http_port),
         ("https", http_ip, context.https_port),
     ]
     # Only the listeners that are on (HTTPS alone when management.ssl.* is set without management.tcp.*).
     return [
-        {"ip_address": ip, "node": context.node, "port": port, "protocol": protocol, "socket_opts": {}}
+        {
+            "ip_address": ip,
+            "node": context.node,
+            "port": port,
+            "protocol": protocol,
+            # RabbitMQ's clustering listener has an empty list of socket options, the others an object.
+            "socket_opts": [] if protocol == "clustering" else {},
+        }
         for protocol, ip, port in found
         if port
     ]
