@@ -236,10 +236,12 @@ def _check_replicated(
             ReplyCode.PRECONDITION_FAILED,
             f"Cannot declare a server-named queue for type {_ERLANG_MODULE[queue_type]}",
         )
+    # rabbit_quorum_queue / rabbit_stream_queue run_checks: auto-delete, then exclusive-owner, then
+    # non-durable.
     for bad, prop in (
-        (not durable, "non-durable"),
-        (exclusive, "exclusive-owner"),
         (auto_delete, "auto-delete"),
+        (exclusive, "exclusive-owner"),
+        (not durable, "non-durable"),
     ):
         if bad:
             raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"invalid property '{prop}' for {resource}")

@@ -109,6 +109,10 @@ class VirtualHost(VhostTopology):
             return queue
         if not server_named and is_reserved_name(name):
             raise reserved_name_error("queue", name)
+        # rabbit_channel: "Durable = DurableDeclare andalso not ExclusiveDeclare": an exclusive queue is never
+        # durable, so an exclusive redeclare with durable=true matches it, and a quorum or stream queue
+        # declared exclusive is refused for exclusive-owner before non-durable.
+        durable = durable and not exclusive
         args = dict(arguments or {})
         existing = self.queues.get(name)
         if existing is not None:
