@@ -225,7 +225,25 @@ def _sorted_deaths(entry: list[Any]) -> list[Any]:
     ]
 
 
+def _unknown_exchange_type_313(record: Record) -> Record:
+    """exchange.declare of an unknown type: 3.13's rabbit_exchange:check_type raises precondition_failed (406,
+    a channel.close), 3.10's command_invalid (503, a connection.close); both become one refusal line."""
+    if record.get("method") not in ("Channel.Close", "Connection.Close"):
+        return record
+    text = next((value for name, _, value in record["args"] if name == "reply_text"), "")
+    if not isinstance(text, str) or " - unknown exchange type " not in text:
+        return record
+    reason = text.split(" - ", 1)[1]
+    return {"kind": "method", "ch": 0, "method": "<refused: unknown exchange type>", "args": [reason]}
+
+
 DEVIATIONS: tuple[Rule, ...] = (
+    Rule(
+        "unknown exchange type",
+        "README, Deliberate deviations: an unknown exchange type is 406 on the channel (profile "
+        "rabbitmq-3.13; 3.10: 503 on the connection). " + (_unknown_exchange_type_313.__doc__ or ""),
+        _unknown_exchange_type_313,
+    ),
     Rule(
         "warrenmq_version in server-properties",
         "README, Deliberate deviations: `warrenmq_version` in connection.start server-properties (all "

@@ -19,6 +19,8 @@ from pamqp import commands, frame, header
 from pamqp.base import Frame as Method
 from pamqp.common import FieldTable
 
+from protocol.codec import make_method
+
 from .wire import Splitter, decode
 
 PROTOCOL_HEADER = b"AMQP\x00\x00\x09\x01"
@@ -93,9 +95,11 @@ class RawClient:
         closed: bool = False,
         settle_s: float = 0.0,
         timeout_s: float = STEP_TIMEOUT_S,
+        until_any: Iterable[str] = (),
     ) -> list[dict[str, Any]]:
         """Write ``data``; read until each method named in ``until`` arrived (``count`` times in all for a
-        single name), or the socket closed when ``closed``; then ``settle_s`` of quiet."""
+        single name), or any one named in ``until_any``, or the socket closed when ``closed``; then
+        ``settle_s`` of quiet."""
         if data:
             self.sock.sendall(data)
         wanted = list(until)
@@ -103,9 +107,13 @@ class RawClient:
         seen: list[dict[str, Any]] = []
         deadline = time.monotonic() + (timeout_s + 3.5 if closed else timeout_s)
 
+        either = set(until_any)
+
         def satisfied() -> bool:
             if closed:
                 return self.closed
+            if either:
+                return any(r.get("method") in either for r in seen)
             return all(sum(1 for r in seen if r.get("method") == n) >= k for n, k in needed.items())
 
         while not satisfied() and not self.closed and time.monotonic() < deadline:
@@ -149,7 +157,9 @@ class RawClient:
         )
 
     def open_channel(self, channel: int) -> None:
-        self.step(method(channel, commands.Channel.Open()), until=["Channel.OpenOk"])
+        # out-of-band empty, as clients send it (pamqp's default is "0").
+        opening = make_method(commands.Channel.Open, out_of_band="")
+        self.step(method(channel, opening), until=["Channel.OpenOk"])
 
     def close(self) -> None:
         """Close politely when the connection is still up, then drop the socket."""
