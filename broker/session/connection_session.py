@@ -49,6 +49,8 @@ log = structlog.get_logger("warrenmq.connection")
 # Enum members read through the class cost several times a module constant's load (Python 3.11); the frame
 # loop below tests one per frame.
 _OPEN = ConnectionState.OPEN
+# Errors rabbit_reader raises itself (method none: class/method 0/0), and 541, a crashed channel's.
+_READER_ERRORS = frozenset({ReplyCode.FRAME_ERROR, ReplyCode.UNEXPECTED_FRAME, ReplyCode.INTERNAL_ERROR})
 # channel.open-ok's reserved long string is empty, as RabbitMQ sends it (rabbit_framing's default <<>>), not
 # pamqp's "0": a strict client that skips exactly four bytes there loses its place in the stream.
 _CHANNEL_OPEN_OK = make_method(commands.Channel.OpenOk, channel_id="")
@@ -158,6 +160,10 @@ class ConnectionSession:
                     return
                 channel.close_with_error(error)
             except HardError as error:
+                if channel_id and not error.class_id and error.code not in _READER_ERRORS:
+                    # A connection error raised past the handlers' table (a stream's nack or reject: 540)
+                    # names its method too; the reader's own errors and crashes keep 0/0, as RabbitMQ's.
+                    error.class_id, error.method_id = failing_method(frame_type, payload)
                 self.hard_close(error)
                 return
             except Exception:
