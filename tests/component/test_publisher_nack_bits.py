@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pamqp import commands, header
 from pamqp.body import ContentBody
+from pamqp.common import FieldTable
 
 from tests.component.harness import Client
 
@@ -15,7 +16,7 @@ def test_a_rejected_publish_is_nacked_with_requeue_set() -> None:
     client.handshake()
     client.open_channel(1)
     client.send(1, commands.Confirm.Select())
-    arguments = {"x-max-length": 1, "x-overflow": "reject-publish"}
+    arguments: FieldTable = {"x-max-length": 1, "x-overflow": "reject-publish"}
     client.send(1, commands.Queue.Declare(queue="full", exclusive=True, arguments=arguments))
     for body in (b"kept", b"refused"):
         client.send(1, commands.Basic.Publish(exchange="", routing_key="full"))
