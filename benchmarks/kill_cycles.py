@@ -112,7 +112,9 @@ async def publish(url: str, ledger: Ledger, cycle: int, rng: random.Random, rate
             if target == "delayed":
                 headers: dict[str, Any] = {"x-delay": rng.randrange(200, MAX_DELAY_MS)}
                 message = aio_pika.Message(body, delivery_mode=2, headers=headers)
-                await delayed.publish(message, "k")
+                # mandatory=False: a held message is routed nowhere at publish, so a mandatory one gets a
+                # basic.return at once (as with the plugin), which aio_pika takes for the confirm.
+                await delayed.publish(message, "k", mandatory=False)
             else:
                 message = aio_pika.Message(body, delivery_mode=2)
                 await channel.default_exchange.publish(message, f"kc.{target}")

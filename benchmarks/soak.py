@@ -66,11 +66,14 @@ class Broker:
         self.url = f"amqp://guest:guest@127.0.0.1:{ready['amqp_port']}/%2F"
         self.port = int(ready["amqp_port"])
 
-    def rss_mb(self) -> float:
+    def memory_mb(self) -> dict[str, float]:
+        """VmRSS and its anonymous and file-backed parts (/proc/PID/status), in MB."""
+        out = {}
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return 0.0
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "RssAnon", "RssFile"):
+                out[key] = round(int(value.split()[0]) / 1024, 1)
+        return out
 
     def open_fds(self) -> int:
         return len(os.listdir(f"/proc/{self.process.pid}/fd"))
@@ -147,7 +150,10 @@ async def publisher(url: str, rate: int, window: list[Window], until: float) -> 
                     delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
                     headers={"x-delay": delay},
                 )
-                future = asyncio.ensure_future(delayed.publish(message, "later"))
+                # Not mandatory: a held message is routed nowhere at publish and would be returned at once.
+                future: asyncio.Future[Any] = asyncio.ensure_future(
+                    delayed.publish(message, "later", mandatory=False)
+                )
                 window[0].delayed += 1
             else:
                 queue = ("soak.classic", "soak.quorum", "soak.ttl")[kind % 3]
@@ -217,16 +223,29 @@ async def churn(url: str, window: list[Window], until: float) -> None:
         await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
 
 
+QUEUES = ("soak.classic", "soak.quorum", "soak.ttl", "soak.dead", "soak.delayed")
+
+
 async def reporter(broker: Broker, window: list[Window], until: float, out: Any, started: float) -> None:
+    connection = await aio_pika.connect(broker.url)
+    channel = await connection.channel()
     minute = 0
     while time.monotonic() < until:
         await asyncio.sleep(min(60.0, max(0.0, until - time.monotonic())))
         minute += 1
         seen, window[0] = window[0], Window()
+        memory = broker.memory_mb()
+        depths = {}
+        for name in QUEUES:  # a growing backlog would grow RSS too: rule it in or out
+            declared = await channel.declare_queue(name, passive=True)
+            depths[name] = declared.declaration_result.message_count
         line = {
             "minute": minute,
             "elapsed_s": round(time.monotonic() - started),
-            "rss_mb": round(broker.rss_mb(), 1),
+            "rss_mb": memory.get("VmRSS", 0.0),
+            "rss_anon_mb": memory.get("RssAnon", 0.0),
+            "rss_file_mb": memory.get("RssFile", 0.0),
+            "queue_depths": depths,
             "open_fds": broker.open_fds(),
             "lag_p50_ms": percentile(seen.lags_ms, 0.5),
             "lag_p99_ms": percentile(seen.lags_ms, 0.99),
@@ -245,6 +264,7 @@ async def reporter(broker: Broker, window: list[Window], until: float, out: Any,
         out.write(json.dumps(line) + "\n")
         out.flush()
         print(json.dumps(line), flush=True)
+    await connection.close()
 
 
 async def run(minutes: float, rate: int, out_path: Path) -> None:
