@@ -6,7 +6,6 @@ must be the same on both."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,9 +13,10 @@ import pytest
 
 from tests.conftest import start_broker_process
 
+from .frames.runs import recorded
 from .rabbitmq_node import RabbitMQNode
 from .scenarios import access_control
-from .scenarios.kit import Ctx, normalise
+from .scenarios.kit import Ctx, normalise, tell_phase
 
 pytestmark = pytest.mark.compat
 
@@ -37,12 +37,12 @@ def warrenmq_url(definitions_file: Path) -> Iterator[str]:
         broker.stop()
 
 
-def _observe(url: str) -> object:
-    prefix = f"acl{uuid.uuid4().hex[:10]}"
+def _observe(url: str, prefix: str) -> object:
     ctx = Ctx(url, prefix)
     try:
         return normalise(access_control.observe(ctx), prefix)
     finally:
+        tell_phase("cleanup")
         for connection in ctx.connections:
             if connection.is_open:
                 connection.close()
@@ -54,6 +54,9 @@ def test_every_row_of_the_access_control_table_matches_rabbitmq(
     if rabbitmq_private_node is None:
         pytest.skip("the oracle is external: its users cannot be set up here")
     rabbitmq_private_node.ctl("import_definitions", str(definitions_file))
-    expected = _observe(rabbitmq_url)
-    observed = _observe(warrenmq_url)
+    # Through the frame harness's recording proxy: the frames each broker sent are compared too.
+    expected, expected_frames = recorded(rabbitmq_url, "access_control", _observe, table="access")
+    observed, observed_frames = recorded(warrenmq_url, "access_control", _observe, table="access")
     assert observed == expected
+    difference = observed_frames.diff(expected_frames)
+    assert not difference, f"frames differ (- RabbitMQ, + WarrenMQ):\n{difference}"
