@@ -79,7 +79,9 @@ def first_handshake(image: str) -> float:
                     raise
                 time.sleep(0.01)
     finally:
-        subprocess.run(["podman", "rm", "--force", "--time", "0", name], capture_output=True, check=False)
+        subprocess.run(
+            ["podman", "rm", "--force", "--volumes", "--time", "0", name], capture_output=True, check=False
+        )
 
 
 def without_pyc(image: str) -> str:

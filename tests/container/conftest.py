@@ -118,7 +118,7 @@ class Containers:
 
     def remove(self) -> None:
         for name in self.started:
-            podman("rm", "--force", "--time", "0", name, check=False)
+            podman("rm", "--force", "--volumes", "--time", "0", name, check=False)
         for volume in self.volumes:
             podman("volume", "rm", "--force", volume, check=False)
 

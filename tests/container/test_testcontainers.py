@@ -40,7 +40,7 @@ def testcontainers_env(docker_host: str, monkeypatch: pytest.MonkeyPatch) -> Ite
     yield
     leftover = set(podman("ps", "--all", "--quiet", "--no-trunc").stdout.split()) - before
     for container_id in leftover:
-        podman("rm", "--force", "--time", "0", container_id, check=False)
+        podman("rm", "--force", "--volumes", "--time", "0", container_id, check=False)
     assert not leftover, "the module did not remove its container"
 
 
