@@ -1,6 +1,8 @@
 # WarrenMQ: a RabbitMQ-compatible AMQP 0-9-1 broker for tests and CI, shaped like the rabbitmq image (ports,
 # /var/lib/rabbitmq, RABBITMQ_* variables, /etc/rabbitmq files, rabbitmq-server / rabbitmq-diagnostics /
-# rabbitmqctl), so that swapping the image name is the only change. Starts in well under a second.
+# rabbitmqctl), so that swapping the image name is the only change. A container completes its first AMQP
+# handshake ~2 s after `podman run` on a loaded 2-core machine, much of it podman's own set-up
+# (docs/benchmarks.md, "The image: build, size, first handshake").
 
 # Layers go from the least to the most often changed, so that a change to the sources rebuilds only the wheel.
 # This stage only lists what pip installs, from pyproject.toml: the build requirements ([build-system]:
