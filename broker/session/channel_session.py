@@ -259,7 +259,7 @@ class ChannelSession:
             )
         if self.confirm:
             stored = persistence is not None and persistence.writes != writes
-            confirms.published(self, vhost, bool(queues), rejected, stored)
+            confirms.published(self, vhost, queues, rejected, stored)
 
     def committed(self) -> None:
         """A store batch this channel waits for has committed (CommitWaiter)."""

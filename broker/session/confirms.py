@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from protocol.fastpath import encode_basic_ack, encode_basic_nack
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from broker.core.vhost import VirtualHost
     from broker.session.ports import ChannelPort
@@ -35,9 +35,11 @@ if TYPE_CHECKING:
     _Encoder = Callable[[int, int, bool], bytes]  # encode_basic_ack / encode_basic_nack
 
 
-def published(channel: ChannelPort, vhost: VirtualHost, routed: bool, rejected: bool, stored: bool) -> None:
-    """A publish in confirm mode was handled; ``routed``: it reached a queue, ``rejected``: a queue refused it
-    (x-overflow reject-publish), ``stored``: it was written to the store."""
+def published(
+    channel: ChannelPort, vhost: VirtualHost, queues: Sequence[object], rejected: bool, stored: bool
+) -> None:
+    """A publish in confirm mode was handled; ``queues``: those it reached (none: unroutable), ``rejected``: a
+    queue refused it (x-overflow reject-publish), ``stored``: it was written to the store."""
     channel.publish_seq += 1
     faults = channel.conn.faults
     if faults is not None and faults.take_nack(vhost.name):
@@ -47,7 +49,7 @@ def published(channel: ChannelPort, vhost: VirtualHost, routed: bool, rejected: 
         assert persistence is not None
         channel.commit_waits.append((channel.publish_seq, persistence.batch_id, rejected))
         persistence.on_commit(persistence.batch_id, channel)
-    elif not routed:
+    elif not queues:
         _confirm_unroutable(channel, rejected)
     elif rejected:
         channel.confirms_rejected.append(channel.publish_seq)
