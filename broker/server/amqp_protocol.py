@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from broker.core.clock import TimerHandle
 from broker.server.flow_control import ConnectionThrottle, FlowControl
+from broker.server.runtime import connection_closed
 from broker.session.config import FLOW_MORE_CREDIT
 from broker.session.connection_session import ConnectionSession
 from broker.session.lifecycle_events import Endpoint
@@ -141,6 +142,7 @@ class AMQPProtocol(asyncio.Protocol):
         if self.session is not None:
             self.session.connection_lost()
         self.server.connections.discard(self)
+        connection_closed()  # its objects sit in reference cycles (see broker.server.runtime)
 
     def pause_writing(self) -> None:
         # The peer is not reading: stop deliveries to it and stop reading its input until its buffer drains.

@@ -20,12 +20,30 @@ log = structlog.get_logger("warrenmq.server")
 # yet they cost ~20% of publish->consume throughput (amqpperf pubsub 137k -> 169k msg/s, ack50 110k -> 134k
 # on the 2-core machine). Collect young objects rarely and freeze what start-up created.
 GC_THRESHOLDS = (100_000, 50, 100)
+# With these thresholds a full collection comes every ~500M allocations, and only a full one frees a closed
+# connection: its protocol, session, channels and consumers point at each other. Measured with `serve`: RSS
+# grew 5.8 KB per connection opened and closed (25 B with the default thresholds), and a soak churning a
+# connection a second grew ~0.8 MB a minute. A full collection every CLOSES_PER_COLLECTION closed
+# connections bounds that garbage (~1 MB) at a cost paid per connection, never per message.
+CLOSES_PER_COLLECTION = 200
+_closes_left = [0]  # 0: not serving (an embedded broker leaves its host's collector alone)
 
 
 def tune_for_serving() -> None:
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    _closes_left[0] = CLOSES_PER_COLLECTION
     raise_fd_limit()
+
+
+def connection_closed() -> None:
+    """A client connection is gone: every CLOSES_PER_COLLECTION of them, collect what they left in cycles."""
+    left = _closes_left[0]
+    if left:
+        if left == 1:
+            gc.collect()
+            left = CLOSES_PER_COLLECTION + 1
+        _closes_left[0] = left - 1
 
 
 def raise_fd_limit() -> tuple[int, int]:
