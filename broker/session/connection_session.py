@@ -288,6 +288,12 @@ class ConnectionSession:
         channels = self._confirm_channels
         self._confirm_channels = {}
         for channel in channels:
+            if channel.consumers:
+                # rabbit_channel sends the confirms it collected once its mailbox is empty, so what the
+                # confirmed publishes made deliverable to the channel's own consumers goes out first (a
+                # publish confirmed and delivered on one channel: basic.deliver, then basic.ack).
+                for consumer in list(channel.consumers.values()):
+                    consumer.queue.dispatcher.catch_up(consumer.queue)
             channel.flush_confirms()
 
     # -- lifecycle
