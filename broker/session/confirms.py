@@ -113,21 +113,23 @@ def _flush_sorted(channel: ChannelPort) -> None:
     vhost = channel.conn.vhost
     committed = vhost.persistence.committed_id if vhost is not None and vhost.persistence else 0
     waits = channel.commit_waits
+    upto = channel.publish_seq
+    start = max(channel.confirms_scanned, channel.confirmed_seq) + 1  # the first publish not sorted yet
+    channel.confirms_scanned = upto
     acks: list[int] = []
     nacks = channel.confirms_rejected
     channel.confirms_rejected = []
+    stored_unsorted = 0
     while waits and waits[0][1] <= committed:
         seq, _, nack = waits.popleft()
         (nacks if nack else acks).append(seq)
-    upto = channel.publish_seq
-    start = max(channel.confirms_scanned, channel.confirmed_seq) + 1
-    unsorted = upto - start + 1
-    channel.confirms_scanned = upto
-    # The publishes not sorted yet that are neither waiting nor settled. waits is in publish order, so only
-    # its tail is looked at, and when that tail is exactly those publishes (persistent ones to a durable
-    # queue, all waiting for the commit) there is nothing to look for: a flush costs what was published
-    # since the last one, not what is in flight.
-    if unsorted > 0 and not (len(waits) >= unsorted and waits[-unsorted][0] == start):
+        stored_unsorted += seq >= start
+    # The unsorted publishes that are neither stored nor settled are routed ones the queues confirm now. When
+    # stored publishes (committed just now, or still waiting: the tail of waits) are all of them, as with
+    # persistent publishes to a durable queue, there is nothing to look for: a flush costs what it pops and
+    # what was published since the last one, never what is in flight.
+    unstored = upto - start + 1 - stored_unsorted
+    if unstored > 0 and not (unstored <= len(waits) and waits[-unstored][0] >= start):
         known = set(channel.confirms_settled)
         known.update(acks, nacks)
         for seq, _, _ in reversed(waits):
