@@ -47,7 +47,10 @@ def direct_reply_to(open_client: Open, prefix: str) -> None:
     requester.step(
         method(1, c.Basic.Consume(queue=REPLY_TO, no_ack=True, consumer_tag="r")), until=["Basic.ConsumeOk"]
     )
-    requester.step(publish(1, "", q, b"ping", c.Basic.Properties(reply_to=REPLY_TO, correlation_id="1")))
+    # Confirmed, so that the ping is in the queue before the other connection's basic.get asks for it.
+    requester.step(method(1, c.Confirm.Select()), until=["Confirm.SelectOk"])
+    ping = publish(1, "", q, b"ping", c.Basic.Properties(reply_to=REPLY_TO, correlation_id="1"))
+    requester.step(ping, until=["Basic.Ack"])
     answer = server.step(method(1, c.Basic.Get(queue=q, no_ack=True)), until=["Basic.GetOk"], settle_s=0.1)
     reply_to = next(
         value
