@@ -65,6 +65,11 @@ class _Reader:
             self._next = self._scan()
         return None if self._next is None else self._next[:3]
 
+    def next_text(self) -> str | None:
+        """The next token's text, or None at the end."""
+        token = self.peek()
+        return None if token is None else token[1]
+
     def take(self) -> tuple[str, str, int]:
         token = self.peek()
         if token is None or self._next is None:
@@ -88,17 +93,17 @@ class _Reader:
         if kind in ("atom", "quoted"):
             return Atom(_unescape(text[1:-1]) if kind == "quoted" else text)
         if text == "<<":
-            value = self.term() if self.peek() is not None and self.peek()[1] != ">>" else ""  # type: ignore[index]
+            value = self.term() if self.next_text() not in (None, ">>") else ""
             self.expect(">>")
             if not isinstance(value, str):
-                raise TermError(f"binary at offset {offset}: only <<\"text\">> is taken")
+                raise TermError(f'binary at offset {offset}: only <<"text">> is taken')
             return value
         if text in ("[", "{"):
             close = "]" if text == "[" else "}"
             items: list[Any] = []
-            while self.peek() is not None and self.peek()[1] != close:  # type: ignore[index]
+            while self.next_text() not in (None, close):
                 items.append(self.term())
-                if self.peek() is not None and self.peek()[1] == ",":  # type: ignore[index]
+                if self.next_text() == ",":
                     self.take()
             self.expect(close)
             return items if close == "]" else tuple(items)
@@ -109,10 +114,10 @@ def parse_term(text: str) -> Any:
     """One term, optionally ending with ``.`` (advanced.config's form)."""
     reader = _Reader(text)
     value = reader.term()
-    if reader.peek() is not None and reader.peek()[1] == ".":  # type: ignore[index]
+    if reader.next_text() == ".":
         reader.take()
     if reader.peek() is not None:
-        raise TermError(f"unexpected {reader.peek()[1]!r} after the term")  # type: ignore[index]
+        raise TermError(f"unexpected {reader.next_text()!r} after the term")
     return value
 
 
