@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 RUN_STAMP := $(VENV)/.installed-run
-# Empty: the broker's own defaults (0.0.0.0:5672), or what rabbitmq.conf / the environment say.
+# Empty: the broker's own defaults ([::]:5672, dual-stack), or what rabbitmq.conf / the environment say.
 HOST ?=
 PORT ?=
 PYTEST_ARGS ?=

@@ -110,9 +110,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--data-dir",
         help="durable store directory; 'none' keeps everything in memory and a restart loses it "
-        "(WARRENMQ_DATA_DIR, RABBITMQ_MNESIA_DIR; default $RABBITMQ_MNESIA_BASE/$RABBITMQ_NODENAME, "
-        "RabbitMQ's /var/lib/rabbitmq/mnesia/rabbit@<host>)",
+        "(WARRENMQ_DATA_DIR, RABBITMQ_MNESIA_DIR; default $RABBITMQ_MNESIA_BASE/$RABBITMQ_NODENAME "
+        "when RABBITMQ_MNESIA_BASE is set, else ./warrenmq-data; rabbitmq-server: RabbitMQ's "
+        "/var/lib/rabbitmq/mnesia/rabbit@<host>)",
     )
+    # Set by the rabbitmq-server stand-in (broker/ctl/server.py): RabbitMQ's default file layout.
+    add("--rabbitmq-layout", action="store_true", help=argparse.SUPPRESS)
     add(
         "--fsync",
         choices=CHOICES["fsync"],
@@ -220,7 +223,9 @@ class Loaded:
                 getattr(args, "enabled_plugins_file", None), environ
             )
             self.enabled_plugins = layers.read_enabled_plugins(self.plugins_file, named)
-            self.resolved = layers.resolve(cli, settings, environ)
+            self.resolved = layers.resolve(
+                cli, settings, environ, rabbitmq_layout=bool(getattr(args, "rabbitmq_layout", False))
+            )
         except (ConfigFileError, layers.ConfigError) as error:
             raise SystemExit(f"warrenmq: {error}") from None
         self.warnings = list(settings.warnings)

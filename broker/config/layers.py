@@ -208,8 +208,17 @@ def read_enabled_plugins(path: str, named: bool) -> tuple[str, ...] | None:
         raise ConfigFileError(path, 0, f"cannot read: {error.strerror}") from None
 
 
-def resolve(cli: Mapping[str, Any], files: FileSettings, environ: Mapping[str, str]) -> dict[str, Resolved]:
-    """Each setting's value and source; ``cli`` holds the flags given (None = not given)."""
+def resolve(
+    cli: Mapping[str, Any],
+    files: FileSettings,
+    environ: Mapping[str, str],
+    *,
+    rabbitmq_layout: bool = False,
+) -> dict[str, Resolved]:
+    """Each setting's value and source; ``cli`` holds the flags given (None = not given).
+
+    ``rabbitmq_layout`` (the ``rabbitmq-server`` stand-in) puts the data directory where RabbitMQ puts its
+    Mnesia directory even when no RabbitMQ variable says so; ``warrenmq serve`` then uses ./warrenmq-data."""
     resolved: dict[str, Resolved] = {}
     for setting in SETTINGS:
         flag = cli.get(setting.name)
@@ -226,11 +235,15 @@ def resolve(cli: Mapping[str, Any], files: FileSettings, environ: Mapping[str, s
         resolved["node_name"] = Resolved(f"rabbit@{short_hostname()}", "default")
     elif "@" not in node.value:  # RABBITMQ_NODENAME=hare is hare@<short host name>, as in RabbitMQ
         resolved["node_name"] = Resolved(f"{node.value}@{short_hostname()}", node.source)
-    _node_paths(resolved, environ)
+    _node_paths(resolved, environ, rabbitmq_layout)
     if resolved["cluster_name"].value is None:
         # RabbitMQ's default cluster name is the node name.
         resolved["cluster_name"] = Resolved(resolved["node_name"].value, resolved["node_name"].source)
     return resolved
+
+
+# `warrenmq serve`'s data directory when no RabbitMQ variable places it (see _node_paths).
+WARRENMQ_DATA_DIR = "warrenmq-data"
 
 
 def short_hostname() -> str:
@@ -242,19 +255,27 @@ def _derived(resolved: dict[str, Resolved], name: str, value: Any, how: str) -> 
         resolved[name] = Resolved(value, f"default ({how})")
 
 
-def _node_paths(resolved: dict[str, Resolved], environ: Mapping[str, str]) -> None:
+def _node_paths(resolved: dict[str, Resolved], environ: Mapping[str, str], rabbitmq_layout: bool) -> None:
     """RabbitMQ's defaults for where a node's files go and its distribution port (rabbitmq-env(5), the
     configure guide): MNESIA_DIR = $MNESIA_BASE/$NODENAME, PID_FILE = $MNESIA_DIR.pid, LOGS =
     $LOG_BASE/$NODENAME.log, DIST_PORT = NODE_PORT + 20000. Logs go to the console unless RABBITMQ_LOGS or
-    RABBITMQ_LOG_BASE is set (WarrenMQ's default, the container image's)."""
+    RABBITMQ_LOG_BASE is set (WarrenMQ's default, the container image's).
+
+    Without RABBITMQ_MNESIA_BASE, `warrenmq serve` keeps ./warrenmq-data (what `make run` promises, writable
+    by any user, and never RabbitMQ's own /var/lib/rabbitmq/mnesia of a RabbitMQ installed beside it); the
+    `rabbitmq-server` stand-in takes RabbitMQ's default, as a fixture starting that executable expects."""
     prefix = _prefix(environ)
     node = resolved["node_name"].value
+    base_given = resolved["mnesia_base"].source != "default"
     _derived(resolved, "mnesia_base", f"{prefix}/var/lib/rabbitmq/mnesia", "RabbitMQ's")
     base = resolved["mnesia_base"].value
-    _derived(resolved, "data_dir", f"{base}/{node}", "$RABBITMQ_MNESIA_BASE/$NODENAME")
+    if base_given or rabbitmq_layout:
+        _derived(resolved, "data_dir", f"{base}/{node}", "$RABBITMQ_MNESIA_BASE/$NODENAME")
+    else:
+        _derived(resolved, "data_dir", WARRENMQ_DATA_DIR, "WarrenMQ's, in the working directory")
     data = resolved["data_dir"]
-    rabbitmq_layout = data.source.startswith("default") or "RABBITMQ_MNESIA_DIR" in data.source
-    if rabbitmq_layout and str(data.value).strip().lower() not in ("none", ""):
+    per_node = "$RABBITMQ_MNESIA_BASE" in data.source or "RABBITMQ_MNESIA_DIR" in data.source
+    if per_node and str(data.value).strip().lower() not in ("none", ""):
         _derived(resolved, "pid_file", f"{data.value}.pid", "$RABBITMQ_MNESIA_DIR.pid")
     logged_to_file = resolved["log_base"].source != "default"
     _derived(resolved, "log_base", f"{prefix}/var/log/rabbitmq", "RabbitMQ's")

@@ -21,8 +21,14 @@ SHORT = socket.gethostname().split(".")[0]
 
 
 def _load(
-    tmp_path: Path, env: dict[str, str], conf: str = "", env_conf: str = "", advanced: str = ""
+    tmp_path: Path,
+    env: dict[str, str],
+    conf: str = "",
+    env_conf: str = "",
+    advanced: str = "",
+    serve: tuple[str, ...] = ("serve", "--rabbitmq-layout"),
 ) -> tuple[Loaded, ServerConfig]:
+    """Loaded as the ``rabbitmq-server`` stand-in loads it (RabbitMQ's layout), unless ``serve`` says."""
     root = tmp_path / "root"
     (root / "etc/rabbitmq").mkdir(parents=True, exist_ok=True)
     for name, text in (
@@ -32,7 +38,7 @@ def _load(
     ):
         if text:
             (root / "etc/rabbitmq" / name).write_text(text)
-    args = build_parser().parse_args(["serve"])
+    args = build_parser().parse_args(list(serve))
     loaded = Loaded(args, merged_environ({"WARRENMQ_SYS_PREFIX": str(root), **env}))
     return loaded, config_from_loaded(loaded, args)
 
@@ -46,6 +52,17 @@ def test_node_directories_default_per_node_name_under_rabbitmqs_paths(tmp_path: 
     assert config.log_file is None  # console unless RabbitMQ's log variables are set
     assert (config.port, config.dist_port) == (5672, 25672)
     assert loaded.resolved["dist_port"].source == "default (AMQP port + 20000)"
+
+
+def test_warrenmq_serve_without_rabbitmq_variables_keeps_warrenmq_data_in_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    loaded, config = _load(tmp_path, {"RABBITMQ_NODENAME": "hare"}, serve=("serve",))
+    assert (config.data_dir, config.pid_file) == ("warrenmq-data", None)
+    assert loaded.resolved["data_dir"].source == "default (WarrenMQ's, in the working directory)"
+    # RABBITMQ_MNESIA_BASE places it per node name for `warrenmq serve` too.
+    _, placed = _load(tmp_path, {"RABBITMQ_NODENAME": "hare", "RABBITMQ_MNESIA_BASE": "/m"}, serve=("serve",))
+    assert (placed.data_dir, placed.pid_file) == (f"/m/hare@{SHORT}", f"/m/hare@{SHORT}.pid")
 
 
 def test_mnesia_base_log_base_and_pid_file(tmp_path: Path) -> None:
