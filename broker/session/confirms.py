@@ -117,13 +117,19 @@ def _flush_sorted(channel: ChannelPort) -> None:
     start = max(channel.confirms_scanned, channel.confirmed_seq) + 1  # the first publish not sorted yet
     channel.confirms_scanned = upto
     acks: list[int] = []
-    nacks = channel.confirms_rejected
-    channel.confirms_rejected = []
-    stored_unsorted = 0
+    stored_nacks: list[int] = []
+    add = acks.append  # once per committed publish: kept to the minimum
     while waits and waits[0][1] <= committed:
         seq, _, nack = waits.popleft()
-        (nacks if nack else acks).append(seq)
-        stored_unsorted += seq >= start
+        if nack:
+            stored_nacks.append(seq)
+        else:
+            add(seq)
+    # Both in publish order: how many of them the earlier flushes have not sorted yet.
+    stored_unsorted = len(acks) - bisect_left(acks, start)
+    stored_unsorted += len(stored_nacks) - bisect_left(stored_nacks, start)
+    nacks = channel.confirms_rejected + stored_nacks
+    channel.confirms_rejected = []
     # The unsorted publishes that are neither stored nor settled are routed ones the queues confirm now. When
     # stored publishes (committed just now, or still waiting: the tail of waits) are all of them, as with
     # persistent publishes to a durable queue, there is nothing to look for: a flush costs what it pops and
