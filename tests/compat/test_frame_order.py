@@ -291,5 +291,11 @@ def _on_queue(method: Any, queue: str) -> Any:
 def test_settlement_deliveries_precede_the_next_queue_request_as_on_rabbitmq(
     rabbitmq_url: str, warrenmq_url: str, name: str
 ) -> None:
-    expected = _dispatch_case(rabbitmq_url, name)
-    assert _dispatch_case(warrenmq_url, name) == expected
+    """RabbitMQ's queue process can run ahead of the channel on a loaded machine (ack then declare: declare-ok
+    counts 2 nearly always, 1 now and then): WarrenMQ's frames must be what the oracle sent in one of up to
+    three runs."""
+    observed = _dispatch_case(warrenmq_url, name)
+    expected = [_dispatch_case(rabbitmq_url, name)]
+    while observed not in expected and len(expected) < 3:
+        expected.append(_dispatch_case(rabbitmq_url, name))
+    assert observed in expected
