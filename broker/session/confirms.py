@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from protocol.fastpath import encode_basic_ack, encode_basic_nack
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from broker.core.vhost import VirtualHost
     from broker.session.ports import ChannelPort
@@ -192,3 +192,16 @@ def _normalise(channel: ChannelPort) -> None:
             settled.discard(floor)
         channel.confirmed_seq = floor
     channel.confirms_scanned = max(channel.confirms_scanned, floor)
+
+
+def flush_channels(channels: Iterable[ChannelPort]) -> None:
+    """Send the confirms each channel collected during one read (the connection calls this once the read's
+    frames are handled)."""
+    for channel in channels:
+        if channel.consumers:
+            # rabbit_channel sends the confirms it collected once its mailbox is empty, so what the confirmed
+            # publishes made deliverable to the channel's own consumers goes out first (a publish confirmed
+            # and delivered on one channel: basic.deliver, then basic.ack).
+            for consumer in list(channel.consumers.values()):
+                consumer.queue.dispatcher.catch_up(consumer.queue)
+        channel.flush_confirms()

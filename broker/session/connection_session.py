@@ -15,18 +15,18 @@ from broker.core.acting import INTERNAL, acting
 from broker.core.broker import Broker
 from broker.core.queue import Queue
 from broker.core.vhost import VirtualHost
-from broker.session import channel_close, lifecycle_events, preauth
+from broker.session import channel_close, confirms, lifecycle_events, preauth
 from broker.session.ack_timeout import AckTimeoutWatch
+from broker.session.channel_open import open_channel
 from broker.session.channel_session import ChannelSession
 from broker.session.config import FLOW_INITIAL_CREDIT, SessionConfig
 from broker.session.faults import SessionFaults
 from broker.session.handlers import connection as connection_handlers
 from broker.session.heartbeat import HeartbeatMonitor
 from broker.session.lifecycle_events import Endpoint, new_pid
-from broker.session.limits import check_channel_limit
 from broker.session.ports import ChannelPort
 from broker.session.transport import Transport
-from protocol.codec import decode_method, encode_method, make_method
+from protocol.codec import decode_method, encode_method
 from protocol.connection import ConnectionState
 from protocol.errors import AMQPError, ChannelError, HardError, ProtocolHeaderError, ReplyCode
 from protocol.framing import (
@@ -51,9 +51,6 @@ log = structlog.get_logger("warrenmq.connection")
 _OPEN = ConnectionState.OPEN
 # Errors rabbit_reader raises itself (method none: class/method 0/0), and 541, a crashed channel's.
 _READER_ERRORS = frozenset({ReplyCode.FRAME_ERROR, ReplyCode.UNEXPECTED_FRAME, ReplyCode.INTERNAL_ERROR})
-# channel.open-ok's reserved long string is empty, as RabbitMQ sends it (rabbit_framing's default <<>>), not
-# pamqp's "0": a strict client that skips exactly four bytes there loses its place in the stream.
-_CHANNEL_OPEN_OK = make_method(commands.Channel.OpenOk, channel_id="")
 
 
 class ConnectionSession:
@@ -195,33 +192,10 @@ class ConnectionSession:
             channel_close.method_while_closing(channel, method)
             return
         if isinstance(method, commands.Channel.Open):
-            if channel_id > self.channel_max:
-                raise HardError(
-                    ReplyCode.NOT_ALLOWED,
-                    f"number of channels opened ({len(self.channels)}) has reached the negotiated "
-                    "channel_max "
-                    f"({self.channel_max})",
-                    20,
-                    10,
-                )
-            check_channel_limit(self.broker, self.username)
-            self.channels[channel_id] = channel = ChannelSession(self, channel_id)
-            if self.vhost is not None:
-                self.vhost.churn.channel_created += 1
-                if self.broker.events.notices:
-                    channel.pid = new_pid()
-                    lifecycle_events.channel_created(
-                        self.broker,
-                        self.endpoint,
-                        self.pid,
-                        channel.pid,
-                        channel_id,
-                        self.username,
-                        self.vhost.name,
-                    )
-            self.send(channel_id, _CHANNEL_OPEN_OK)
+            self.channels[channel_id] = open_channel(self, channel_id, self.pid)
             return
-        raise HardError(ReplyCode.CHANNEL_ERROR, "expected 'channel.open'", *_ids(method))
+        index = getattr(method, "index", 0)
+        raise HardError(ReplyCode.CHANNEL_ERROR, "expected 'channel.open'", index >> 16, index & 0xFFFF)
 
     def _on_connection_frame(self, frame_type: int, channel_id: int, payload: Any) -> None:
         if frame_type <= FRAME_PUBLISH:  # a native item: judged by its method frame (505 before open-ok)
@@ -287,14 +261,7 @@ class ConnectionSession:
     def flush_confirms(self) -> None:
         channels = self._confirm_channels
         self._confirm_channels = {}
-        for channel in channels:
-            if channel.consumers:
-                # rabbit_channel sends the confirms it collected once its mailbox is empty, so what the
-                # confirmed publishes made deliverable to the channel's own consumers goes out first (a
-                # publish confirmed and delivered on one channel: basic.deliver, then basic.ack).
-                for consumer in list(channel.consumers.values()):
-                    consumer.queue.dispatcher.catch_up(consumer.queue)
-            channel.flush_confirms()
+        confirms.flush_channels(channels)
 
     # -- lifecycle
 
@@ -431,8 +398,3 @@ class ConnectionSession:
                 return
             # Straight to the socket: not activity for the next tick, and not held behind a store commit.
             self.transport.write(connection_handlers.HEARTBEAT)
-
-
-def _ids(method: Frame) -> tuple[int, int]:
-    index = getattr(method, "index", 0)
-    return index >> 16, index & 0xFFFF
