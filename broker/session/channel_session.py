@@ -16,19 +16,16 @@ from pamqp.base import Frame
 
 from broker.core.access import DecisionCache
 from broker.core.acting import ACTOR
-from broker.core.dead_letter import reject_deliveries
 from broker.core.message import Message
 from broker.core.queue import Consumer, Envelope, Queue
 from broker.core.stats import ChannelStats
 from broker.core.stream_queue import refuse_stream_settle
-from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
-from broker.session import channel_close, confirms, direct_reply
+from broker.core.unacked import Delivery, UnackedTracker
+from broker.session import channel_close, confirms, direct_reply, settlement
 from broker.session.access_checks import check_publish
 from broker.session.fates import (
     delivered_event,
-    forget_settled,
     published_events,
-    settled_events,
     stored_delivery,
 )
 from broker.session.handlers.table import HANDLERS
@@ -369,33 +366,10 @@ class ChannelSession:
             self.tx.settlements.append((deliveries, requeue))
         else:
             self.finish_settle(deliveries, requeue)
-        self.wake_queues_of(deliveries)
+        settlement.wake_queues_of(self, deliveries)
 
     def finish_settle(self, deliveries: list[Delivery], requeue: bool | None) -> None:
-        vhost = self.conn.vhost
-        if vhost is not None and vhost.events.stepping:  # an ack per message: the journal is called here
-            settled_events(vhost.events, deliveries, requeue)
-        if requeue:
-            requeue_deliveries(deliveries)
-            return
-        if requeue is None:
-            self.stats.ack += len(deliveries)
-            for delivery in deliveries:
-                delivery.queue.stats.ack += 1
-        if vhost is not None and vhost.persistence is not None:
-            forget_settled(deliveries)
-        if requeue is False:
-            reject_deliveries(deliveries)
-
-    def wake_queues_of(self, deliveries: list[Delivery]) -> None:
-        """Prefetch came back: the queues of those deliveries (with a channel limit, all) may dispatch."""
-        if self.global_prefetch:
-            self.wake_queues()
-        elif len(deliveries) == 1:
-            deliveries[0].queue.wake()
-        else:
-            for queue in {delivery.queue for delivery in deliveries}:
-                queue.wake()
+        settlement.finish_settle(self, deliveries, requeue)
 
     def wake_queues(self) -> None:
         for queue in {consumer.queue for consumer in self.consumers.values()}:
