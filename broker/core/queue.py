@@ -7,14 +7,13 @@ Consumers joining and leaving, purge and delete (not per message) are in `broker
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 # Envelope is re-exported: callers take it with the Queue it belongs to.
 from broker.core.envelope import Envelope as Envelope  # noqa: PLC0414
-from broker.core.envelope import seq_of
+from broker.core.envelope import put_back, wrap_fresh
 from broker.core.event_types import Fate, Observer, Topology
 from broker.core.message import Message
 from broker.core.queue_bytes import added, removed
@@ -299,14 +298,8 @@ class Queue:
     def ready_envelopes(self) -> deque[Envelope]:
         """The whole ready list as envelopes, the fresh copies wrapped first: for the slow paths that walk,
         reorder or take over the list (purge, delete, paging, features, management). Returns ``ready``."""
-        fresh = self.fresh
-        if fresh:
-            seq = self.last_seq - len(fresh)
-            ready = self.ready
-            for message in fresh:
-                seq += 1
-                ready.append(Envelope(seq, message))
-            fresh.clear()
+        if self.fresh:
+            wrap_fresh(self.ready, self.fresh, self.last_seq)
         return self.ready
 
     @property
@@ -346,14 +339,9 @@ class Queue:
         if self.features is not None:
             self.features.requeue(envelopes)
             return
-        ready = self.ready  # never ``fresh``: a requeued seq is older than every fresh one
-        for envelope in sorted(envelopes, key=seq_of, reverse=True):
-            envelope.redelivered = True
+        # Into ``ready``, never ``fresh``: a requeued seq is older than every fresh one.
+        for envelope in put_back(self.ready, envelopes):
             added(self, envelope)
-            if not ready or envelope.seq < ready[0].seq:
-                ready.appendleft(envelope)
-            else:
-                ready.insert(bisect_left(ready, envelope.seq, key=seq_of), envelope)
         self.wake()
 
     def wake(self) -> None:
