@@ -14,7 +14,7 @@ from typing import Any
 
 import pika
 
-from .scenarios.kit import Ctx, Observation, bodies, normalise, outcome
+from .scenarios.kit import Ctx, Observation, bodies, normalise, outcome, polling
 
 PLUGIN_SCENARIOS: dict[str, Callable[[Ctx], Observation]] = {}
 
@@ -24,8 +24,9 @@ def plugin_scenario(fn: Callable[[Ctx], Observation]) -> Callable[[Ctx], Observa
     return fn
 
 
-def run_plugin_scenario(url: str, name: str) -> Observation:
-    prefix = f"cmp{uuid.uuid4().hex[:10]}"
+def run_plugin_scenario(url: str, name: str, prefix: str | None = None) -> Observation:
+    """Scenario ``name`` against ``url`` with unique names (``prefix``, else a fresh one); normalised."""
+    prefix = prefix or f"cmp{uuid.uuid4().hex[:10]}"
     ctx = Ctx(url, prefix)
     try:
         observation = PLUGIN_SCENARIOS[name](ctx)
@@ -53,10 +54,11 @@ def placement(ch: Any, queues: list[str]) -> dict[str, str]:
 def wait_count(ch: Any, queue: str, count: int, timeout_s: float = 5.0) -> None:
     """RabbitMQ's plugins deliver asynchronously: wait (bounded) until ``queue`` holds ``count``."""
     deadline = time.monotonic() + timeout_s
-    while ch.queue_declare(queue, passive=True).method.message_count < count:
-        if time.monotonic() > deadline:
-            return
-        time.sleep(0.01)
+    with polling():  # the number of rounds is timing: the frame harness leaves them out
+        while ch.queue_declare(queue, passive=True).method.message_count < count:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.01)
 
 
 def publish_keys(ch: Any, exchange: str, routing_keys: list[str]) -> None:

@@ -18,6 +18,8 @@ from broker.core.exchanges.erlang_hash import Atom, phash2
 from broker.core.exchanges.jump_hash import jump_consistent_hash
 from tests.conftest import start_broker_process
 
+from .frames.compare import Transcript
+from .frames.runs import recorded
 from .rabbitmq_node import RabbitMQNode, rabbitmq_available
 from .scenarios.kit import Ctx
 from .scenarios_plugins import PLUGIN_SCENARIOS, placement, run_plugin_scenario
@@ -25,11 +27,29 @@ from .scenarios_plugins import PLUGIN_SCENARIOS, placement, run_plugin_scenario
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 
+def _plugin_run(url: str, name: str) -> tuple[Any, Transcript]:
+    """A ``PLUGIN_SCENARIOS`` entry through the recording proxy (cached): what pika observed, and the frames;
+    the observation test and the frame test share one run per broker."""
+    return recorded(
+        url, name, lambda proxy_url, prefix: run_plugin_scenario(proxy_url, name, prefix), "plugins"
+    )
+
+
 @pytest.mark.parametrize("name", sorted(PLUGIN_SCENARIOS))
 def test_warrenmq_matches_rabbitmq_plugins(rabbitmq_plugins_url: str, amqp_url: str, name: str) -> None:
-    expected = run_plugin_scenario(rabbitmq_plugins_url, name)
-    observed = run_plugin_scenario(amqp_url, name)
+    expected, _ = _plugin_run(rabbitmq_plugins_url, name)
+    observed, _ = _plugin_run(amqp_url, name)
     assert observed == expected
+
+
+@pytest.mark.parametrize("name", sorted(PLUGIN_SCENARIOS))
+def test_warrenmq_sends_rabbitmqs_frames_for_plugin_scenarios(
+    rabbitmq_plugins_url: str, amqp_url: str, name: str
+) -> None:
+    _, expected = _plugin_run(rabbitmq_plugins_url, name)
+    _, observed = _plugin_run(amqp_url, name)
+    difference = observed.diff(expected)
+    assert not difference, f"frames differ (- RabbitMQ, + WarrenMQ):\n{difference}"
 
 
 def test_rabbitmq_310_hashes_a_header_as_its_typed_pair(rabbitmq_plugins_url: str) -> None:
