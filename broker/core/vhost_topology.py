@@ -132,13 +132,15 @@ class VhostTopology:
         self.exchanges[name] = exchange
         if self.policies is not None:
             apply_to_exchange(self.policies, self.name, exchange)
-        durable = self.persistence is not None and is_durable_exchange(exchange)
+        # Not ``durable``: that is the declared flag, which exchange.created reports whether or not a store
+        # keeps the exchange (RabbitMQ's event carries the exchange record's durable field).
+        stored = self.persistence is not None and is_durable_exchange(exchange)
         attach = getattr(exchange.kind, "attach", None)
         if attach is not None:
             # The VirtualHost this is part of (a DelayHost: clock, publish_held) and, for a durable exchange,
             # the store that keeps what it holds.
-            attach(self, name, self.persistence if durable else None)
-        if durable:
+            attach(self, name, self.persistence if stored else None)
+        if stored:
             assert self.persistence is not None
             self.persistence.exchange_declared(self.name, exchange)
         if self.events.observers:
