@@ -13,6 +13,8 @@ from typing import Any
 import pika
 import pika.exceptions
 
+from .scenarios.kit import polling
+
 EVENT_EXCHANGE = "amq.rabbitmq.event"
 # Node- and run-specific values: compared by type only.
 _VOLATILE = {"timestamp_in_ms", "channel"}
@@ -95,15 +97,16 @@ def run_event_scenario(url: str) -> list[dict[str, Any]]:
         closing.close()  # the broker removes the consumer and deletes the queue
         events: list[dict[str, Any]] = []
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            method, properties, body = watch.basic_get(capture, auto_ack=True)
-            if method is None:
-                # RabbitMQ deletes an exclusive queue asynchronously after its owner closes.
-                if events and events[-1]["headers"].get("name") == "ee.excl":
-                    break
-                watcher.sleep(0.05)
-                continue
-            events.append(_event(method, properties, body))
+        with polling():  # how many rounds until the last event shows is timing
+            while time.monotonic() < deadline:
+                method, properties, body = watch.basic_get(capture, auto_ack=True)
+                if method is None:
+                    # RabbitMQ deletes an exclusive queue asynchronously after its owner closes.
+                    if events and events[-1]["headers"].get("name") == "ee.excl":
+                        break
+                    watcher.sleep(0.05)
+                    continue
+                events.append(_event(method, properties, body))
         return events
     finally:
         watcher.close()
@@ -248,19 +251,20 @@ def _collect(watcher: Any, watch: Any, capture: str, lingering: Any) -> list[dic
     normaliser = _Normaliser()
     events: list[dict[str, Any]] = []
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        method, properties, _ = watch.basic_get(capture, auto_ack=True)
-        if method is None:
-            # The vhost's connection closes asynchronously in RabbitMQ: wait for its connection.closed.
-            closed = sum(event["routing_key"] == "connection.closed" for event in events)
-            deleted = [
-                event["headers"].get("name") for event in events if event["routing_key"] == "user.deleted"
-            ]
-            if closed >= 3 and "evu2" in deleted:
-                break
-            watcher.sleep(0.05)
-            continue
-        events.append(normaliser.event(method, properties))
+    with polling():  # how many rounds until the last event shows is timing
+        while time.monotonic() < deadline:
+            method, properties, _ = watch.basic_get(capture, auto_ack=True)
+            if method is None:
+                # The vhost's connection closes asynchronously in RabbitMQ: wait for its connection.closed.
+                closed = sum(event["routing_key"] == "connection.closed" for event in events)
+                deleted = [
+                    event["headers"].get("name") for event in events if event["routing_key"] == "user.deleted"
+                ]
+                if closed >= 3 and "evu2" in deleted:
+                    break
+                watcher.sleep(0.05)
+                continue
+            events.append(normaliser.event(method, properties))
     try:
         lingering.close()
     except pika.exceptions.AMQPError:

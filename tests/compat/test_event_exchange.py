@@ -4,6 +4,7 @@ give the same events (routing keys, headers with RabbitMQ's names and wire types
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ import pytest
 from tests.conftest import start_broker_process
 from tests.management.rabbitmq_management_node import ManagementNode
 
+from .frames.compare import Transcript
+from .frames.runs import recorded
 from .rabbitmq_node import RABBITMQ_SERVER, RabbitMQNode, rabbitmq_available
 from .scenarios_event_exchange import run_admin_scenario, run_event_scenario
 
@@ -80,9 +83,20 @@ def warrenmq_admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[s
         broker.stop()
 
 
+def _topology_run(url: str) -> tuple[Any, Transcript]:
+    """run_event_scenario through the recording proxy (cached): the events, and the frames."""
+    return recorded(url, "topology", lambda proxy_url, _prefix: run_event_scenario(proxy_url), "events")
+
+
+def _admin_run(admin: tuple[str, str]) -> tuple[Any, Transcript]:
+    """run_admin_scenario through the recording proxy (cached); the HTTP calls go to the broker directly."""
+    url, http = admin
+    return recorded(url, "admin", lambda proxy_url, _prefix: run_admin_scenario(proxy_url, http), "events")
+
+
 def test_topology_events_match_rabbitmq(oracle_events_url: str, warrenmq_events_url: str) -> None:
-    expected = run_event_scenario(oracle_events_url)
-    observed = run_event_scenario(warrenmq_events_url)
+    expected, _ = _topology_run(oracle_events_url)
+    observed, _ = _topology_run(warrenmq_events_url)
     # The scenario reached its end: the exclusive queue deleted when its connection closed.
     assert expected[-1]["routing_key"] == "queue.deleted"
     assert expected[-1]["headers"]["name"] == "ee.excl"
@@ -107,8 +121,8 @@ def _differences(seen: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]
 def test_user_vhost_policy_parameter_connection_events_match_rabbitmq(
     oracle_admin: tuple[str, str], warrenmq_admin: tuple[str, str]
 ) -> None:
-    expected = run_admin_scenario(*oracle_admin)
-    observed = run_admin_scenario(*warrenmq_admin)
+    expected, _ = _admin_run(oracle_admin)
+    observed, _ = _admin_run(warrenmq_admin)
     assert expected[-1]["routing_key"] in ("user.deleted", "connection.closed", "channel.closed")
     # In order up to the vhost's deletion (after the lingering connection's channel.created); RabbitMQ
     # deletes the vhost's exchanges in Mnesia's order and closes its connections asynchronously, WarrenMQ
@@ -128,3 +142,42 @@ def _split(events: list[dict[str, Any]]) -> int:
 
 def _sorted(events: list[dict[str, Any]]) -> list[str]:
     return sorted(json.dumps(event, sort_keys=True) for event in events)
+
+
+def test_topology_event_frames_match_rabbitmq(oracle_events_url: str, warrenmq_events_url: str) -> None:
+    _, expected = _topology_run(oracle_events_url)
+    _, observed = _topology_run(warrenmq_events_url)
+    difference = observed.diff(expected)
+    assert not difference, f"frames differ (- RabbitMQ, + WarrenMQ):\n{difference}"
+
+
+def test_admin_event_frames_match_rabbitmq(
+    oracle_admin: tuple[str, str], warrenmq_admin: tuple[str, str]
+) -> None:
+    _, expected = _admin_run(oracle_admin)
+    _, observed = _admin_run(warrenmq_admin)
+    # As the events are compared: in order up to the lingering connection's channel.created, from the vhost's
+    # deletion on as a multiset of (basic.get-ok, content header) pairs, whose delivery tag and message count
+    # follow the order.
+    in_order_expected, rest_expected = _split_frames(expected.lines)
+    in_order_observed, rest_observed = _split_frames(observed.lines)
+    difference = Transcript(in_order_observed).diff(Transcript(in_order_expected))
+    assert not difference, f"frames differ (- RabbitMQ, + WarrenMQ):\n{difference}"
+    difference = Transcript(rest_observed).diff(Transcript(rest_expected))
+    assert not difference, f"frames after the vhost's deletion differ (- RabbitMQ, + WarrenMQ):\n{difference}"
+
+
+_ORDER_FIELDS = re.compile(r'\["(delivery_tag|message_count)","(longlong|long)",\d+\]')
+
+
+def _split_frames(lines: list[str]) -> tuple[list[str], list[str]]:
+    last = max(n for n, line in enumerate(lines) if '"channel.created"' in line and "Basic.GetOk" in line)
+    head, tail = lines[: last + 2], lines[last + 2 :]
+    pairs = [
+        _ORDER_FIELDS.sub(r'["\1","\2","<order>"]', line) + "\n" + (tail[n + 1] if n + 1 < len(tail) else "")
+        if "Basic.GetOk" in line
+        else line
+        for n, line in enumerate(tail)
+        if "Basic.GetOk" in line or not (n > 0 and "Basic.GetOk" in tail[n - 1])
+    ]
+    return head, sorted(pairs)
