@@ -11,12 +11,17 @@ import pytest
 
 from tests.conftest import start_broker_process
 
-from .frames import scenarios_features, scenarios_methods, scenarios_preauth
+from .frames import scenarios_features, scenarios_methods, scenarios_preauth, scenarios_signals
 from .frames.proxy import Recording
 from .frames.raw_table import RAW_SCENARIOS, raw_transcript, record_raw
 
 pytestmark = pytest.mark.compat
-__all__ = ["scenarios_features", "scenarios_methods", "scenarios_preauth"]  # imported to register them
+__all__ = [
+    "scenarios_features",
+    "scenarios_methods",
+    "scenarios_preauth",
+    "scenarios_signals",
+]  # imported to register them
 
 PLAIN = sorted(name for name, entry in RAW_SCENARIOS.items() if not entry.plugins)
 PLUGINS = sorted(name for name, entry in RAW_SCENARIOS.items() if entry.plugins)
