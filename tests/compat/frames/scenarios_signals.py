@@ -5,6 +5,11 @@ connection.secure is not among them: RabbitMQ sends it only for a mechanism with
 mechanism WarrenMQ (or the oracle's default configuration) offers has one: PLAIN and AMQPLAIN take the whole
 response in connection.start-ok (rabbit_auth_mechanism_plain / _amqplain answer {ok, User} at once), so the
 oracle never sends connection.secure to a client it could also send to WarrenMQ's.
+
+connection.blocked / unblocked have no raw scenario yet: the oracle can raise and clear a memory alarm at run
+time (rabbitmqctl set_vm_memory_high_watermark), but WarrenMQ reads its watermark only at start, so clearing
+the alarm there means freeing memory as tests/hardening/test_alarms.py does (a flood, then a purge): neither
+quick nor step-exact.
 """
 
 from __future__ import annotations
