@@ -140,7 +140,8 @@ def test_management_ssl_without_management_tcp_serves_https_only(tmp_path: Path,
         served.stop()
     assert status == 200
     protocols = {listener["protocol"]: listener["port"] for listener in overview["listeners"]}
-    assert protocols == {"amqp": served.port, "https": https_port}
+    # The CLI channel is listed as RabbitMQ lists its distribution listener (protocol clustering).
+    assert protocols == {"amqp": served.port, "https": https_port, "clustering": served.ready["dist_port"]}
 
 
 def test_management_ssl_with_management_tcp_serves_both(tmp_path: Path, certs: Certificates) -> None:
