@@ -15,6 +15,7 @@ import structlog
 from broker.config import control_auth as wire
 from broker.config.cookie import cookie_path, ensure_cookie
 from broker.config.plugins import started_plugins
+from broker.management.lazy_http import LazyRunner
 from broker.server.listener import Server, StartupError
 from broker.server.sockets import listen_socket
 
@@ -114,11 +115,9 @@ class ControlAddon:
         self.shared = shared  # a ManagementAddon, whose context the CLIs then see
         self.node = ""
         self.cookie: str | None = None
-        self._runner: web.AppRunner | None = None
-        self._runner_ready: asyncio.Future[web.AppRunner] | None = None
+        self._lazy = LazyRunner(self._app_runner, "CLI channel")
         self._server: asyncio.Server | None = None
         self._broker_server: Server | None = None
-        self._handovers: set[asyncio.Task[None]] = set()
 
     async def before_listen(self, server: Server) -> None:
         return None
@@ -167,45 +166,15 @@ class ControlAddon:
         app.router.add_post("/api/warrenmq/cli/stop", _stop)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
-        self._runner = runner
         return runner
 
     def hand_over(self, transport: asyncio.Transport, rest: bytes) -> None:
         """The authenticated connection becomes an HTTP connection of the CLI application (reading paused
         until that application is ready)."""
         transport.pause_reading()
-        task = asyncio.get_running_loop().create_task(self._attach(transport, rest))
-        self._handovers.add(task)  # held until done: a task nobody references may be collected
-        task.add_done_callback(self._handovers.discard)
-
-    async def _attach(self, transport: asyncio.Transport, rest: bytes) -> None:
-        if self._runner_ready is None:
-            self._runner_ready = asyncio.get_running_loop().create_future()
-            try:
-                self._runner_ready.set_result(await self._app_runner())
-            except Exception as error:  # surfaced to every waiting connection, which is closed
-                self._runner_ready.set_exception(error)
-        try:
-            runner = await asyncio.shield(self._runner_ready)
-        except Exception as error:
-            log.error("cli_channel_failed", error=repr(error))
-            transport.close()
-            return
-        if transport.is_closing() or runner.server is None:
-            transport.close()
-            return
-        handler = runner.server()
-        transport.set_protocol(handler)
-        handler.connection_made(transport)
-        if rest:
-            handler.data_received(rest)
-        transport.resume_reading()
+        self._lazy.hand_over(transport, rest)
 
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._handovers):
-            task.cancel()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        await self._lazy.stop()

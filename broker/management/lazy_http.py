@@ -28,51 +28,45 @@ log = structlog.get_logger("warrenmq.management")
 class _Pending(asyncio.Protocol):
     """One connection accepted before the application exists (reading paused until it is handed over)."""
 
-    def __init__(self, listener: LazyHTTPListener) -> None:
-        self.listener = listener
+    def __init__(self, lazy: LazyRunner) -> None:
+        self.lazy = lazy
         self.buffer = bytearray()  # anything read before the pause took effect, replayed at the hand-over
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (uvloop's TCPTransport is one without subclassing asyncio.Transport).
         stream = cast(asyncio.Transport, transport)
         stream.pause_reading()
-        self.listener.accepted(stream, self)
+        self.lazy.hand_over(stream, self.buffer)
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
 
 
-class LazyHTTPListener:
-    """Listening sockets served by the aiohttp runner ``build`` returns, called once, at the first
-    connection on any of them."""
+class LazyRunner:
+    """The aiohttp runner ``build`` returns, built once, at the first connection handed to it; connections
+    handed over before it exists wait with their reading paused. Shared by the lazy HTTP listeners and the CLI
+    channel (broker/management/control.py)."""
 
     def __init__(self, build: Callable[[], Awaitable[web.AppRunner]], what: str) -> None:
         self.build = build
         self.what = what
         self.runner: web.AppRunner | None = None
         self._runner_ready: asyncio.Future[web.AppRunner] | None = None
-        self._servers: list[asyncio.Server] = []
         self._handovers: set[asyncio.Task[None]] = set()
-        self._waiting: set[asyncio.Transport] = set()  # accepted, not handed over yet
+        self._waiting: set[asyncio.Transport] = set()  # handed over, the application not built yet
 
-    async def listen(self, sock: socket.socket, ssl_context: ssl.SSLContext | None = None) -> int:
-        """Serve ``sock`` (bound and listening), with TLS when ``ssl_context`` is given; its port."""
-        server = await asyncio.get_running_loop().create_server(
-            lambda: _Pending(self), sock=sock, ssl=ssl_context
-        )
-        self._servers.append(server)
-        return int(sock.getsockname()[1])
-
-    def accepted(self, transport: asyncio.Transport, pending: _Pending) -> None:
+    def hand_over(self, transport: asyncio.Transport, read: bytes | bytearray) -> None:
+        """``transport`` (reading paused) becomes a connection of the application; ``read``: what was read
+        from it already, replayed to the application (a bytearray is read at the hand-over)."""
         if self.runner is not None and self.runner.server is not None:
-            self._hand_over(self.runner, transport, pending)
+            _serve(self.runner, transport, read)
             return
         self._waiting.add(transport)
-        task = asyncio.get_running_loop().create_task(self._attach(transport, pending))
+        task = asyncio.get_running_loop().create_task(self._attach(transport, read))
         self._handovers.add(task)  # held until done: a task nobody references may be collected
         task.add_done_callback(self._handovers.discard)
 
-    async def _attach(self, transport: asyncio.Transport, pending: _Pending) -> None:
+    async def _attach(self, transport: asyncio.Transport, read: bytes | bytearray) -> None:
         if self._runner_ready is None:
             self._runner_ready = asyncio.get_running_loop().create_future()
             try:
@@ -88,25 +82,10 @@ class LazyHTTPListener:
             return
         finally:
             self._waiting.discard(transport)
-        self._hand_over(runner, transport, pending)
-
-    @staticmethod
-    def _hand_over(runner: web.AppRunner, transport: asyncio.Transport, pending: _Pending) -> None:
-        if transport.is_closing() or runner.server is None:
-            transport.close()
-            return
-        handler = runner.server()
-        transport.set_protocol(handler)
-        handler.connection_made(transport)
-        if pending.buffer:
-            handler.data_received(bytes(pending.buffer))
-        transport.resume_reading()
+        _serve(runner, transport, read)
 
     async def stop(self) -> None:
-        """Close the listening sockets, then the application and its connections (if it was built)."""
-        for server in self._servers:
-            server.close()
-        self._servers.clear()
+        """Close the connections still waiting, then the application and its connections (if it was built)."""
         for task in list(self._handovers):
             task.cancel()
         for transport in list(self._waiting):
@@ -115,3 +94,43 @@ class LazyHTTPListener:
         if self.runner is not None:
             await self.runner.cleanup()
             self.runner = None
+
+
+def _serve(runner: web.AppRunner, transport: asyncio.Transport, read: bytes | bytearray) -> None:
+    if transport.is_closing() or runner.server is None:
+        transport.close()
+        return
+    handler = runner.server()
+    transport.set_protocol(handler)
+    handler.connection_made(transport)
+    if read:
+        handler.data_received(bytes(read))
+    transport.resume_reading()
+
+
+class LazyHTTPListener:
+    """Listening sockets served by the aiohttp runner ``build`` returns, called once, at the first
+    connection on any of them."""
+
+    def __init__(self, build: Callable[[], Awaitable[web.AppRunner]], what: str) -> None:
+        self.lazy = LazyRunner(build, what)
+        self._servers: list[asyncio.Server] = []
+
+    @property
+    def runner(self) -> web.AppRunner | None:
+        return self.lazy.runner
+
+    async def listen(self, sock: socket.socket, ssl_context: ssl.SSLContext | None = None) -> int:
+        """Serve ``sock`` (bound and listening), with TLS when ``ssl_context`` is given; its port."""
+        server = await asyncio.get_running_loop().create_server(
+            lambda: _Pending(self.lazy), sock=sock, ssl=ssl_context
+        )
+        self._servers.append(server)
+        return int(sock.getsockname()[1])
+
+    async def stop(self) -> None:
+        """Close the listening sockets, then the application and its connections (if it was built)."""
+        for server in self._servers:
+            server.close()
+        self._servers.clear()
+        await self.lazy.stop()
