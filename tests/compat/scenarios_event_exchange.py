@@ -8,6 +8,7 @@ import re
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import pika
@@ -217,6 +218,7 @@ def run_admin_scenario(url: str, http: str) -> list[dict[str, Any]]:
             ("PUT", "/api/user-limits/evu/max-channels", {"value": 3}),
         ):
             assert _http(http, method, path, body) in (201, 204), (method, path)
+        drain = _Drain(watcher, watch, capture)
         client = pika.BlockingConnection(pika.URLParameters(evu))
         channel = client.channel()
         channel.queue_declare("q1")
@@ -226,6 +228,9 @@ def run_admin_scenario(url: str, http: str) -> list[dict[str, Any]]:
             pika.BlockingConnection(pika.URLParameters(evu.replace("evu:pw2", "evu:wrong")))
         except pika.exceptions.AMQPError:
             pass
+        # Both brokers emit a connection's connection.closed when its socket process ends, which races the
+        # next HTTP call (a refused login's comes after its close-ok): wait for both before going on.
+        drain.until(lambda events: _count(events, "connection.closed") >= 2)
         cleanup: tuple[tuple[str, str, Any], ...] = (
             ("DELETE", "/api/user-limits/evu/max-channels", None),
             ("DELETE", "/api/vhost-limits/evv/max-connections", None),
@@ -242,31 +247,46 @@ def run_admin_scenario(url: str, http: str) -> list[dict[str, Any]]:
         assert _http(http, "DELETE", "/api/vhosts/evv") == 204
         for name in ("evu", "evu2"):
             assert _http(http, "DELETE", f"/api/users/{name}") == 204
-        return _collect(watcher, watch, capture, lingering)
+        # The vhost's connection closes asynchronously in RabbitMQ: wait for its connection.closed.
+        events = drain.until(
+            lambda events: (
+                _count(events, "connection.closed") >= 3
+                and "evu2" in [e["headers"].get("name") for e in events if e["routing_key"] == "user.deleted"]
+            )
+        )
+        try:
+            lingering.close()
+        except pika.exceptions.AMQPError:
+            pass  # closed by the vhost's deletion
+        return events
     finally:
         watcher.close()
 
 
-def _collect(watcher: Any, watch: Any, capture: str, lingering: Any) -> list[dict[str, Any]]:
-    normaliser = _Normaliser()
-    events: list[dict[str, Any]] = []
-    deadline = time.monotonic() + 15
-    with polling():  # how many rounds until the last event shows is timing
-        while time.monotonic() < deadline:
-            method, properties, _ = watch.basic_get(capture, auto_ack=True)
-            if method is None:
-                # The vhost's connection closes asynchronously in RabbitMQ: wait for its connection.closed.
-                closed = sum(event["routing_key"] == "connection.closed" for event in events)
-                deleted = [
-                    event["headers"].get("name") for event in events if event["routing_key"] == "user.deleted"
-                ]
-                if closed >= 3 and "evu2" in deleted:
+def _count(events: list[dict[str, Any]], routing_key: str) -> int:
+    return sum(event["routing_key"] == routing_key for event in events)
+
+
+class _Drain:
+    """The capture queue emptied as the scenario goes, into one list of normalised events."""
+
+    def __init__(self, watcher: Any, watch: Any, capture: str) -> None:
+        self.watcher, self.watch, self.capture = watcher, watch, capture
+        self.normaliser = _Normaliser()
+        self.events: list[dict[str, Any]] = []
+
+    def until(
+        self, done: Callable[[list[dict[str, Any]]], bool], timeout_s: float = 15.0
+    ) -> list[dict[str, Any]]:
+        """Take events until the queue is empty and ``done`` holds (or the time is up): the events so far."""
+        deadline = time.monotonic() + timeout_s
+        with polling():  # how many rounds until an event shows is timing
+            while time.monotonic() < deadline:
+                method, properties, _ = self.watch.basic_get(self.capture, auto_ack=True)
+                if method is not None:
+                    self.events.append(self.normaliser.event(method, properties))
+                elif done(self.events):
                     break
-                watcher.sleep(0.05)
-                continue
-            events.append(normaliser.event(method, properties))
-    try:
-        lingering.close()
-    except pika.exceptions.AMQPError:
-        pass  # closed by the vhost's deletion
-    return events
+                else:
+                    self.watcher.sleep(0.05)
+        return self.events
