@@ -37,7 +37,7 @@ RUN pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /wheels 
     && grep -q 'broker/journal/_lane\..*\.so' /tmp/wheel.txt \
     && grep -q 'protocol/_wire\..*\.so' /tmp/wheel.txt \
     && grep -q 'protocol/native__mypyc\..*\.so' /tmp/wheel.txt \
-    && grep -q 'broker/core/router\..*\.so' /tmp/wheel.txt \
+    && grep -q 'broker/core/exchanges/router\..*\.so' /tmp/wheel.txt \
     && grep -q 'protocol/_compiled\.json' /tmp/wheel.txt
 
 FROM python:3.11-slim

@@ -55,7 +55,7 @@ pytest: $(STAMP)
 pytest-pure: $(STAMP)
 	WARRENMQ_PURE=1 $(PY) -m pytest -q $(PURE_TESTS)
 
-# The web UI (ui/): `make ui` rebuilds the committed assets in broker/management/ui_dist from the lockfile;
+# The web UI (ui/): `make ui` rebuilds the committed assets in broker/management/ui/dist from the lockfile;
 # `make ui-test` type-checks, runs the front end's unit tests and checks the committed build is current.
 ui/node_modules/.package-lock.json: ui/package-lock.json
 	cd ui && npm ci --no-audit --no-fund
@@ -66,7 +66,7 @@ ui: ui/node_modules/.package-lock.json
 ui-test: ui/node_modules/.package-lock.json
 	cd ui && npm run check && npm test
 	rm -rf .ui-build-check && cd ui && UI_OUT_DIR=../.ui-build-check npm run build >/dev/null
-	diff -r .ui-build-check broker/management/ui_dist || (echo "broker/management/ui_dist is stale: run make ui and commit it" && exit 1)
+	diff -r .ui-build-check broker/management/ui/dist || (echo "broker/management/ui/dist is stale: run make ui and commit it" && exit 1)
 	rm -rf .ui-build-check
 
 test: lint typecheck contracts ui-test pytest pytest-pure

@@ -41,13 +41,13 @@ GROUP = "protocol.native"
 # - protocol/fastpath.py, protocol/framing.py: struct-bound; compiled they decode and encode within 1-6% of
 #   Python (noise), so they would only add compile time;
 # - protocol/header_rewrite.py: off the per-message path (dead-lettering, CC/BCC), nothing to gain;
-# - broker/core/bindings.py: mypyc's dataclass support cannot resolve the `object` field annotation of Binding
-#   (KeyError at import); bindings run at bind time, not per message.
+# - broker/core/exchanges/bindings.py: mypyc's dataclass support cannot resolve the `object` field annotation
+# of Binding   (KeyError at import); bindings run at bind time, not per message.
 MYPYC_MODULES = [
     "protocol/field_table.py",
-    "broker/core/expiration.py",
-    "broker/core/topic_trie.py",
-    "broker/core/router.py",
+    "broker/core/model/expiration.py",
+    "broker/core/exchanges/topic_trie.py",
+    "broker/core/exchanges/router.py",
     "broker/core/exchanges/default.py",
     "broker/core/exchanges/direct.py",
     "broker/core/exchanges/fanout.py",

@@ -21,9 +21,9 @@ import gc
 import time
 import tracemalloc
 
-from broker.core.dispatcher import Dispatcher
-from broker.core.message import Message
-from broker.core.queue import Queue
+from broker.core.model.dispatcher import Dispatcher
+from broker.core.model.message import Message
+from broker.core.queues.queue import Queue
 
 HEADER = bytes(12)  # a content header without properties: class, weight, body size, flags
 BODY = b"x" * 16

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from broker.core.dispatcher import Dispatcher
-from broker.core.message import Message
-from broker.core.names import NameGenerator
-from broker.core.vhost import VirtualHost
+from broker.core.model.dispatcher import Dispatcher
+from broker.core.model.message import Message
+from broker.core.model.names import NameGenerator
+from broker.core.topology.vhost import VirtualHost
 
 VOCAB = [f"w{i}" for i in range(32)]
 

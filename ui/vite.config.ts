@@ -6,7 +6,7 @@ export default defineConfig({
   plugins: [preact()],
   base: "/",
   build: {
-    outDir: process.env.UI_OUT_DIR ?? "../broker/management/ui_dist",
+    outDir: process.env.UI_OUT_DIR ?? "../broker/management/ui/dist",
     emptyOutDir: true,
     chunkSizeWarningLimit: 3000,
   },

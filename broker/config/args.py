@@ -15,7 +15,7 @@ from broker.config.model import JournalConfig, ServerConfig, TLSOptions
 from broker.config.plugins import AUTH_MECHANISM_SSL, MANAGEMENT, PROMETHEUS, unimplemented
 from broker.config.rabbitmq_conf import FileSettings
 from broker.config.sysctl import ConfigFileError
-from broker.core.profile import PROFILES
+from broker.core.model.profile import PROFILES
 from broker.session.config import SessionConfig
 
 FRAME_MIN_SIZE = 4096

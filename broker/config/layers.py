@@ -22,7 +22,7 @@ from broker.config.plugins import parse_enabled_plugins
 from broker.config.rabbitmq_conf import FileSettings, apply_entry
 from broker.config.rabbitmq_env import MergedEnviron, merged_environ
 from broker.config.sysctl import ConfigFileError, parse_sysctl
-from broker.core.profile import DEFAULT_PROFILE
+from broker.core.model.profile import DEFAULT_PROFILE
 from broker.session.config import (
     DEFAULT_CHANNEL_MAX,
     DEFAULT_CONSUMER_TIMEOUT_MS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from broker.core.profile import DEFAULT_PROFILE, Profile
+from broker.core.model.profile import DEFAULT_PROFILE, Profile
 from broker.session.config import SessionConfig
 
 

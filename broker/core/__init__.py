@@ -1,3 +1,4 @@
-"""The pure routing domain: exchanges, bindings, router, queues, consumers, acknowledgements. No I/O, no
-pamqp.
+"""The pure routing domain, no I/O and no pamqp, in subpackages by concept (top to bottom; each imports
+only those below it, `pyproject.toml` holds the order): `broker` (the root object) > `topology` > `events` >
+`policies` | `streams` > `queues` | `exchanges` | `access` > `model`.
 """

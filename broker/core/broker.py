@@ -5,22 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from broker.core import lifecycle_notices
-from broker.core.access import ADMINISTRATOR, AccessControl, Change, User
-from broker.core.auth_attempts import AuthAttempts
-from broker.core.clock import Clock, ManualClock
-from broker.core.dead_letter import HeaderRewriter
-from broker.core.dispatcher import Dispatcher
-from broker.core.events import EventBus
-from broker.core.names import NameGenerator
-from broker.core.passwords import DEFAULT_ALGORITHM
-from broker.core.persistence import Persistence
-from broker.core.policies import Policy, PolicyTable
-from broker.core.profile import DEFAULT_PROFILE, Profile
-from broker.core.queue import Queue
-from broker.core.runtime_parameters import RuntimeParameters
-from broker.core.stats import ChurnStats
-from broker.core.vhost import VirtualHost
+from broker.core.access.access import ADMINISTRATOR, AccessControl, Change, User
+from broker.core.access.auth_attempts import AuthAttempts
+from broker.core.access.passwords import DEFAULT_ALGORITHM
+from broker.core.events import lifecycle_notices
+from broker.core.events.events import EventBus
+from broker.core.model.clock import Clock, ManualClock
+from broker.core.model.dispatcher import Dispatcher
+from broker.core.model.names import NameGenerator
+from broker.core.model.profile import DEFAULT_PROFILE, Profile
+from broker.core.model.stats import ChurnStats
+from broker.core.policies.policies import Policy, PolicyTable
+from broker.core.policies.runtime_parameters import RuntimeParameters
+from broker.core.queues.queue import Queue
+from broker.core.topology.dead_letter import HeaderRewriter
+from broker.core.topology.persistence import Persistence
+from broker.core.topology.vhost import VirtualHost
 
 
 class Broker:

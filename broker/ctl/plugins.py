@@ -18,7 +18,7 @@ from broker.config.plugins import (
     format_enabled_plugins,
     implicit_plugins,
 )
-from broker.core.profile import PROFILES
+from broker.core.model.profile import PROFILES
 from broker.ctl.api import Api, ApiFailure, Unavailable
 from broker.ctl.diagnostics import UNREACHABLE, Options, Output, parse
 from broker.ctl.target import Target, find_target

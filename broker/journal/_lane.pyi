@@ -2,9 +2,9 @@
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
-from broker.core.message import Message
-from broker.core.queue import Envelope, Queue
-from broker.core.unacked import Delivery
+from broker.core.model.message import Message
+from broker.core.queues.queue import Envelope, Queue
+from broker.core.queues.unacked import Delivery
 from broker.journal.lane import LaneOwner
 from broker.journal.rows import RowBuffer
 

@@ -1,6 +1,6 @@
 """The journal's per-message lane: publish, deliver and settle of every message, on the loop thread.
 
-It implements ``broker.core.events.JournalHook`` and packs the compact mode's hot row (one per delivery
+It implements ``broker.core.events.events.JournalHook`` and packs the compact mode's hot row (one per delivery
 attempt) itself; everything rarer goes back to its owner, the ``JournalRecorder`` (``LaneOwner``): publishes
 that write rows now (unroutable, routing capture, full mode), full-mode deliveries and settlements, rejected
 messages, and a full deliveries buffer.
@@ -24,9 +24,9 @@ from broker.journal import schema as s
 from broker.journal.rows import CODE, LAYOUTS, RowBuffer
 
 if TYPE_CHECKING:
-    from broker.core.message import Message
-    from broker.core.queue import Envelope, Queue
-    from broker.core.unacked import Delivery
+    from broker.core.model.message import Message
+    from broker.core.queues.queue import Envelope, Queue
+    from broker.core.queues.unacked import Delivery
 
 _ACK, _NACK, _REQUEUE = CODE[s.ACK], CODE[s.NACK], CODE[s.REQUEUE]
 _PACK_DELIVERY, _DELIVERY_SIZE = LAYOUTS[s.DELIVERIES].pack_into, LAYOUTS[s.DELIVERIES].size
@@ -68,7 +68,8 @@ class LaneOwner(Protocol):
 
 
 class JournalLane(Protocol):
-    """A lane as the recorder sees it (both implementations); also a ``broker.core.events.JournalHook``."""
+    """A lane as the recorder sees it (both implementations); also a
+    ``broker.core.events.events.JournalHook``."""
 
     now: int
     deliveries: RowBuffer
@@ -258,9 +259,9 @@ def _load_native() -> type[JournalLane] | None:
     # that it does not share turns it off here, and tests/unit/journal/test_lane.py fails.
     if LAYOUTS[s.DELIVERIES].struct.format != _lane.DELIVERY_FORMAT or _lane.CODES != (_ACK, _NACK, _REQUEUE):
         return None
-    from broker.core.message import Message
-    from broker.core.queue import Envelope
-    from broker.core.unacked import Delivery
+    from broker.core.model.message import Message
+    from broker.core.queues.queue import Envelope
+    from broker.core.queues.unacked import Delivery
 
     _lane.bind(Message, Envelope, Delivery, RowBuffer)
     return _lane.NativeLane

@@ -37,16 +37,16 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.core.events import EventBus, Fate, MessageEvent, TopologyEvent
-from broker.core.typed_json import encode_table
+from broker.core.events.events import EventBus, Fate, MessageEvent, TopologyEvent
+from broker.core.model.typed_json import encode_table
 from broker.journal import schema as s
 from broker.journal.lane import lane_class
 from broker.journal.rows import CODE, LAYOUTS, NULL, RowBuffer
 
 if TYPE_CHECKING:
-    from broker.core.message import Message
-    from broker.core.queue import Envelope, Queue
-    from broker.core.unacked import Delivery
+    from broker.core.model.message import Message
+    from broker.core.queues.queue import Envelope, Queue
+    from broker.core.queues.unacked import Delivery
 
 COMPACT, FULL = "compact", "full"
 

@@ -101,7 +101,8 @@ class RowBuffer:
         return code
 
     def queue_codes(self, queue: Any) -> tuple[int, int]:
-        """(vhost, name) codes of a ``broker.core.queue.Queue``, looked up once per batch by identity."""
+        """(vhost, name) codes of a ``broker.core.queues.queue.Queue``, looked up once per batch by
+        identity."""
         codes = self.queues.get(queue)
         if codes is None:
             codes = self.queues[queue] = (self.intern(queue.vhost), self.intern(queue.name))

@@ -72,7 +72,10 @@ COLUMNS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
         ("msg_seq", "int64"),
         ("exchange", "string"),
         ("routing_key", "string"),
-        ("headers_json", "string"),  # broker.core.typed_json: AMQP types kept (headers matching is typed)
+        (
+            "headers_json",
+            "string",
+        ),  # broker.core.model.typed_json: AMQP types kept (headers matching is typed)
         ("queues", "strings"),  # what the live broker routed to
     ),
 }

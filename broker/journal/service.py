@@ -11,7 +11,7 @@ from typing import Any
 import structlog
 
 from broker.config import JournalConfig
-from broker.core.events import EventBus
+from broker.core.events.events import EventBus
 from broker.journal.files import PARQUET, default_format, warm_up
 from broker.journal.lane import PyLane
 from broker.journal.recorder import JournalRecorder

@@ -1,1 +1,3 @@
-"""Outer ring: RabbitMQ-compatible management HTTP API and definitions import/export."""
+"""Outer ring: the RabbitMQ-compatible management plane, in subpackages by concept (top to bottom, as
+`pyproject.toml` holds them): `addons` > `control` > `api` > `metrics` | `definitions` | `ui` > `views` >
+`context` > `stats` > `errors` | `lazy_http`."""

@@ -1,5 +1,5 @@
 """What `warrenmq serve` runs beside the AMQP listener: definitions applied before it binds, and the
-management HTTP API (broker.management.app) once it has (its port goes into the readiness line as
+management HTTP API (broker.management.api.app) once it has (its port goes into the readiness line as
 ``management_port``).
 """
 
@@ -35,7 +35,11 @@ class DefinitionsAddon:
         self.path = path
 
     async def before_listen(self, server: Server) -> None:
-        from broker.management.definitions import DefinitionsError, apply_definitions, load_definitions
+        from broker.management.definitions.document import (
+            DefinitionsError,
+            apply_definitions,
+            load_definitions,
+        )
 
         try:
             apply_definitions(server.broker, load_definitions(self.path), self.path)
@@ -132,7 +136,7 @@ class ManagementAddon(_HTTPAddon):
 
     @staticmethod
     async def _build(context: ManagementContext) -> web.AppRunner:
-        from broker.management.app import build_app
+        from broker.management.api.app import build_app
 
         return await _runner(build_app(context))
 
@@ -171,7 +175,7 @@ class PrometheusAddon(_HTTPAddon):
 
     async def _build(self, server: Server) -> web.AppRunner:
         from broker.management.context import ManagementContext
-        from broker.management.prometheus_app import build_prometheus_app
+        from broker.management.metrics.prometheus_app import build_prometheus_app
 
         return await _runner(build_prometheus_app(ManagementContext(server, http_host=self.host)))
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from broker.core.broker import Broker
-from broker.core.vhost import VirtualHost
-from broker.management import live
-from broker.management.stats_sampler import DEFAULT_INTERVAL_S, StatsSampler
+from broker.core.topology.vhost import VirtualHost
+from broker.management.stats import live
+from broker.management.stats.stats_sampler import DEFAULT_INTERVAL_S, StatsSampler
 
 if TYPE_CHECKING:
     from broker.server.listener import Server

@@ -1,7 +1,7 @@
 """The CLI channel: what RabbitMQ's node offers its CLIs on the distribution port (RABBITMQ_DIST_PORT, AMQP
 port + 20000), loopback only. A connection first proves it holds the node's Erlang cookie
 (broker/config/control_auth.py, challenge and response both ways); then it is handed to an aiohttp server of
-the management API's own route table (broker/management/app.py, built with ``cli=True``), so rabbitmqctl,
+the management API's own route table (broker/management/api/app.py, built with ``cli=True``), so rabbitmqctl,
 rabbitmq-diagnostics and rabbitmq-plugins run the very handlers the HTTP API runs, acting as the CLI user,
 with every plugin disabled and no management listener. Only this channel has ``stop``."""
 
@@ -95,7 +95,7 @@ async def _stop(request: web.Request) -> web.Response:
     answers."""
     from aiohttp import web
 
-    from broker.management.app import CONTEXT_KEY
+    from broker.management.api.app import CONTEXT_KEY
 
     server = request.app[CONTEXT_KEY].server
     if server.request_stop is not None:
@@ -151,7 +151,7 @@ class ControlAddon:
         """The CLI application, set up once, at the first authenticated connection."""
         from aiohttp import web
 
-        from broker.management.app import build_app
+        from broker.management.api.app import build_app
         from broker.management.context import ManagementContext
 
         assert self._broker_server is not None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from broker.config.model import Watermark
-from broker.core.clock import Clock, TimerHandle
+from broker.core.model.clock import Clock, TimerHandle
 
 if TYPE_CHECKING:
     import psutil

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Protocol, cast
 
-from broker.core.clock import TimerHandle
+from broker.core.model.clock import TimerHandle
 from broker.server.flow_control import ConnectionThrottle, FlowControl
 from broker.server.runtime import connection_closed
 from broker.session.config import FLOW_MORE_CREDIT
@@ -18,7 +18,7 @@ from protocol.connection import ConnectionState
 if TYPE_CHECKING:
     from broker.config import ServerConfig
     from broker.core.broker import Broker
-    from broker.core.clock import Clock
+    from broker.core.model.clock import Clock
     from broker.session.faults import SessionFaults
 
 # Outgoing bytes buffered by the transport before we stop delivering to (and reading from) this peer.

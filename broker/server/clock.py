@@ -6,11 +6,11 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from broker.core.clock import TimerHandle
+from broker.core.model.clock import TimerHandle
 
 
 class LoopClock:
-    """Implements ``broker.core.clock.Clock`` on one asyncio loop."""
+    """Implements ``broker.core.model.clock.Clock`` on one asyncio loop."""
 
     __slots__ = ("_loop",)
 

@@ -21,7 +21,7 @@ from broker.config.plugins import (
     startup_complete_lines,
 )
 from broker.core.broker import Broker
-from broker.core.clock import Clock
+from broker.core.model.clock import Clock
 from broker.server.alarms import AlarmSources, ResourceAlarms
 from broker.server.amqp_protocol import AMQPProtocol
 from broker.server.clock import LoopClock

@@ -1,5 +1,6 @@
 """When to page: above ``vm_memory_high_watermark_paging_ratio`` of the memory watermark, queues holding
-more than their head's worth of bodies in memory move the rest to spill files (broker.core.queue_paging).
+more than their head's worth of bodies in memory move the rest to spill files
+(broker.core.queues.queue_paging).
 
 As RabbitMQ 3.x's memory monitor tells its classic queues to reduce their RAM use past the paging ratio
 (default 0.5 of the watermark; a ratio above 1 turns paging off), so a backlog can outgrow RAM without the
@@ -14,7 +15,7 @@ from collections.abc import Callable
 import structlog
 
 from broker.core.broker import Broker
-from broker.core.queue_paging import page_out
+from broker.core.queues.queue_paging import page_out
 from broker.storage.spill import SpillDirectory
 
 log = structlog.get_logger("warrenmq.paging")

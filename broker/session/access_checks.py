@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from broker.core.access import refusal, topic_refusal
+from broker.core.access.access import refusal, topic_refusal
 from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:
-    from broker.core.access import Permission, ResourceKind
-    from broker.core.exchange import Exchange
+    from broker.core.access.access import Permission, ResourceKind
+    from broker.core.exchanges.exchange import Exchange
     from broker.session.ports import ChannelPort
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from broker.core.clock import Clock, TimerHandle
-from broker.core.queue import Queue
+from broker.core.model.clock import Clock, TimerHandle
+from broker.core.queues.queue import Queue
 from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:

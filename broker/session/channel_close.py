@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from pamqp import commands
 
-from broker.core.queue_admin import remove_consumer
-from broker.core.unacked import requeue_deliveries
+from broker.core.queues.queue_admin import remove_consumer
+from broker.core.queues.unacked import requeue_deliveries
 from broker.session import direct_reply, lifecycle_events
 from broker.session.fates import settled_events
 from protocol.errors import HardError, ReplyCode

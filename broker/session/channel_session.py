@@ -14,13 +14,13 @@ from typing import Any
 from pamqp import commands
 from pamqp.base import Frame
 
-from broker.core.access import DecisionCache
-from broker.core.acting import ACTOR
-from broker.core.message import Message
-from broker.core.queue import Consumer, Envelope, Queue
-from broker.core.stats import ChannelStats
-from broker.core.stream_queue import refuse_stream_settle
-from broker.core.unacked import Delivery, UnackedTracker
+from broker.core.access.access import DecisionCache
+from broker.core.model.acting import ACTOR
+from broker.core.model.message import Message
+from broker.core.model.stats import ChannelStats
+from broker.core.queues.queue import Consumer, Envelope, Queue
+from broker.core.queues.unacked import Delivery, UnackedTracker
+from broker.core.streams.stream_queue import refuse_stream_settle
 from broker.session import channel_close, confirms, direct_reply, settlement
 from broker.session.access_checks import check_publish
 from broker.session.fates import (
@@ -141,7 +141,7 @@ class ChannelSession:
         self.settle(delivery_tag, multiple, None)
 
     def on_method(self, method: Frame) -> None:
-        token = ACTOR.set(self.conn.username)  # who acts, while the handler runs (broker.core.acting)
+        token = ACTOR.set(self.conn.username)  # who acts, while the handler runs (broker.core.model.acting)
         try:
             if (handler := HANDLERS.get(type(method))) is None:
                 raise HardError(ReplyCode.COMMAND_INVALID, "unimplemented method")

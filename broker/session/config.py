@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.core.vhost import LAGGING_BACKLOG
+from broker.core.topology.vhost import LAGGING_BACKLOG
 
 # RabbitMQ 3.13 defaults (rabbit.app / deps/rabbit/Makefile).
 DEFAULT_FRAME_MAX = 131072

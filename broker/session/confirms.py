@@ -29,7 +29,7 @@ from protocol.fastpath import encode_basic_ack, encode_basic_nack
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
-    from broker.core.vhost import VirtualHost
+    from broker.core.topology.vhost import VirtualHost
     from broker.session.ports import ChannelPort
 
     _Encoder = Callable[[int, int, bool], bytes]  # encode_basic_ack / encode_basic_nack

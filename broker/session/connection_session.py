@@ -11,10 +11,10 @@ import structlog
 from pamqp import commands
 from pamqp.base import Frame
 
-from broker.core.acting import INTERNAL, acting
 from broker.core.broker import Broker
-from broker.core.queue import Queue
-from broker.core.vhost import VirtualHost
+from broker.core.model.acting import INTERNAL, acting
+from broker.core.queues.queue import Queue
+from broker.core.topology.vhost import VirtualHost
 from broker.session import channel_close, confirms, lifecycle_events, preauth
 from broker.session.ack_timeout import AckTimeoutWatch
 from broker.session.channel_open import open_channel

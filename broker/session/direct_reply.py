@@ -22,9 +22,9 @@ from weakref import WeakKeyDictionary
 
 from pamqp import commands
 
-from broker.core.message import Message
-from broker.core.queue import Consumer, Queue
-from broker.core.queue_admin import add_consumer
+from broker.core.model.message import Message
+from broker.core.queues.queue import Consumer, Queue
+from broker.core.queues.queue_admin import add_consumer
 from broker.session import reply_names
 from protocol.codec import make_method
 from protocol.errors import ChannelError, HardError, ReplyCode, no_queue

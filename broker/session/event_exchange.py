@@ -10,7 +10,7 @@ It attaches to the event bus as a topology observer (``hot=False``) and a notice
 permissions, policies, parameters, limits, connections, channels, logins): the per-message emit sites test
 only ``EventBus.stepping``, which it leaves alone, so it adds nothing to the publish/deliver path; switched
 off it is not attached at all. Each event carries its acting user from where it was emitted
-(broker.core.acting).
+(broker.core.model.acting).
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from pamqp import commands
 
-from broker.core.event_types import MessageEvent, Notice, Topology, TopologyEvent
-from broker.core.exchange import create_exchange
-from broker.core.message import Message
+from broker.core.exchanges.exchange import create_exchange
+from broker.core.model.event_types import MessageEvent, Notice, Topology, TopologyEvent
+from broker.core.model.message import Message
 from protocol.codec import encode_header_payload
 from protocol.header_rewrite import rewrite_content_header
 
 if TYPE_CHECKING:
     from broker.core.broker import Broker
-    from broker.core.clock import Clock
+    from broker.core.model.clock import Clock
 
 EVENT_EXCHANGE = "amq.rabbitmq.event"
 # RabbitMQ's ?INTERNAL_USER, for what the broker does on its own (auto-delete, expiry).

@@ -4,11 +4,11 @@ store."""
 
 from __future__ import annotations
 
-from broker.core.events import EventBus, Fate
-from broker.core.message import Message
-from broker.core.queue import Envelope, Queue
-from broker.core.queue_settings import QUORUM
-from broker.core.unacked import Delivery
+from broker.core.events.events import EventBus, Fate
+from broker.core.model.message import Message
+from broker.core.queues.queue import Envelope, Queue
+from broker.core.queues.queue_settings import QUORUM
+from broker.core.queues.unacked import Delivery
 from protocol.errors import ReplyCode
 
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from broker.core.queue import Consumer, ConsumerChannel, Envelope, Queue
+    from broker.core.queues.queue import Consumer, ConsumerChannel, Envelope, Queue
     from broker.session.ports import ChannelPort
 
 
 class HeldDeliveries:
-    """Implements ``broker.core.queue.ConsumerChannel`` for one channel's consumers during a catch-up."""
+    """Implements ``broker.core.queues.queue.ConsumerChannel`` for one channel's consumers during a
+    catch-up."""
 
     def __init__(self, channel: ChannelPort) -> None:
         self.channel = channel

@@ -12,8 +12,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, cast
 
 from broker.core.broker import Broker
-from broker.core.runtime_parameters import effective_limit
-from broker.core.vhost import VirtualHost
+from broker.core.policies.runtime_parameters import effective_limit
+from broker.core.topology.vhost import VirtualHost
 from protocol.errors import HardError, ReplyCode
 
 

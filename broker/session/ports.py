@@ -12,19 +12,19 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.core.persistence import CommitWaiter
-from broker.core.queue import ConsumerChannel
+from broker.core.queues.queue import ConsumerChannel
+from broker.core.topology.persistence import CommitWaiter
 
 if TYPE_CHECKING:
     from pamqp.base import Frame
 
-    from broker.core.access import DecisionCache
+    from broker.core.access.access import DecisionCache
     from broker.core.broker import Broker
-    from broker.core.message import Message
-    from broker.core.queue import Consumer, Queue
-    from broker.core.stats import ChannelStats
-    from broker.core.unacked import Delivery, UnackedTracker
-    from broker.core.vhost import VirtualHost
+    from broker.core.model.message import Message
+    from broker.core.model.stats import ChannelStats
+    from broker.core.queues.queue import Consumer, Queue
+    from broker.core.queues.unacked import Delivery, UnackedTracker
+    from broker.core.topology.vhost import VirtualHost
     from broker.session.config import SessionConfig
     from broker.session.faults import SessionFaults
     from broker.session.heartbeat import HeartbeatMonitor
@@ -133,7 +133,7 @@ class ChannelPort(ConsumerChannel, CommitWaiter, Protocol):
     prefetch_count: int
     global_prefetch: int
     confirm: bool
-    stats: ChannelStats  # message_stats counters (broker.core.stats)
+    stats: ChannelStats  # message_stats counters (broker.core.model.stats)
     # Publisher confirms (broker.session.confirms): the last publish seq, the seq up to which all are
     # settled on the wire, those settled one by one above it, those to nack at the next flush, those
     # waiting for a store commit, and the last publish a flush sorted.

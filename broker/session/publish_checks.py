@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.core.expiration import parse_expiration
+from broker.core.model.expiration import parse_expiration
 from broker.session import direct_reply
 from broker.session.routing_headers import check_routing_headers
 from protocol.errors import ChannelError, ReplyCode, internal_exchange, no_exchange

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from broker.core.arguments import amqp_type_name
+from broker.core.model.arguments import amqp_type_name
 from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:
-    from broker.core.vhost import VirtualHost
+    from broker.core.topology.vhost import VirtualHost
 
 ROUTING_HEADERS = ("CC", "BCC")  # checked in this order
 

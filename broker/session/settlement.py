@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.core.dead_letter import reject_deliveries
-from broker.core.unacked import Delivery, requeue_deliveries
+from broker.core.queues.unacked import Delivery, requeue_deliveries
+from broker.core.topology.dead_letter import reject_deliveries
 from broker.session.fates import forget_settled, settled_events
 
 if TYPE_CHECKING:

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from pamqp import commands
 
-from broker.core.message import Message
+from broker.core.model.message import Message
 from protocol.codec import encode_header_payload, set_properties
 
 if TYPE_CHECKING:
-    from broker.core.queue import Envelope, Queue
-    from broker.core.vhost import VirtualHost
+    from broker.core.queues.queue import Envelope, Queue
+    from broker.core.topology.vhost import VirtualHost
     from broker.session.ports import ChannelPort
 
 TRACE_EXCHANGE = "amq.rabbitmq.trace"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from broker.core.message import Message
-from broker.core.unacked import Delivery, UnackedTracker
+from broker.core.model.message import Message
+from broker.core.queues.unacked import Delivery, UnackedTracker
 
 
 class Transaction:

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from broker.core.persistence import CommitWaiter
-from broker.core.stream_log import StreamDisk
+from broker.core.queues.stream_disk import StreamDisk
+from broker.core.topology.persistence import CommitWaiter
 from broker.storage.stream_files import StoredSegment, StreamRow
 
 KEY_SEQ_BITS = 40  # 10^12 messages per queue before a key would spill into the queue id
@@ -27,7 +27,7 @@ KEY_SEQ_BITS = 40  # 10^12 messages per queue before a key would spill into the 
 # ("binding+" / "binding-", (vhost, source, destination_type, destination, routing_key, arguments))
 # ("parameter+", (vhost, component, name, value JSON)) ("parameter-", (vhost, component, name)): policies,
 # operator policies, vhost limits; user limits and global parameters with vhost "" (rabbit_runtime_parameters)
-# ``arguments`` are typed JSON (broker.core.typed_json), so AMQP field types survive a restart.
+# ``arguments`` are typed JSON (broker.core.model.typed_json), so AMQP field types survive a restart.
 TopologyOp = tuple[str, tuple[Any, ...]]
 # (key, exchange, routing_key, content-header payload, body, expires_at epoch ms or None, delivered 0/1)
 MessageRow = tuple[int, str, str, bytes, bytes, int | None, int]

@@ -4,8 +4,8 @@ returns them as rabbit_fifo returns a gone consumer's messages (one more deliver
 
 from __future__ import annotations
 
-from broker.core.queue import Envelope, Queue
-from broker.core.queue_features import TimedEnvelope
+from broker.core.queues.queue import Envelope, Queue
+from broker.core.queues.queue_features import TimedEnvelope
 from broker.storage.base import KEY_SEQ_BITS, MessageRow
 from broker.storage.stream_reader import message_of
 

@@ -18,18 +18,18 @@ from dataclasses import dataclass
 
 import structlog
 
-from broker.core.access import ADMINISTRATOR, AccessError
+from broker.core.access.access import ADMINISTRATOR, AccessError
 from broker.core.broker import Broker
-from broker.core.message import Message
-from broker.core.policies import PolicyError, parse_policy
-from broker.core.queue import Envelope, Queue
-from broker.core.queue_admin import recover_messages
-from broker.core.queue_features import TimedEnvelope
-from broker.core.queue_settings import QUORUM
-from broker.core.runtime_parameters import ParameterError
-from broker.core.stream_log import ClosedSegmentMeta
-from broker.core.stream_queue import StreamPath
-from broker.core.typed_json import decode_table
+from broker.core.model.message import Message
+from broker.core.model.typed_json import decode_table
+from broker.core.policies.policies import PolicyError, parse_policy
+from broker.core.policies.runtime_parameters import ParameterError
+from broker.core.queues.queue import Envelope, Queue
+from broker.core.queues.queue_admin import recover_messages
+from broker.core.queues.queue_features import TimedEnvelope
+from broker.core.queues.queue_settings import QUORUM
+from broker.core.streams.stream_log import ClosedSegmentMeta
+from broker.core.streams.stream_queue import StreamPath
 from broker.storage.base import (
     KEY_SEQ_BITS,
     BindingRow,

@@ -1,4 +1,4 @@
-"""Spill files: where a paged queue's message bodies wait (broker.core.queue_paging's `Spill`).
+"""Spill files: where a paged queue's message bodies wait (broker.core.queues.queue_paging's `Spill`).
 
 One spill per paged queue, as a run of append-only segment files under ``<data dir>/spill/``. A body is
 written once and read once (then released); a segment no longer written whose bodies have all been read is

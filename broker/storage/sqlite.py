@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from broker.core.stream_log import StreamDisk
+from broker.core.queues.stream_disk import StreamDisk
 from broker.storage.base import (
     KEY_SEQ_BITS,
     Batch,

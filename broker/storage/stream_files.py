@@ -20,7 +20,8 @@ tracking snapshot took): start-up reads a closed segment's seal only, and the br
 the file when a consumer needs them, attaching through the index (`broker.storage.stream_reader`).
 
 A segment after a stream's first is named by the offset of RabbitMQ's tracking snapshot chunk, which this
-format does not write: its first chunk starts one offset later (the gap `broker.core.stream_log` keeps).
+format does not write: its first chunk starts one offset later (the gap `broker.core.streams.stream_log`
+keeps).
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from broker.core.stream_file_bytes import SNAPSHOT_OFFSETS, EntrySizer, segment_start_bytes
-from broker.core.stream_log import ClosedSegmentMeta
+from broker.core.streams.stream_file_bytes import SNAPSHOT_OFFSETS, EntrySizer, segment_start_bytes
+from broker.core.streams.stream_log import ClosedSegmentMeta
 
 CHUNK = struct.Struct(">IIQqI")
 RECORD = struct.Struct(">qHHII")
@@ -123,7 +124,7 @@ class _Totals:
     body_bytes: int = 0
     last_ms: int = 0
     skipped: int = 0  # offsets RabbitMQ's tracking snapshot takes before the first record
-    counted_bytes: int = 0  # the segment as osiris would write it (`broker.core.stream_file_bytes`)
+    counted_bytes: int = 0  # the segment as osiris would write it (`broker.core.streams.stream_file_bytes`)
 
     def add(self, records: list[StreamRecord], sizer: EntrySizer) -> None:
         if not self.count and records:

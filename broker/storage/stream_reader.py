@@ -1,7 +1,7 @@
-"""The core's view of a stream's segment files (`broker.core.stream_log.StreamDisk`): closed segments are
-read back sequentially, a bounded batch of chunks per call, on the event loop (plain buffered file reads of
-at most ``max_bytes`` plus one chunk; the writer thread only ever appends to the open segment, which is never
-read from here). Attaching at an offset or a timestamp goes through the segment's sparse index
+"""The core's view of a stream's segment files (`broker.core.queues.stream_disk.StreamDisk`): closed segments
+are read back sequentially, a bounded batch of chunks per call, on the event loop (plain buffered file reads
+of at most ``max_bytes`` plus one chunk; the writer thread only ever appends to the open segment, which is
+never read from here). Attaching at an offset or a timestamp goes through the segment's sparse index
 (`SegmentReader`)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from broker.core.message import Message
+from broker.core.model.message import Message
 from broker.storage.stream_files import (
     CHUNK,
     INDEX_ENTRY,

@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from broker.core.persistence import CommitWaiter
-from broker.core.typed_json import encode_table
+from broker.core.model.typed_json import encode_table
+from broker.core.topology.persistence import CommitWaiter
 from broker.storage.base import KEY_SEQ_BITS, Batch, Store
 
 if TYPE_CHECKING:
-    from broker.core.bindings import Binding
-    from broker.core.exchange import Exchange
-    from broker.core.message import Message
-    from broker.core.queue import Envelope, Queue
-    from broker.core.stream_log import StreamDisk
+    from broker.core.exchanges.bindings import Binding
+    from broker.core.exchanges.exchange import Exchange
+    from broker.core.model.message import Message
+    from broker.core.queues.queue import Envelope, Queue
+    from broker.core.queues.stream_disk import StreamDisk
 
 log = structlog.get_logger("warrenmq.storage")
 
@@ -52,7 +52,7 @@ class _Committed:
 
 
 class StoreWriter:
-    """Implements ``broker.core.persistence.Persistence`` over a `Store`."""
+    """Implements ``broker.core.topology.persistence.Persistence`` over a `Store`."""
 
     def __init__(
         self,

@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 from broker.config import ServerConfig
 from broker.core.broker import Broker
-from broker.core.clock import ManualClock
+from broker.core.model.clock import ManualClock
 from broker.server.listener import Server
 from broker.session.config import SessionConfig
 from broker.storage.base import Store
@@ -100,7 +100,7 @@ class EmbeddedBroker:
         server = Server(self.config, asyncio.get_running_loop(), clock=self.manual_clock, store=self.store)
         server.recover()
         if self.definitions is not None:
-            from broker.management.definitions import apply_definitions, load_definitions
+            from broker.management.definitions.document import apply_definitions, load_definitions
 
             apply_definitions(server.broker, load_definitions(self.definitions))
         if self.record_history:

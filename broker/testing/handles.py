@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
-from broker.core.snapshot import BindingInfo, ConsumerInfo, QueueInfo
+from broker.core.topology.snapshot import BindingInfo, ConsumerInfo, QueueInfo
 from broker.testing.faults import MANAGEMENT_CLOSE_TEXT, Faults
 from broker.testing.inspect import DEFAULT_TIMEOUT_S, Inspector, MessageRecord
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from broker.core.events import Fate, MessageEvent, Topology, TopologyEvent
-from broker.core.snapshot import (
+from broker.core.events.events import Fate, MessageEvent, Topology, TopologyEvent
+from broker.core.topology.snapshot import (
     BindingInfo,
     ConsumerInfo,
     QueueInfo,
@@ -28,7 +28,7 @@ from broker.core.snapshot import (
 )
 
 if TYPE_CHECKING:
-    from broker.core.vhost import VirtualHost
+    from broker.core.topology.vhost import VirtualHost
     from broker.server.listener import Server
 
 DEFAULT_TIMEOUT_S = 5.0

@@ -13,7 +13,7 @@ import pytest
 import broker
 from broker.analytics.jobs.replay import Replayer
 from broker.analytics.pyfiles import project_zip, source_root
-from broker.core.definitions import load_definitions
+from broker.core.topology.definitions import load_definitions
 from tests.analytics.traffic import definitions
 
 
@@ -25,15 +25,20 @@ def test_the_project_zip_is_built_once_per_content_and_imports_on_its_own(tmp_pa
     assert first.stat().st_mtime_ns == built
     with zipfile.ZipFile(first) as archive:
         names = set(archive.namelist())
-    assert {"broker/core/definitions.py", "protocol/errors.py", "broker/analytics/jobs/replay.py"} <= names
+    assert {
+        "broker/core/topology/definitions.py",
+        "protocol/errors.py",
+        "broker/analytics/jobs/replay.py",
+    } <= names
     assert not [name for name in names if "__pycache__" in name or name.endswith(".so")]
     # -I -S: neither the checkout nor site-packages on the path; only the zip can provide broker.core.
     probe = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import broker.core.definitions as d; print(d.__file__)"
+        "import sys; sys.path.insert(0, sys.argv[1]); import broker.core.topology.definitions as d; "
+        "print(d.__file__)"
     )
     command = [sys.executable, "-I", "-S", "-c", probe, str(first)]
     done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=tmp_path)
-    assert done.stdout.strip() == str(first / "broker" / "core" / "definitions.py")
+    assert done.stdout.strip() == str(first / "broker" / "core" / "topology" / "definitions.py")
 
 
 def test_an_edited_source_gets_a_new_zip(tmp_path: Path) -> None:
@@ -44,11 +49,11 @@ def test_an_edited_source_gets_a_new_zip(tmp_path: Path) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(path.read_bytes())
     before = project_zip(copy, into=tmp_path / "cache")
-    (copy / "broker" / "core" / "definitions.py").write_text("# edited\n", encoding="utf-8")
+    (copy / "broker" / "core" / "topology" / "definitions.py").write_text("# edited\n", encoding="utf-8")
     after = project_zip(copy, into=tmp_path / "cache")
     assert after != before
     with zipfile.ZipFile(after) as archive:
-        assert archive.read("broker/core/definitions.py") == b"# edited\n"
+        assert archive.read("broker/core/topology/definitions.py") == b"# edited\n"
 
 
 @pytest.mark.parametrize("memo_limit", [1, 3, 10_000])

@@ -224,8 +224,8 @@ def test_stream_survives_restart_and_kill_like_rabbitmq(tmp_path: Path) -> None:
 
 
 # Retention. Both brokers cut whole segments, oldest first, and keep the active one, counting segment-file
-# bytes as osiris writes them (broker/core/stream_file_bytes.py), and open every segment after the first
-# with a tracking snapshot that takes one offset. With 1000-byte bodies (a 1142-byte chunk each) and
+# bytes as osiris writes them (broker/core/streams/stream_file_bytes.py), and open every segment after the
+# first with a tracking snapshot that takes one offset. With 1000-byte bodies (a 1142-byte chunk each) and
 # 5000-byte segments both roll every 5 messages, so the offset of message i is i + i // 5 on both, and
 # the segment files (named by their first offsets) are the same.
 BODY, SEGMENT, PER_SEGMENT = 1000, 5000, 5

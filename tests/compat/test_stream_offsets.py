@@ -7,8 +7,8 @@ are the same.
 The workload sizes rolls and retention with a margin (over 200 bytes at every roll, 1000 at every retention
 decision) wider than what WarrenMQ's count leaves out: RabbitMQ's snapshot grows by 51 bytes per further
 publishing channel (writer), and its writer id by a byte when the channel's Erlang pid is a digit longer
-(broker/core/stream_file_bytes.py states these bounds). With 200-byte bodies a count of body bytes would
-roll every 10 messages instead of 5, so this diff fails on it.
+(broker/core/streams/stream_file_bytes.py states these bounds). With 200-byte bodies a count of body bytes
+would roll every 10 messages instead of 5, so this diff fails on it.
 """
 
 from __future__ import annotations

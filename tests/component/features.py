@@ -7,8 +7,8 @@ from typing import Any
 from pamqp import commands
 
 from broker.core.broker import Broker
-from broker.core.clock import ManualClock
-from broker.core.profile import DEFAULT_PROFILE, Profile
+from broker.core.model.clock import ManualClock
+from broker.core.model.profile import DEFAULT_PROFILE, Profile
 from broker.session.config import SessionConfig
 from tests.component.harness import Client
 from tests.unit.core.fakes import ManualLoop

@@ -10,7 +10,7 @@ from pamqp.body import ContentBody
 from pamqp.common import FieldTable
 
 from broker.core.broker import Broker
-from broker.core.events import MessageEvent, TopologyEvent
+from broker.core.events.events import MessageEvent, TopologyEvent
 from broker.session.config import SessionConfig
 from broker.session.connection_session import ConnectionSession
 from tests.unit.core.fakes import ManualLoop

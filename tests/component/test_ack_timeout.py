@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pamqp import commands
 
-from broker.core.profile import PROFILES
+from broker.core.model.profile import PROFILES
 from broker.session.config import SessionConfig
 from tests.component.features import TimedClient
 from tests.component.harness import close_of

@@ -15,7 +15,7 @@ from pamqp import commands
 from pamqp.header import ContentHeader
 
 from broker.core.exchanges.erlang_hash import Atom, phash2
-from broker.core.profile import PROFILES
+from broker.core.model.profile import PROFILES
 from broker.session.config import SessionConfig
 from protocol.codec import encode_method, make_method
 from tests.component.harness import Client

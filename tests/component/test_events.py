@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pamqp import commands
 
-from broker.core.events import Fate, Topology
+from broker.core.events.events import Fate, Topology
 from tests.component.harness import Client, Recorder
 
 

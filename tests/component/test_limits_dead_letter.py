@@ -9,7 +9,7 @@ import pytest
 from pamqp import commands, header
 from pamqp.body import ContentBody
 
-from broker.core.events import Fate
+from broker.core.events.events import Fate
 from tests.component.features import TimedClient
 from tests.component.harness import Recorder
 

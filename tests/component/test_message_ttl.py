@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pamqp import commands
 
-from broker.core.events import Fate
+from broker.core.events.events import Fate
 from tests.component.features import TimedClient
 from tests.component.harness import Recorder, close_of
 

@@ -1,4 +1,4 @@
-"""Every row of the version-profile table (broker.core.profile) under every profile."""
+"""Every row of the version-profile table (broker.core.model.profile) under every profile."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from pamqp import commands
 
 from broker.config import add_serve_arguments, config_from_args
-from broker.core.profile import PROFILES, Profile
+from broker.core.model.profile import PROFILES, Profile
 from tests.component.features import TimedClient
 from tests.component.harness import close_of
 

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 import aio_pika
 import pytest
 
-from broker.management.live import connection_state
+from broker.management.stats.live import connection_state
 from broker.server.alarms import MEMORY_INTERVAL_S, AlarmSources
 from broker.server.amqp_protocol import FLOW_PAUSE_S
 from broker.session.config import FLOW_INITIAL_CREDIT, FLOW_QUEUE_BACKLOG

@@ -9,9 +9,9 @@ from typing import Any
 import pika
 import pytest
 
+from broker.core.access.passwords import check_password, hash_password
 from broker.core.broker import Broker
-from broker.core.passwords import check_password, hash_password
-from broker.management.definitions import DefinitionsError, apply_definitions, load_definitions
+from broker.management.definitions.document import DefinitionsError, apply_definitions, load_definitions
 from tests.conftest import run_broker_cli, start_broker_process
 
 # The shape `rabbitmqctl export_definitions` writes (RabbitMQ 3.10), trimmed.

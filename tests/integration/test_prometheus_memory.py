@@ -10,7 +10,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker.management.memory_breakdown import MEMORY_BREAKDOWN
+from broker.management.metrics.memory_breakdown import MEMORY_BREAKDOWN
 from tests.conftest import BrokerProcess, start_broker_process
 
 

@@ -42,7 +42,7 @@ UNUSED = (
     "psutil",
     "broker.journal",
     "broker.server.tls",
-    "broker.management.app",
+    "broker.management.api.app",
     "broker.bench",
 )
 

@@ -179,8 +179,8 @@ async def test_aio_pika_replays_a_stream_from_first(amqp_url: str) -> None:
         await queue.delete()
 
 
-# Segment sizes count as osiris's files (broker.core.stream_file_bytes): a 10-byte persistent message to
-# the default exchange is a chunk of about 180 bytes (137 right after a segment's snapshot), so 300-byte
+# Segment sizes count as osiris's files (broker.core.streams.stream_file_bytes): a 10-byte persistent message
+# to the default exchange is a chunk of about 180 bytes (137 right after a segment's snapshot), so 300-byte
 # segments hold two messages, and every segment after the first opens with a snapshot taking one offset.
 SEGMENT_OF_TWO = 300
 

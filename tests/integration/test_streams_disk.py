@@ -15,8 +15,8 @@ import pika
 import pyarrow.parquet as pq
 import pytest
 
-from broker.core.stream_queue import READ_BATCH_BYTES, StreamPath
-from broker.management.serialize import queue_json
+from broker.core.streams.stream_queue import READ_BATCH_BYTES, StreamPath
+from broker.management.views.serialize import queue_json
 from broker.testing.embed import BrokerThread
 from tests.conftest import start_broker_process
 from tests.management.test_policies_live import http

@@ -12,7 +12,7 @@ from aiohttp import ClientResponse, encode_basic_auth
 from aiohttp.test_utils import TestClient, TestServer
 
 from broker.config import ServerConfig
-from broker.management.app import build_app
+from broker.management.api.app import build_app
 from broker.management.context import ManagementContext
 from broker.server.listener import Server
 

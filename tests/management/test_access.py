@@ -1,4 +1,4 @@
-"""broker.core.access: RabbitMQ's internal user database and permission semantics, pure."""
+"""broker.core.access.access: RabbitMQ's internal user database and permission semantics, pure."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.core.access import AccessControl, AccessError, parse_tags
-from broker.core.passwords import hash_password
+from broker.core.access.access import AccessControl, AccessError, parse_tags
+from broker.core.access.passwords import hash_password
 
 # The hash RabbitMQ 3.10.8 stored for guest/guest (GET /api/users on the oracle node).
 RABBITMQ_GUEST_HASH = "JDNk36j3JEmHASjMS4L5BUCJAb0XNwtIbP5NLlvneTLpGDUr"
@@ -136,7 +136,7 @@ def test_authorize_agrees_with_an_unanchored_search(pattern: str, name: str, per
 
 
 def test_a_decision_cache_answers_as_authorize_and_forgets_on_any_change() -> None:
-    from broker.core.access import DecisionCache
+    from broker.core.access.access import DecisionCache
 
     access = AccessControl()
     access.set_permission("u", "/", ".*", "^a", ".*")

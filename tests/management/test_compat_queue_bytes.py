@@ -1,7 +1,8 @@
 """Differential: per-queue message and byte figures (message_bytes*, messages_persistent, *_ram, paged-out)
 after the same traffic on a private RabbitMQ node and on WarrenMQ: durable and transient queues, persistent
 and transient messages of different sizes, unacknowledged deliveries, a requeue, a priority queue and a
-drop-head length limit. Our figures come from counters kept as messages move (broker.core.queue_bytes)."""
+drop-head length limit. Our figures come from counters kept as messages move
+(broker.core.queues.queue_bytes)."""
 
 from __future__ import annotations
 

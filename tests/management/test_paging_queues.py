@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from broker.management import paging
+from broker.management.api import paging
 from tests.management.conftest import Api
 
 NAMES = ["b", "A", "a10", "a2", "é", "Zed", "a1", "queue-x", "x-queue", "mid"]

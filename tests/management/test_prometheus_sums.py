@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from broker.config import ServerConfig
-from broker.core.message import Message
-from broker.management import prometheus_collect as collect
+from broker.core.model.message import Message
 from broker.management.context import ManagementContext
+from broker.management.metrics import prometheus_collect as collect
 from broker.server.listener import Server
 
 

@@ -12,8 +12,8 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from broker.config import ServerConfig
-from broker.core.clock import ManualClock
-from broker.management.app import build_app
+from broker.core.model.clock import ManualClock
+from broker.management.api.app import build_app
 from broker.management.context import ManagementContext
 from broker.server.listener import Server
 from tests.management.conftest import Api

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from broker.config import ServerConfig
-from broker.core.clock import ManualClock
+from broker.core.model.clock import ManualClock
 from broker.management.context import ManagementContext
-from broker.management.stats_sampler import CHUNK, StatsSampler
+from broker.management.stats.stats_sampler import CHUNK, StatsSampler
 from broker.server.listener import Server
 
 T0_MS = 1_700_000_000_000

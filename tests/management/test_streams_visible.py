@@ -12,7 +12,7 @@ from typing import Any
 import pika
 import pytest
 
-from broker.core.policies import parse_policy
+from broker.core.policies.policies import parse_policy
 from broker.testing.embed import BrokerThread
 from tests.conftest import BrokerProcess, start_broker_process
 from tests.management.test_policies_live import connect, count, http

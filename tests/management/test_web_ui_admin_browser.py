@@ -17,8 +17,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from playwright.async_api import Browser, expect
 
 from broker.config import ServerConfig
-from broker.core.clock import ManualClock
-from broker.management.app import build_app
+from broker.core.model.clock import ManualClock
+from broker.management.api.app import build_app
 from broker.management.context import ManagementContext
 from broker.server.listener import Server
 from tests.management.conftest import Api

@@ -11,7 +11,7 @@ import aio_pika
 import pika
 import pytest
 
-from broker.core.names import NameGenerator
+from broker.core.model.names import NameGenerator
 from broker.testing import VhostHandle
 
 

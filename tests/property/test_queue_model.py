@@ -6,11 +6,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from broker.core.dispatcher import Dispatcher
-from broker.core.message import Message
-from broker.core.queue import Consumer, Queue
-from broker.core.queue_admin import add_consumer, basic_get, purge_queue, remove_consumer
-from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
+from broker.core.model.dispatcher import Dispatcher
+from broker.core.model.message import Message
+from broker.core.queues.queue import Consumer, Queue
+from broker.core.queues.queue_admin import add_consumer, basic_get, purge_queue, remove_consumer
+from broker.core.queues.unacked import Delivery, UnackedTracker, requeue_deliveries
 from tests.unit.core.fakes import ManualLoop, RecordingChannel
 
 
@@ -100,7 +100,7 @@ class QueueMachine(RuleBasedStateMachine):
 
     @invariant()
     def byte_counters_match_the_messages_held(self) -> None:
-        # Kept incrementally (broker.core.queue_bytes); recomputed here from what the queue holds.
+        # Kept incrementally (broker.core.queues.queue_bytes); recomputed here from what the queue holds.
         def size(ident: int) -> int:
             return len(str(ident)) + ident % 5
 

@@ -1,6 +1,6 @@
-"""A queue that pages its bodies to spill files (broker.core.queue_paging, real SpillFiles) behaves like the
-naive model of test_queue_model: same order, same bodies, byte counters true, the paged envelopes always a
-suffix of the ready list. The head budget is shrunk so that a few small messages page."""
+"""A queue that pages its bodies to spill files (broker.core.queues.queue_paging, real SpillFiles) behaves
+like the naive model of test_queue_model: same order, same bodies, byte counters true, the paged envelopes
+always a suffix of the ready list. The head budget is shrunk so that a few small messages page."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from broker.core import queue_paging
-from broker.core.dispatcher import Dispatcher
-from broker.core.message import Message
-from broker.core.queue import Consumer, Queue
-from broker.core.queue_admin import add_consumer, basic_get, purge_queue, remove_consumer
-from broker.core.queue_paging import PagedMessage, PagedQueue, page_out
-from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
+from broker.core.model.dispatcher import Dispatcher
+from broker.core.model.message import Message
+from broker.core.queues import queue_paging
+from broker.core.queues.queue import Consumer, Queue
+from broker.core.queues.queue_admin import add_consumer, basic_get, purge_queue, remove_consumer
+from broker.core.queues.queue_paging import PagedMessage, PagedQueue, page_out
+from broker.core.queues.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.storage.spill import SpillDirectory
 from tests.unit.core.fakes import ManualLoop, RecordingChannel
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.core.bindings import BindingTable
-from broker.core.exchange import Exchange, create_exchange
-from broker.core.message import Message
-from broker.core.router import Router
+from broker.core.exchanges.bindings import BindingTable
+from broker.core.exchanges.exchange import Exchange, create_exchange
+from broker.core.exchanges.router import Router
+from broker.core.model.message import Message
 from tests.property.test_topic_trie import naive_match
 
 TYPES = ["direct", "fanout", "topic"]

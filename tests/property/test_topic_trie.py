@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.core.exchanges.topic import TopicExchangeType
-from broker.core.message import Message
-from broker.core.topic_trie import TopicTrie
+from broker.core.exchanges.topic_trie import TopicTrie
+from broker.core.model.message import Message
 
 # Small vocabularies so that patterns and keys collide often; "" makes empty words, and keys may contain the
 # wildcard characters, which are literals in a routing key.

@@ -23,8 +23,8 @@ from pyspark.sql import functions as F
 from broker.analytics.errors import AnalyticsError
 from broker.analytics.output import write_results
 from broker.analytics.schema import load_journal
-from broker.core.definitions import DefinitionsError, Topology, load_definitions
-from broker.core.typed_json import decode_table
+from broker.core.model.typed_json import decode_table
+from broker.core.topology.definitions import DefinitionsError, Topology, load_definitions
 
 OUTPUT_DDL = (
     "node string, msg_seq long, vhost string, exchange string, routing_key string, "

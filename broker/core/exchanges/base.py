@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Protocol
 
-from broker.core.message import Message
+from broker.core.model.message import Message
 
 
 class ExchangeType(Protocol):
     """The routing state of ONE exchange of a type (RabbitMQ's rabbit_exchange_type behaviour, made stateful).
 
-    One instance per exchange, created by `broker.core.exchange.create_exchange`. A type's module holds the
-    class; `broker.core.exchanges.registry` lists every type (a plugin type adds one module and one registry
-    line). ``route`` is the hot path: everything it needs (split topic words, parsed ``x-match``) is prepared
-    in ``bind``.
+    One instance per exchange, created by `broker.core.exchanges.exchange.create_exchange`. A type's module
+    holds the class; `broker.core.exchanges.registry` lists every type (a plugin type adds one module and one
+    registry line). ``route`` is the hot path: everything it needs (split topic words, parsed ``x-match``) is
+    prepared in ``bind``.
 
 
     Optional hooks, looked up with getattr so built-in types need not define them: ``configure(arguments)``

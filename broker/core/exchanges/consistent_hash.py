@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, ClassVar
 
-from broker.core.arguments import amqp_type_name, erlang_binary, timestamp_seconds
 from broker.core.exchanges.erlang_hash import Atom, phash2
 from broker.core.exchanges.jump_hash import jump_consistent_hash
 from broker.core.exchanges.typed_header import header_pair
-from broker.core.message import Message
-from broker.core.profile import Profile
+from broker.core.model.arguments import amqp_type_name, erlang_binary, timestamp_seconds
+from broker.core.model.message import Message
+from broker.core.model.profile import Profile
 from protocol.errors import ChannelError, ReplyCode
 
 HASH_HEADER = "hash-header"
@@ -101,7 +101,7 @@ class ConsistentHashExchangeType:
     type_name: ClassVar[str] = "x-consistent-hash"
     unique_destinations: ClassVar[bool] = True
     # One destination from the routing keys: hd(RoutingKeys), so CC/BCC keys change nothing
-    # (read by broker.core.sender_selected).
+    # (read by broker.core.topology.sender_selected).
     hashes_routing_keys: ClassVar[bool] = True
 
     __slots__ = ("_buckets", "_placed", "hash_header", "hash_property", "typed_header")

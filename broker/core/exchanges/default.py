@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from broker.core.message import Message
+from broker.core.model.message import Message
 from protocol.errors import ChannelError, ReplyCode
 
 DEFAULT_EXCHANGE_DENIED = "operation not permitted on the default exchange"

@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from broker.core.message import Message
+from broker.core.model.message import Message
 from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:
-    from broker.core.clock import Clock, TimerHandle
     from broker.core.exchanges.base import ExchangeType
+    from broker.core.model.clock import Clock, TimerHandle
 
 DELAYED_TYPE = "x-delayed-type"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from broker.core.message import Message
+from broker.core.model.message import Message
 
 
 class DirectExchangeType:

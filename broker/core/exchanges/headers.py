@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, ClassVar
 
-from broker.core.arguments import (
+from broker.core.model.arguments import (
     FLAT_DEPTH,
     FrozenTable,
     amqp_type_name,
@@ -19,7 +19,7 @@ from broker.core.arguments import (
     is_amqp_string,
     timestamp_seconds,
 )
-from broker.core.message import Message
+from broker.core.model.message import Message
 from protocol.errors import ChannelError, ReplyCode
 
 _X_MATCH_MODES = {

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from broker.core.exchanges.erlang_hash import phash2
-from broker.core.message import Message
+from broker.core.model.message import Message
 
 _KEY_CACHE_SIZE = 4096
 
@@ -30,7 +30,7 @@ def _route_order(entry: tuple[str, object]) -> tuple[bytes, int, bytes]:
 class ModulusHashExchangeType:
     type_name: ClassVar[str] = "x-modulus-hash"
     unique_destinations: ClassVar[bool] = True  # one destination per route
-    # One destination from all the routing keys together (read by broker.core.sender_selected).
+    # One destination from all the routing keys together (read by broker.core.topology.sender_selected).
     hashes_routing_keys: ClassVar[bool] = True
 
     __slots__ = ("_bindings", "_destinations", "_key_hashes")
@@ -76,6 +76,7 @@ class ModulusHashExchangeType:
 
 
 def _header_routes(headers: Mapping[str, Any], name: str) -> list[str | bytes]:
-    """The keys of a CC or BCC header: its array's string items (as broker.core.dead_letter reads them)."""
+    """The keys of a CC or BCC header: its array's string items (as broker.core.topology.dead_letter reads
+    them)."""
     value = headers.get(name)
     return [item for item in value if isinstance(item, str | bytes)] if isinstance(value, list) else []

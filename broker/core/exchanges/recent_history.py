@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol, cast
 
-from broker.core.arguments import erlang_term
-from broker.core.message import Message
+from broker.core.model.arguments import erlang_term
+from broker.core.model.message import Message
 from protocol.errors import ChannelError, ReplyCode
 
 LENGTH = "x-recent-history-length"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from broker.core.arguments import freeze_table
-from broker.core.message import Message
-from broker.core.topic_trie import TopicTrie
+from broker.core.exchanges.topic_trie import TopicTrie
+from broker.core.model.arguments import freeze_table
+from broker.core.model.message import Message
 
 ROUTE_CACHE_SIZE = 4096
 

@@ -10,7 +10,7 @@ import random
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from broker.core.message import Message
+from broker.core.model.message import Message
 
 
 class RandomExchangeType:

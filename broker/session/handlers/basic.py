@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 from pamqp import commands
 
-from broker.core.arguments import amqp_type_name
-from broker.core.queue import Consumer
-from broker.core.queue_admin import add_consumer, basic_get, remove_consumer
-from broker.core.queue_features import TimedEnvelope
-from broker.core.queue_settings import QUORUM, STREAM
-from broker.core.stream_queue import StreamPath
-from broker.core.unacked import Delivery, requeue_deliveries
+from broker.core.model.arguments import amqp_type_name
+from broker.core.queues.queue import Consumer
+from broker.core.queues.queue_admin import add_consumer, basic_get, remove_consumer
+from broker.core.queues.queue_features import TimedEnvelope
+from broker.core.queues.queue_settings import QUORUM, STREAM
+from broker.core.queues.unacked import Delivery, requeue_deliveries
+from broker.core.streams.stream_queue import StreamPath
 from broker.session import direct_reply
 from broker.session.access_checks import check
 from broker.session.fates import delivered_event, settled_events, stored_delivery
@@ -25,8 +25,8 @@ from protocol.errors import ChannelError, HardError, ReplyCode
 from protocol.fastpath import encode_basic_get_ok
 
 if TYPE_CHECKING:
-    from broker.core.queue import Envelope, Queue
-    from broker.core.vhost import VirtualHost
+    from broker.core.queues.queue import Envelope, Queue
+    from broker.core.topology.vhost import VirtualHost
     from broker.session.ports import ChannelPort
 
 

@@ -6,18 +6,18 @@ from typing import TYPE_CHECKING
 
 from pamqp import commands
 
-from broker.core.exchange import (
+from broker.core.exchanges.exchange import (
     ALTERNATE_EXCHANGE,
     check_alternate_exchange_argument,
     check_exchange_type,
     is_reserved_name,
     system_exchange_deletion_error,
 )
-from broker.core.vhost_topology import default_exchange_refused
+from broker.core.topology.vhost_topology import default_exchange_refused
 from broker.session.access_checks import check, check_topic
 
 if TYPE_CHECKING:
-    from broker.core.vhost import VirtualHost
+    from broker.core.topology.vhost import VirtualHost
     from broker.session.ports import ChannelPort
 
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from pamqp import commands
 
-from broker.core.exchange import is_reserved_name, reserved_name_error
-from broker.core.vhost_topology import default_exchange_refused
+from broker.core.exchanges.exchange import is_reserved_name, reserved_name_error
+from broker.core.topology.vhost_topology import default_exchange_refused
 from broker.session import direct_reply
 from broker.session.access_checks import check, check_topic
 from broker.session.direct_reply import REPLY_QUEUE
@@ -17,7 +17,7 @@ from broker.session.queue_names import resolve_queue_name
 from protocol.codec import make_method
 
 if TYPE_CHECKING:
-    from broker.core.vhost import VirtualHost
+    from broker.core.topology.vhost import VirtualHost
     from broker.session.ports import ChannelPort
 
 

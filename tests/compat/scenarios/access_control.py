@@ -13,7 +13,7 @@ from typing import Any
 
 import pika
 
-from broker.core.passwords import hash_password
+from broker.core.access.passwords import hash_password
 
 from .kit import Ctx, Observation, bodies, outcome
 

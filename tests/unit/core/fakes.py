@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from broker.core.queue import Consumer, Envelope, Queue
+from broker.core.queues.queue import Consumer, Envelope, Queue
 
 
 class ManualLoop:

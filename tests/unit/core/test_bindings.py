@@ -9,10 +9,10 @@ from typing import Any, cast
 
 import pytest
 
-from broker.core.arguments import freeze_table, thaw_table
-from broker.core.bindings import Binding, BindingTable
-from broker.core.exchange import Exchange, create_exchange
-from broker.core.message import Message
+from broker.core.exchanges.bindings import Binding, BindingTable
+from broker.core.exchanges.exchange import Exchange, create_exchange
+from broker.core.model.arguments import freeze_table, thaw_table
+from broker.core.model.message import Message
 from protocol.errors import ChannelError
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.core.clock import ManualClock
+from broker.core.model.clock import ManualClock
 
 
 def test_timers_fire_in_due_order_at_their_due_time() -> None:

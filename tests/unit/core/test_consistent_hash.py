@@ -16,8 +16,8 @@ from broker.core.exchanges.consistent_hash import ConsistentHashExchangeType, pr
 from broker.core.exchanges.erlang_hash import Atom, phash2
 from broker.core.exchanges.jump_hash import jump_consistent_hash
 from broker.core.exchanges.typed_header import header_pair
-from broker.core.message import Message
-from broker.core.profile import PROFILES
+from broker.core.model.message import Message
+from broker.core.model.profile import PROFILES
 
 QUEUES = [f"q{n}" for n in range(4)]
 

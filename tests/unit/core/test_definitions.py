@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.core.definitions import DefinitionsError, load_definitions
-from broker.core.typed_json import NESTED_MAX_DEPTH, decode_table, encode_table
+from broker.core.model.typed_json import NESTED_MAX_DEPTH, decode_table, encode_table
+from broker.core.topology.definitions import DefinitionsError, load_definitions
 
 
 def exchange(name: str, kind: str, **arguments: Any) -> dict[str, Any]:

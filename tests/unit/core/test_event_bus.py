@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from broker.core.events import EventBus, Fate, MessageEvent, TopologyEvent
-from broker.core.message import Message
+from broker.core.events.events import EventBus, Fate, MessageEvent, TopologyEvent
+from broker.core.model.message import Message
 
 
 class Seen:

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from broker.core.exchange import (
+from broker.core.exchanges.default import DefaultExchangeType
+from broker.core.exchanges.direct import DirectExchangeType
+from broker.core.exchanges.exchange import (
     Exchange,
     check_alternate_exchange_argument,
     check_exchange_type,
@@ -15,10 +17,8 @@ from broker.core.exchange import (
     reserved_name_error,
     system_exchange_deletion_error,
 )
-from broker.core.exchanges.default import DefaultExchangeType
-from broker.core.exchanges.direct import DirectExchangeType
 from broker.core.exchanges.registry import EXCHANGE_TYPES
-from broker.core.message import Message
+from broker.core.model.message import Message
 from protocol.errors import ChannelError, ReplyCode
 
 

@@ -10,7 +10,7 @@ from broker.core.exchanges.direct import DirectExchangeType
 from broker.core.exchanges.fanout import FanoutExchangeType
 from broker.core.exchanges.registry import EXCHANGE_TYPES
 from broker.core.exchanges.topic import ROUTE_CACHE_SIZE, TopicExchangeType
-from broker.core.message import Message
+from broker.core.model.message import Message
 from protocol.errors import ChannelError, ReplyCode
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from broker.core.exchanges.headers import HeadersExchangeType
-from broker.core.message import Message
+from broker.core.model.message import Message
 from protocol.errors import ChannelError, ReplyCode
 
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from broker.core.pcre_errors import pcre_reason
+from broker.core.access.pcre_errors import pcre_reason
 
 ERLANG = [
     ("(", "missing )", 1),

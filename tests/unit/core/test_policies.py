@@ -10,11 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from broker.core.broker import Broker
-from broker.core.message import Message
-from broker.core.policies import Policy, PolicyError, effective_definition, parse_policy, select
-from broker.core.policy_apply import merge_settings
-from broker.core.queue_settings import PLAIN, QUORUM, compile_settings
-from broker.core.runtime_parameters import ParameterError, RuntimeParameters
+from broker.core.model.message import Message
+from broker.core.policies.policies import Policy, PolicyError, effective_definition, parse_policy, select
+from broker.core.policies.policy_apply import merge_settings
+from broker.core.policies.runtime_parameters import ParameterError, RuntimeParameters
+from broker.core.queues.queue_settings import PLAIN, QUORUM, compile_settings
 from tests.unit.core.fakes import ManualLoop
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from broker.core.dispatcher import Dispatcher
-from broker.core.message import Message
-from broker.core.queue import Consumer, Queue
-from broker.core.queue_admin import add_consumer, basic_get, delete_queue, remove_consumer
+from broker.core.model.dispatcher import Dispatcher
+from broker.core.model.message import Message
+from broker.core.queues.queue import Consumer, Queue
+from broker.core.queues.queue_admin import add_consumer, basic_get, delete_queue, remove_consumer
 from protocol.errors import ChannelError, ReplyCode
 from tests.unit.core.fakes import ManualLoop, RecordingChannel
 

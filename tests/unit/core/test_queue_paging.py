@@ -1,5 +1,6 @@
-"""Paging a plain queue's bodies to spill files and back (broker.core.queue_paging with broker.storage.spill's
-real files): order, bodies and counters survive; the spill's files go when its bodies have been read."""
+"""Paging a plain queue's bodies to spill files and back (broker.core.queues.queue_paging with
+broker.storage.spill's real files): order, bodies and counters survive; the spill's files go when its bodies
+have been read."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from broker.core.broker import Broker
-from broker.core.message import Message
-from broker.core.queue import Consumer, Queue
-from broker.core.queue_admin import add_consumer, basic_get, purge_queue, remove_consumer
-from broker.core.queue_features import QueueFeatures
-from broker.core.queue_paging import HEAD_BYTES, PagedMessage, PagedQueue, page_out
-from broker.core.unacked import Delivery, UnackedTracker, requeue_deliveries
+from broker.core.model.message import Message
+from broker.core.queues.queue import Consumer, Queue
+from broker.core.queues.queue_admin import add_consumer, basic_get, purge_queue, remove_consumer
+from broker.core.queues.queue_features import QueueFeatures
+from broker.core.queues.queue_paging import HEAD_BYTES, PagedMessage, PagedQueue, page_out
+from broker.core.queues.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.storage.spill import SpillDirectory, SpillFile
 from tests.unit.core.fakes import ManualLoop, RecordingChannel
 

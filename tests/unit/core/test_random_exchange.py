@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from broker.core.dispatcher import Dispatcher
 from broker.core.exchanges.x_random import RandomExchangeType
-from broker.core.message import Message
-from broker.core.names import NameGenerator
-from broker.core.vhost import VirtualHost
+from broker.core.model.dispatcher import Dispatcher
+from broker.core.model.message import Message
+from broker.core.model.names import NameGenerator
+from broker.core.topology.vhost import VirtualHost
 
 
 def _vhost_with(queues: int) -> VirtualHost:

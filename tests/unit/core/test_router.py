@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from broker.core.bindings import BindingTable
-from broker.core.exchange import Exchange, create_exchange
-from broker.core.message import Message
-from broker.core.router import Router
+from broker.core.exchanges.bindings import BindingTable
+from broker.core.exchanges.exchange import Exchange, create_exchange
+from broker.core.exchanges.router import Router
+from broker.core.model.message import Message
 
 
 class Topology:

@@ -1,11 +1,11 @@
-"""broker.core.stats: rates from the last two samples, and the samples windows, on given timestamps."""
+"""broker.core.model.stats: rates from the last two samples, and the samples windows, on given timestamps."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.core.stats import MAX_SAMPLES, ChannelStats, Series
+from broker.core.model.stats import MAX_SAMPLES, ChannelStats, Series
 
 
 @given(

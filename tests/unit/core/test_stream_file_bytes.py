@@ -10,8 +10,8 @@ import pika
 import pytest
 from pika import frame
 
-from broker.core.message import Message
-from broker.core.stream_file_bytes import (
+from broker.core.model.message import Message
+from broker.core.streams.stream_file_bytes import (
     CHUNK_HEADER_BYTES,
     ENTRY_HEADER_BYTES,
     TRAILER_BYTES,

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.core.message import Message
-from broker.core.queue_settings import max_age
-from broker.core.stream_filter import consumer_filter
-from broker.core.stream_log import StreamLog
-from broker.core.stream_offset import start_offset
+from broker.core.model.message import Message
+from broker.core.queues.queue_settings import max_age
+from broker.core.streams.stream_filter import consumer_filter
+from broker.core.streams.stream_log import StreamLog
+from broker.core.streams.stream_offset import start_offset
 from protocol.errors import ChannelError, HardError
 
 RESOURCE = "queue 's' in vhost '/'"

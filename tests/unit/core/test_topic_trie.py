@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from broker.core.topic_trie import TopicTrie, split_pattern
+from broker.core.exchanges.topic_trie import TopicTrie, split_pattern
 
 PATTERNS = ["", "#", "*", "*.*", "a.*", "a.#", "#.a", "a", "a..b", "a.*.b", "#.#", "a.#.b", ".", "*.", ".*",
             "#.", "a.", "*.#", "#.*"]  # fmt: skip

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from broker.core.dispatcher import Dispatcher
-from broker.core.message import Message
-from broker.core.queue import Envelope, Queue
-from broker.core.unacked import Delivery, UnackedTracker
+from broker.core.model.dispatcher import Dispatcher
+from broker.core.model.message import Message
+from broker.core.queues.queue import Envelope, Queue
+from broker.core.queues.unacked import Delivery, UnackedTracker
 from protocol.errors import ChannelError, ReplyCode
 from tests.unit.core.fakes import ManualLoop
 

@@ -13,8 +13,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from broker.core.events import Fate, MessageEvent, TopologyEvent
-from broker.core.typed_json import encode_table
+from broker.core.events.events import Fate, MessageEvent, TopologyEvent
+from broker.core.model.typed_json import encode_table
 from broker.journal import schema as s
 
 COMPACT, FULL = "compact", "full"

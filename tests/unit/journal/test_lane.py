@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.core.dispatcher import Dispatcher
-from broker.core.message import Message
-from broker.core.queue import Envelope, Queue
-from broker.core.unacked import Delivery
+from broker.core.model.dispatcher import Dispatcher
+from broker.core.model.message import Message
+from broker.core.queues.queue import Envelope, Queue
+from broker.core.queues.unacked import Delivery
 from broker.journal import lane as lane_module
 from broker.journal.recorder import COMPACT, FULL, JournalRecorder
 from broker.journal.rows import RowBuffer
@@ -31,7 +31,7 @@ from protocol import compiled
 from tests.unit.journal.support import NATIVE_DISABLED, Sink, Ticks, native_lanes
 
 # A mypyc-compiled Message (setup.py) can be neither subclassed in Python nor given a mark of the wrong type.
-MESSAGE_COMPILED = compiled.is_compiled("broker.core.message")
+MESSAGE_COMPILED = compiled.is_compiled("broker.core.model.message")
 
 
 class RawSink:

@@ -7,7 +7,7 @@ from typing import Any
 
 from pamqp import commands
 
-from broker.core.typed_json import decode_table
+from broker.core.model.typed_json import decode_table
 from broker.journal.recorder import JournalRecorder
 from broker.journal.schema import DELIVERIES, EVENTS, ROUTE_CAPTURE
 from tests.component.harness import Client

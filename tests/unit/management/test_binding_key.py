@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from broker.core.arguments import Long, amqp_type_name, freeze_table, thaw_table
-from broker.core.typed_json import decode_table, encode_table
-from broker.management.binding_key import json_arguments, properties_key
+from broker.core.model.arguments import Long, amqp_type_name, freeze_table, thaw_table
+from broker.core.model.typed_json import decode_table, encode_table
+from broker.management.views.binding_key import json_arguments, properties_key
 
 # (routing key, JSON arguments, RabbitMQ's properties_key), from POST /api/bindings on RabbitMQ 3.10.8.
 RABBITMQ_KEYS: list[tuple[str, dict[str, Any], str]] = [

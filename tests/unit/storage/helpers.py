@@ -8,8 +8,8 @@ from typing import Any
 
 from pamqp import commands
 
-from broker.core.expiration import parse_expiration
-from broker.core.message import Message
+from broker.core.model.expiration import parse_expiration
+from broker.core.model.message import Message
 from broker.storage.base import Store
 from protocol.codec import encode_header_payload
 from protocol.content_header import parse_content_header

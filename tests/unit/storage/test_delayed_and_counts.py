@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from broker.core.clock import ManualClock
-from broker.core.queue import Consumer, Queue
-from broker.core.queue_admin import add_consumer, basic_get
-from broker.core.queue_features import TimedEnvelope
-from broker.core.vhost import VirtualHost
+from broker.core.model.clock import ManualClock
+from broker.core.queues.queue import Consumer, Queue
+from broker.core.queues.queue_admin import add_consumer, basic_get
+from broker.core.queues.queue_features import TimedEnvelope
+from broker.core.topology.vhost import VirtualHost
 from broker.session.fates import stored_delivery
 from broker.storage.base import Store, message_key
 from broker.storage.memory import MemoryStore

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.core.broker import Broker
-from broker.core.clock import ManualClock
-from broker.core.queue import Envelope, Queue
-from broker.core.queue_admin import basic_get
-from broker.core.queue_features import TimedEnvelope
+from broker.core.model.clock import ManualClock
+from broker.core.queues.queue import Envelope, Queue
+from broker.core.queues.queue_admin import basic_get
+from broker.core.queues.queue_features import TimedEnvelope
 from broker.session.fates import stored_delivery
 from broker.storage.memory import MemoryStore
 from broker.storage.recovery import RecoveryReport, recover

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.core.stream_file_bytes import EntrySizer, segment_start_bytes
-from broker.core.stream_log import ClosedSegmentMeta
+from broker.core.streams.stream_file_bytes import EntrySizer, segment_start_bytes
+from broker.core.streams.stream_log import ClosedSegmentMeta
 from broker.storage.stream_files import (
     INDEX_ENTRY,
     INDEX_INTERVAL_BYTES,

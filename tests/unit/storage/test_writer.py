@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 import pytest
 
-from broker.core.dispatcher import Dispatcher
-from broker.core.queue import Envelope, Queue
+from broker.core.model.dispatcher import Dispatcher
+from broker.core.queues.queue import Envelope, Queue
 from broker.storage.base import MessageRow, message_key
 from broker.storage.memory import MemoryStore
 from broker.storage.sqlite import DB_NAME, SqliteStore

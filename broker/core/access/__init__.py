@@ -1,0 +1,1 @@
+"""Users, passwords, permissions and the one `authorize()`, login attempts; imports only `model`."""

@@ -1,0 +1,2 @@
+"""The HTTP API: the aiohttp app, authentication, routing, paging, message peeking and one module per
+resource (`resources`)."""

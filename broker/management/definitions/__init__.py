@@ -1,0 +1,1 @@
+"""Definitions import and export (`rabbitmqctl export_definitions`, `/api/definitions`)."""

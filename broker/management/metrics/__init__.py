@@ -1,0 +1,1 @@
+"""Prometheus: the rabbitmq_prometheus metric catalogue, collection and its endpoint; memory breakdown."""
