@@ -6,7 +6,7 @@ and how much memory it holds once ready.
   the median of ``--runs`` starts, with the default configuration (management and Prometheus on ephemeral
   ports, the SQLite store under a fresh temporary directory) and with all three off;
 - imports: ``python -X importtime`` on the same command, each module's own ("self") import time summed per
-  top-level package (``broker.server.listener`` counts for ``broker``), the median over ``--import-runs``;
+  top-level package (``broker.node`` counts for ``broker``), the median over ``--import-runs``;
 - RSS at ready: the broker process's VmRSS once its first handshake completed;
 - with management on, the time to a first ``/api/overview`` answered, right after that handshake: the
   management application is built at its first request (broker.management.lazy_http).

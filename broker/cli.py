@@ -85,8 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from broker.config.args import Loaded, config_from_loaded
         from broker.config.layers import environ
         from broker.log_setup import configure_logging
-        from broker.management.addons import addons_for
-        from broker.server.listener import run
+        from broker.node import run
 
         loaded = Loaded(args, environ())
         config = config_from_loaded(loaded, args)
@@ -96,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.info("config_files", files=loaded.files)
         for warning in loaded.warnings:
             log.warning("config_ignored", detail=warning)
-        return run(config, addons_for(config))
+        return run(config)
     if args.command == "config":
         from broker.config.args import Loaded, config_from_loaded
         from broker.config.layers import environ

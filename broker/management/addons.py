@@ -13,7 +13,7 @@ import structlog
 from broker.config import ServerConfig, TLSOptions
 from broker.config.plugins import started_plugins
 from broker.management.lazy_http import LazyHTTPListener
-from broker.server.listener import Addon, Server, StartupError
+from broker.server.server import Addon, Server, StartupError
 from broker.server.sockets import listen_socket
 
 # What each addon serves with is imported when it is first needed, not with this module, which `warrenmq

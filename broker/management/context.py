@@ -15,7 +15,7 @@ from broker.management.stats import live
 from broker.management.stats.stats_sampler import DEFAULT_INTERVAL_S, StatsSampler
 
 if TYPE_CHECKING:
-    from broker.server.listener import Server
+    from broker.server.server import Server
 
 
 def default_node_name() -> str:

@@ -16,7 +16,7 @@ from broker.config import control_auth as wire
 from broker.config.cookie import cookie_path, ensure_cookie
 from broker.config.plugins import started_plugins
 from broker.management.lazy_http import LazyRunner
-from broker.server.listener import Server, StartupError
+from broker.server.server import Server, StartupError
 from broker.server.sockets import listen_socket
 
 # The HTTP side (aiohttp, the management application) is imported at the first authenticated connection,

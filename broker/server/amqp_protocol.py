@@ -34,7 +34,7 @@ FLOW_PAUSE_S = 0.005
 
 
 class ConnectionHost(Protocol):
-    """What a client connection asks of the server that accepted it (``broker.server.listener.Server``)."""
+    """What a client connection asks of the server that accepted it (``broker.server.server.Server``)."""
 
     faults: SessionFaults | None  # installed on each new session
 

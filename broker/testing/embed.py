@@ -1,8 +1,9 @@
 """Embedding API: run an in-memory WarrenMQ on port 0 inside the current asyncio loop (`EmbeddedBroker`) or
 in a background thread with its own loop (`BrokerThread`), and get its ``amqp://`` URL.
 
-Both reuse the real server (`broker.server.listener.Server`): clients connect over real sockets. The core is
-single-threaded, so every call from another thread into a `BrokerThread` is marshalled onto its loop.
+Both reuse the real server (`broker.server.server.Server`, built by `broker.node.build_node`): clients connect
+over real sockets. The core is single-threaded, so every call from another thread into a `BrokerThread` is
+marshalled onto its loop.
 
     async with EmbeddedBroker() as broker:           # in the running loop
         connection = await aio_pika.connect(broker.url)
@@ -26,7 +27,8 @@ from urllib.parse import quote
 from broker.config import ServerConfig
 from broker.core.broker import Broker
 from broker.core.model.clock import ManualClock
-from broker.server.listener import Server
+from broker.node import build_node
+from broker.server.server import Server
 from broker.session.config import SessionConfig
 from broker.storage.base import Store
 from broker.testing.faults import Faults
@@ -97,7 +99,9 @@ class EmbeddedBroker:
         self.port = 0
 
     async def start(self) -> Self:
-        server = Server(self.config, asyncio.get_running_loop(), clock=self.manual_clock, store=self.store)
+        server = build_node(
+            self.config, asyncio.get_running_loop(), clock=self.manual_clock, store=self.store
+        )
         server.recover()
         if self.definitions is not None:
             from broker.management.definitions.document import apply_definitions, load_definitions

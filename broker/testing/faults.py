@@ -18,7 +18,7 @@ from protocol.errors import ChannelError, HardError, ReplyCode
 
 if TYPE_CHECKING:
     from broker.server.amqp_protocol import AMQPProtocol
-    from broker.server.listener import Server
+    from broker.server.server import Server
     from broker.session.connection_session import ConnectionSession
 
 # rabbit_mgmt_wm_connection's default reason for DELETE /api/connections/{name}.

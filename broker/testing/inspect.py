@@ -29,7 +29,7 @@ from broker.core.topology.snapshot import (
 
 if TYPE_CHECKING:
     from broker.core.topology.vhost import VirtualHost
-    from broker.server.listener import Server
+    from broker.server.server import Server
 
 DEFAULT_TIMEOUT_S = 5.0
 

@@ -27,7 +27,7 @@ from pamqp import commands, frame, header
 from pamqp.body import ContentBody
 
 from tests.conftest import start_broker_process
-from tests.integration.helpers import RawAMQP
+from tests.integration.raw_amqp import RawAMQP
 
 pytestmark = pytest.mark.compat
 

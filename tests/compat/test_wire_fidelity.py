@@ -16,7 +16,7 @@ from pamqp.body import ContentBody
 from pamqp.header import ContentHeader
 
 from protocol.codec import decode_properties, encode_method, make_method
-from tests.integration.helpers import SocketClosed
+from tests.integration.raw_amqp import SocketClosed
 
 from .wire_frames import FRAME_HEARTBEAT, WireClient, WireFrame, close_ids
 

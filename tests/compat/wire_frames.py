@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from tests.integration.helpers import RawAMQP, SocketClosed
+from tests.integration.raw_amqp import RawAMQP, SocketClosed
 
 FRAME_METHOD = 1
 FRAME_HEADER = 2

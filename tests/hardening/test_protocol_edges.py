@@ -19,7 +19,7 @@ from pamqp.frame import marshal as _marshal
 from pamqp.header import ContentHeader
 from pamqp.heartbeat import Heartbeat
 
-from tests.integration.helpers import RawAMQP, SocketClosed
+from tests.integration.raw_amqp import RawAMQP, SocketClosed
 
 from .wire import frame, oracle_url, params_of, raw_client
 

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 import pytest
 
 from tests.compat.rabbitmq_node import RABBITMQ_SERVER, RabbitMQNode, rabbitmq_available
-from tests.integration.helpers import RawAMQP, SocketClosed
+from tests.integration.raw_amqp import RawAMQP, SocketClosed
 
 FRAME_END = b"\xce"
 QUEUE_DECLARE = 0x0032000A

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import url_pika_params
 
-from .helpers import RawAMQP
+from .raw_amqp import RawAMQP
 
 ConnectFactory = Callable[..., pika.BlockingConnection]
 RawFactory = Callable[[], RawAMQP]

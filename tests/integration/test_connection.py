@@ -16,7 +16,8 @@ from pamqp import commands
 from tests.rabbitmq_expected import CAPABILITIES
 
 from .conftest import ConnectFactory, RawFactory
-from .helpers import SocketClosed, new_queue
+from .helpers import new_queue
+from .raw_amqp import SocketClosed
 
 AUTH_REFUSED_PLAIN = (
     "ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN. "

@@ -16,7 +16,7 @@ import struct
 from pamqp import commands, frame, header
 
 from .conftest import RawFactory
-from .helpers import RawAMQP
+from .raw_amqp import RawAMQP
 
 FRAME_END = b"\xce"
 

@@ -12,7 +12,7 @@ import pytest
 
 from broker.testing.embed import BrokerThread
 from tests.compat.wire_frames import FRAME_HEARTBEAT, WireClient
-from tests.integration.helpers import SocketClosed
+from tests.integration.raw_amqp import SocketClosed
 
 HEARTBEAT_S = 2
 

@@ -12,7 +12,8 @@ from pamqp import commands, frame, header
 from pamqp.body import ContentBody
 
 from .conftest import ConnectFactory, RawFactory
-from .helpers import Collector, RawAMQP, SocketClosed, new_queue, pump
+from .helpers import Collector, new_queue, pump
+from .raw_amqp import RawAMQP, SocketClosed
 
 FRAME_END = b"\xce"
 

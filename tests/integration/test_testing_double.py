@@ -12,7 +12,7 @@ from pamqp import commands, frame, header
 from pamqp.body import ContentBody
 
 from broker.testing import BrokerThread, EmbeddedBroker, VhostHandle, WaitTimeout
-from tests.integration.helpers import RawAMQP
+from tests.integration.raw_amqp import RawAMQP
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from broker.config import ServerConfig
 from broker.management.api.app import build_app
 from broker.management.context import ManagementContext
-from broker.server.listener import Server
+from broker.node import build_node
+from broker.server.server import Server
 
 GUEST = ("guest", "guest")
 
@@ -59,7 +60,9 @@ class Api:
 
 @pytest.fixture
 async def api() -> AsyncIterator[Api]:
-    server = Server(ServerConfig(host="127.0.0.1", port=0, management_port=None), asyncio.get_running_loop())
+    server = build_node(
+        ServerConfig(host="127.0.0.1", port=0, management_port=None), asyncio.get_running_loop()
+    )
     await server.start()
     context = ManagementContext(server, node="warrenmq@testhost")
     client: TestClient[Any, Any] = TestClient(TestServer(build_app(context)))

@@ -18,7 +18,7 @@ from broker.core.model.clock import ManualClock
 from broker.management.api.app import build_app
 from broker.management.api.message_history import history_of
 from broker.management.context import ManagementContext
-from broker.server.listener import Server
+from broker.node import build_node
 from tests.management.conftest import Api
 
 HISTORY = "/api/warrenmq/message-history/%2F"
@@ -216,7 +216,7 @@ async def test_hops_name_the_default_exchange_key_and_the_alternate_exchange(api
 @pytest.fixture
 async def clocked() -> AsyncIterator[tuple[Api, ManualClock]]:
     clock = ManualClock(start_ms=1_700_000_000_000)
-    server = Server(
+    server = build_node(
         ServerConfig(host="127.0.0.1", port=0, management_port=None), asyncio.get_running_loop(), clock=clock
     )
     await server.start()

@@ -14,12 +14,14 @@ from broker.config import ServerConfig
 from broker.core.model.message import Message
 from broker.management.context import ManagementContext
 from broker.management.metrics import prometheus_collect as collect
-from broker.server.listener import Server
+from broker.node import build_node
 
 
 @pytest.fixture
 async def context() -> AsyncIterator[ManagementContext]:
-    server = Server(ServerConfig(host="127.0.0.1", port=0, management_port=None), asyncio.get_running_loop())
+    server = build_node(
+        ServerConfig(host="127.0.0.1", port=0, management_port=None), asyncio.get_running_loop()
+    )
     await server.start()
     try:
         yield ManagementContext(server, node="warrenmq@testhost")

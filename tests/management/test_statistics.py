@@ -15,7 +15,7 @@ from broker.config import ServerConfig
 from broker.core.model.clock import ManualClock
 from broker.management.api.app import build_app
 from broker.management.context import ManagementContext
-from broker.server.listener import Server
+from broker.node import build_node
 from tests.management.conftest import Api
 
 T0_MS = 1_700_000_000_000  # ManualClock's epoch, a multiple of every sampling interval used here
@@ -25,7 +25,7 @@ async def _api(clock: ManualClock, interval_ms: int = 5000) -> tuple[Api, Any]:
     config = ServerConfig(
         host="127.0.0.1", port=0, management_port=None, collect_statistics_interval_ms=interval_ms
     )
-    server = Server(config, asyncio.get_running_loop(), clock=clock)
+    server = build_node(config, asyncio.get_running_loop(), clock=clock)
     await server.start()
     context = ManagementContext(server, node="warrenmq@testhost")
     client: TestClient[Any, Any] = TestClient(TestServer(build_app(context)))

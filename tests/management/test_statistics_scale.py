@@ -12,7 +12,7 @@ from broker.config import ServerConfig
 from broker.core.model.clock import ManualClock
 from broker.management.context import ManagementContext
 from broker.management.stats.stats_sampler import CHUNK, StatsSampler
-from broker.server.listener import Server
+from broker.node import build_node
 
 T0_MS = 1_700_000_000_000
 QUEUES = 3 * CHUNK + 10
@@ -22,7 +22,7 @@ QUEUES = 3 * CHUNK + 10
 async def sampler() -> AsyncIterator[tuple[StatsSampler, ManualClock]]:
     clock = ManualClock(start_ms=T0_MS)
     config = ServerConfig(host="127.0.0.1", port=0, management_port=None)
-    server = Server(config, asyncio.get_running_loop(), clock=clock)
+    server = build_node(config, asyncio.get_running_loop(), clock=clock)
     await server.start()
     vhost = server.broker.vhosts["/"]
     for index in range(QUEUES):

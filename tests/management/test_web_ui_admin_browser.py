@@ -20,7 +20,7 @@ from broker.config import ServerConfig
 from broker.core.model.clock import ManualClock
 from broker.management.api.app import build_app
 from broker.management.context import ManagementContext
-from broker.server.listener import Server
+from broker.node import build_node
 from tests.management.conftest import Api
 from tests.management.ui_browser import BROWSER_MARKS, browser, login, open_ui, show
 
@@ -181,7 +181,7 @@ async def test_connection_and_channel_pages_and_a_stream(api: Api, browser: Brow
 async def clocked_api() -> AsyncIterator[tuple[Api, ManualClock]]:
     clock = ManualClock(start_ms=1_700_000_000_000)
     config = ServerConfig(host="127.0.0.1", port=0, management_port=None)
-    server = Server(config, asyncio.get_running_loop(), clock=clock)
+    server = build_node(config, asyncio.get_running_loop(), clock=clock)
     await server.start()
     context = ManagementContext(server, node="warrenmq@testhost")
     client: TestClient[Any, Any] = TestClient(TestServer(build_app(context)))

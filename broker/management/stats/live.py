@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.connection import ConnectionState
 
 if TYPE_CHECKING:
-    from broker.server.listener import Server
+    from broker.server.server import Server
 
 
 def open_connections(server: Server) -> list[Any]:

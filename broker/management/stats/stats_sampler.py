@@ -21,7 +21,7 @@ from broker.management.stats.stream_info import ready_messages
 if TYPE_CHECKING:
     from broker.core.queues.queue import Queue
     from broker.core.topology.vhost import VirtualHost
-    from broker.server.listener import Server
+    from broker.server.server import Server
 
 LENGTHS = ("messages", "messages_ready", "messages_unacknowledged")
 OCTETS = ("recv_oct", "send_oct")

@@ -13,7 +13,7 @@ from broker.config import config_from_args
 
 def test_broker_modules_do_not_import_spark_pandas_or_pyarrow() -> None:
     code = (
-        "import sys, broker.cli, broker.server.listener, broker.journal.service\n"
+        "import sys, broker.cli, broker.node, broker.management.addons, broker.journal.service\n"
         "loaded = [m for m in ('pyspark', 'pandas', 'matplotlib', 'pyarrow', 'broker.analytics') "
         "if m in sys.modules]\n"
         "print(','.join(loaded))"

@@ -1,0 +1,215 @@
+"""The composition root: builds a node from its configuration (store, core, alarms, pager, journal, event
+exchange, AMQP listeners, management addons) and runs it until SIGTERM/SIGINT. Everything that assembles
+parts lives here; the parts themselves know only the layers below them."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from broker.config import ServerConfig
+from broker.config.plugins import (
+    EVENT_EXCHANGE,
+    disabled_exchange_types,
+    plugin_enabled,
+    started_plugins,
+    startup_complete_lines,
+)
+from broker.core.broker import Broker
+from broker.core.model.clock import Clock
+from broker.server.alarms import AlarmSources, ResourceAlarms
+from broker.server.clock import LoopClock
+from broker.server.runtime import pid_file, tune_for_serving
+from broker.server.server import Addon, Server, StartupError
+from broker.server.sockets import display_host
+from broker.session.event_exchange import EventExchange
+from protocol import compiled
+from protocol.header_rewrite import rewrite_content_header
+
+if TYPE_CHECKING:
+    from broker.storage.base import Store
+    from broker.storage.writer import StoreWriter
+
+log = structlog.get_logger("warrenmq.server")
+
+
+def build_node(
+    config: ServerConfig,
+    loop: asyncio.AbstractEventLoop,
+    clock: Clock | None = None,
+    store: Store | None = None,
+    alarm_sources: AlarmSources | None = None,
+) -> Server:
+    """A node for ``config``, not yet recovered nor listening. Tests inject a ManualClock (broker.testing);
+    the process uses the loop's clock. The store: the one given (an embedded broker's MemoryStore), SQLite
+    under the data directory, or none."""
+    clock = clock if clock is not None else LoopClock(loop)
+    if store is None and config.data_dir is not None:
+        # sqlite3 only for a data directory: `--data-dir none` starts without it (issue #29).
+        from broker.storage.base import StorageError
+        from broker.storage.sqlite import SqliteStore
+
+        try:
+            store = SqliteStore(config.data_dir, config.fsync)
+        except StorageError as error:
+            raise StartupError(str(error)) from error
+    # The writer and the alarms report to the node built below (a failed commit stops it; alarms block
+    # its publishers): their callbacks find it once it exists.
+    node: Server | None = None
+
+    def store_failed(error: BaseException) -> None:
+        assert node is not None
+        node.store_failed(error)
+
+    def alarms_changed(reasons: tuple[str, ...]) -> None:
+        assert node is not None
+        node.alarms_changed(reasons)
+
+    writer: StoreWriter | None = None
+    if store is not None:
+        # The store's modules only with a store (an in-memory broker has none).
+        from broker.storage.writer import StoreWriter
+
+        writer = StoreWriter(store, loop.call_soon, loop.call_soon_threadsafe, store_failed)
+    broker = Broker(
+        loop.call_soon,
+        users=config.users,
+        vhosts=config.vhosts,
+        name_seed=config.name_seed,
+        clock=clock,
+        profile=config.profile,
+        rewrite_header=rewrite_content_header,
+        persistence=writer,
+    )
+    broker.disable_exchange_types(disabled_exchange_types(config.enabled_plugins))
+    broker.access.enforced = config.planes
+    alarms = ResourceAlarms(
+        clock,
+        config.vm_memory_high_watermark,
+        config.disk_free_limit,
+        config.data_dir,
+        alarms_changed,
+        alarm_sources,
+    )
+    node = Server(config, loop, clock, broker, alarms, store, writer)
+    ratio = config.vm_memory_high_watermark_paging_ratio
+    if config.data_dir is not None and ratio <= 1:
+        from broker.server.paging import MemoryPager
+
+        node.pager = MemoryPager(
+            broker,
+            config.data_dir,
+            ratio,
+            clock.monotonic_s,
+            alarms.trim_heap,
+            disk_low=lambda: alarms.disk_alarm,
+        )
+        alarms.on_memory = node.pager.sampled
+    if config.journal is not None:
+        # The journal's modules only when it is on: it is off by default (issue #29).
+        from broker.journal.service import JournalService
+
+        node.journal = JournalService(config.journal, broker.events, loop)
+    if plugin_enabled(config.enabled_plugins, EVENT_EXCHANGE):
+        node.event_exchange = EventExchange(broker, clock, config.event_exchange_vhost, config.node_name)
+    return node
+
+
+async def serve(
+    config: ServerConfig,
+    on_ready: Callable[[dict[str, Any]], None] | None = None,
+    addons: Sequence[Addon] = (),
+) -> None:
+    """Run until SIGTERM or SIGINT, then shut down cleanly."""
+    loop = asyncio.get_running_loop()
+    server = build_node(config, loop)
+    try:
+        server.recover()
+        for addon in addons:
+            await addon.before_listen(server)
+        host, port = await server.start()
+    except BaseException:
+        server.close_store()
+        raise
+    ready: dict[str, Any] = {
+        "amqp_host": host,
+        "amqp_port": port,
+        "amqps_port": server.ssl_port,
+        "management_port": None,
+        "recovered": server.recovered,
+        # "mypyc" or "pure": which variant of the compiled modules runs (protocol/compiled.py).
+        "build": compiled.BUILD,
+    }
+    for addon in addons:
+        ready.update(await addon.after_listen(server))
+    stop = asyncio.Event()
+    server.request_stop = stop.set
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    log.info(
+        "listening",
+        host=host,
+        port=port,
+        vhosts=list(config.vhosts),
+        users=sorted(config.users),
+        build=compiled.describe(),
+    )
+    if on_ready is not None:
+        on_ready(ready)
+    await stop.wait()
+    log.info("shutting_down", connections=len(server.connections))
+    for addon in reversed(addons):
+        await addon.stop()
+    await server.stop()
+    log.info("stopped")
+    if server.fatal is not None:
+        raise StartupError(f"stopped: the store failed to commit: {server.fatal!r}")
+
+
+def report_ready(ready: dict[str, Any], plugins: Sequence[str] = ()) -> None:
+    """The JSON line on stdout that scripts and fixtures wait for (`--port 0` tells them the port), first;
+    then RabbitMQ's own "Server startup complete" line and plugin list, which Testcontainers waits for."""
+    host, port = ready["amqp_host"], ready["amqp_port"]
+    print(json.dumps({"event": "ready", **ready, "url": f"amqp://{display_host(host)}:{port}/"}), flush=True)
+    print("\n".join(startup_complete_lines(plugins)), flush=True)
+
+
+def run(config: ServerConfig, addons: Sequence[Addon] | None = None) -> int:
+    """Serve ``config`` until SIGTERM/SIGINT with its addons (definitions, management, Prometheus, the CLI
+    channel; those ``config`` turns on unless given): the process's exit status."""
+    if addons is None:
+        from broker.management.addons import addons_for
+
+        addons = addons_for(config)
+    if config.journal is not None:
+        from broker.journal.service import preload  # only when on (see Server.__init__)
+
+        preload(config.journal)  # before the freeze below, which then covers the journal's libraries
+    tune_for_serving()
+    try:
+        import uvloop
+
+        runner: Callable[..., None] = uvloop.run
+    except ImportError:  # pragma: no cover - platforms without uvloop
+        runner = asyncio.run
+    try:
+        plugins = started_plugins(config.enabled_plugins)
+        with pid_file(config.pid_file):
+            runner(serve(config, functools.partial(report_ready, plugins=plugins), addons))
+    except OSError as error:
+        if error.filename is not None:  # the data directory or the pid file, not a listener
+            print(f"warrenmq: {error.filename}: {error.strerror}", file=sys.stderr)
+        else:
+            print(f"warrenmq: cannot listen on {config.host}:{config.port}: {error}", file=sys.stderr)
+        return 1
+    except StartupError as error:
+        print(f"warrenmq: {error}", file=sys.stderr)
+        return 1
+    return 0
