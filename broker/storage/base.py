@@ -179,6 +179,12 @@ class StorageError(Exception):
     names the file."""
 
 
+class StoreFenced(StorageError):
+    """A newer active node holds the store: this node's epoch is stale (the ``warrenmq_leader`` row of a
+    shared PostgreSQL store carries a different epoch than the one this node was granted). Raised by
+    ``apply`` after rolling the batch back; the node must stop writing and step down."""
+
+
 class Store(Protocol):
     """A durable store. ``apply`` runs on one writer thread (or inline for the memory store); ``load`` and
     ``messages`` run before the broker accepts connections."""
