@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from broker.config import ServerConfig
+from broker.config.model import store_display
 from broker.config.plugins import (
     EVENT_EXCHANGE,
     disabled_exchange_types,
@@ -51,7 +52,16 @@ def build_node(
     the process uses the loop's clock. The store: the one given (an embedded broker's MemoryStore), SQLite
     under the data directory, or none."""
     clock = clock if clock is not None else LoopClock(loop)
-    if store is None and config.data_dir is not None:
+    if store is None and config.store is not None:
+        # asyncpg only with a PostgreSQL store (issue #30): start-up imports stay those of SQLite's.
+        from broker.storage.base import StorageError
+        from broker.storage.postgres.store import PostgresStore
+
+        try:
+            store = PostgresStore(config.store)
+        except StorageError as error:
+            raise StartupError(str(error)) from error
+    elif store is None and config.data_dir is not None:
         # sqlite3 only for a data directory: `--data-dir none` starts without it (issue #29).
         from broker.storage.base import StorageError
         from broker.storage.sqlite import SqliteStore
@@ -144,6 +154,7 @@ async def serve(
         "amqps_port": server.ssl_port,
         "management_port": None,
         "recovered": server.recovered,
+        "store": store_display(config),
         # "mypyc" or "pure": which variant of the compiled modules runs (protocol/compiled.py).
         "build": compiled.BUILD,
     }

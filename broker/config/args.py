@@ -114,6 +114,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "when RABBITMQ_MNESIA_BASE is set, else ./warrenmq-data; rabbitmq-server: RabbitMQ's "
         "/var/lib/rabbitmq/mnesia/rabbit@<host>)",
     )
+    add(
+        "--store",
+        help="the durable store: postgresql://user:password@host:port/db keeps it in PostgreSQL, so a "
+        "standby on another machine can take over (WARRENMQ_STORE, warrenmq.store; default SQLite "
+        "under --data-dir)",
+    )
     # Set by the rabbitmq-server stand-in (broker/ctl/server.py): RabbitMQ's default file layout.
     add("--rabbitmq-layout", action="store_true", help=argparse.SUPPRESS)
     add(
@@ -322,6 +328,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         journal=journal_config_from_args(args),
         data_dir=None if str(value("data_dir")).strip().lower() in ("none", "") else value("data_dir"),
         fsync=value("fsync"),
+        store=_store(value("store")),
         prometheus_port=(
             value("prometheus_port")
             if loaded.plugin_on(PROMETHEUS) and value("prometheus_port") >= 0 and planes
@@ -351,3 +358,14 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         pid_file=value("pid_file") or None,
         log_file=None if value("logs") in ("-", "", None) else value("logs"),
     )
+
+
+def _store(value: str | None) -> str | None:
+    """``--store``: a PostgreSQL URL, or none/sqlite for the default (SQLite under the data directory)."""
+    if value is None or value.strip().lower() in ("", "none", "sqlite"):
+        return None
+    if not value.startswith(("postgresql://", "postgres://")):
+        shown = value.split("@")[-1]  # never echo a password
+        expected = "postgresql://user:password@host:port/db"
+        raise SystemExit(f"warrenmq: --store: expected {expected}, got {shown!r}")
+    return value

@@ -104,6 +104,8 @@ SETTINGS: tuple[Setting, ...] = (
     # RABBITMQ_MNESIA_DIR names it (defaults filled in by resolve: they depend on the node name).
     Setting("mnesia_base", None, ("RABBITMQ_MNESIA_BASE",)),
     Setting("data_dir", None, ("WARRENMQ_DATA_DIR", "RABBITMQ_MNESIA_DIR")),
+    # The durable store: None = SQLite under the data directory; postgresql://... (issue #30).
+    Setting("store", None, ("WARRENMQ_STORE",)),
     Setting("pid_file", None, ("RABBITMQ_PID_FILE",)),
     Setting("log_base", None, ("RABBITMQ_LOG_BASE",)),
     Setting("logs", None, ("RABBITMQ_LOGS",)),

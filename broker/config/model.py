@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from broker.core.model.profile import DEFAULT_PROFILE, Profile
 from broker.session.config import SessionConfig
@@ -63,6 +64,9 @@ class ServerConfig:
     profile: Profile = DEFAULT_PROFILE
     # Durable store directory (SQLite); None: nothing outlives the process (embedded brokers, tests).
     data_dir: str | None = None
+    # A PostgreSQL store instead (--store postgresql://user:password@host:port/db): the durable state lives
+    # there and the data directory keeps only local files (paged-out messages).
+    store: str | None = None
     fsync: str = "always"
     # rabbitmq.conf settings carried for the planes that use them (prometheus endpoint, access control,
     # resource alarms); see README "Configuration".
@@ -103,3 +107,13 @@ class ServerConfig:
     dist_port_configured: bool = False
     pid_file: str | None = None
     log_file: str | None = None
+
+
+def store_display(config: ServerConfig) -> str | None:
+    """The store as the ready line and the start-up log name it: ``postgresql://host:port/db`` (never the
+    user or the password), ``sqlite:<data dir>``, or None (in memory)."""
+    if config.store is not None:
+        parts = urlsplit(config.store)
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{parts.hostname or 'localhost'}{port}{parts.path}"
+    return None if config.data_dir is None else f"sqlite:{config.data_dir}"

@@ -43,6 +43,7 @@ _STRING_KEYS = {
     "cluster_name": "cluster_name",
     "load_definitions": "definitions",
     "event_exchange.vhost": "event_exchange_vhost",
+    "warrenmq.store": "store",  # WarrenMQ's own key: --store
 }
 # Known to RabbitMQ and understood here, but with nothing to configure in WarrenMQ: accepted silently.
 _ACCEPTED = re.compile(

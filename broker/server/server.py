@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from broker.config import ServerConfig
+from broker.config.model import store_display
 from broker.core.broker import Broker
 from broker.core.model.clock import Clock
 from broker.server.alarms import ResourceAlarms
@@ -94,7 +95,7 @@ class Server:
             except StorageError as error:
                 raise StartupError(str(error)) from error
             self.recovered = report.fields()
-            log.info("recovered", data_dir=self.config.data_dir, **self.recovered)
+            log.info("recovered", store=store_display(self.config), **self.recovered)
         if self.event_exchange is not None:
             self.event_exchange.attach()
             self.event_exchange = None

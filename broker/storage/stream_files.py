@@ -148,6 +148,10 @@ class _Totals:
         )
 
 
+# The same totals for the PostgreSQL store's segment rows (broker.storage.postgres.streams).
+SegmentTotals = _Totals
+
+
 @dataclass
 class _Tail:
     """The segment a stream appends to: open handles and where its next index entry is due."""
