@@ -139,6 +139,13 @@ async def serve(
 ) -> None:
     """Run until SIGTERM or SIGINT, then shut down cleanly."""
     loop = asyncio.get_running_loop()
+    dsn = ha_dsn(config)
+    if dsn is not None:
+        from broker.node_ha import serve_ha  # only with a PostgreSQL store (asyncpg)
+
+        server = build_node(config, loop)
+        await serve_ha(server, dsn, on_ready, addons, _stop_event(server, loop))
+        return
     server = build_node(config, loop)
     try:
         server.recover()
@@ -160,10 +167,7 @@ async def serve(
     }
     for addon in addons:
         ready.update(await addon.after_listen(server))
-    stop = asyncio.Event()
-    server.request_stop = stop.set
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = _stop_event(server, loop)
     log.info(
         "listening",
         host=host,
@@ -182,6 +186,21 @@ async def serve(
     log.info("stopped")
     if server.fatal is not None:
         raise StartupError(f"stopped: the store failed to commit: {server.fatal!r}")
+
+
+def _stop_event(server: Server, loop: asyncio.AbstractEventLoop) -> asyncio.Event:
+    """Set by SIGTERM/SIGINT, or by the node itself (a failed store commit)."""
+    stop = asyncio.Event()
+    server.request_stop = stop.set
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+def ha_dsn(config: ServerConfig) -> str | None:
+    """High availability is on whenever the store is PostgreSQL (broker/ha): a store that two nodes can
+    open must never have two writers, so there is no unfenced mode to choose. The DSN, or None."""
+    return config.store  # `--store postgresql://...` (broker/storage/postgres); None: SQLite or memory
 
 
 def report_ready(ready: dict[str, Any], plugins: Sequence[str] = ()) -> None:

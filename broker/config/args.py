@@ -130,6 +130,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "never: leave it to the OS (WARRENMQ_FSYNC; default always)",
     )
     add(
+        "--ha-lease-s",
+        type=float,
+        help="high availability on a PostgreSQL store: the active node's lease in seconds; a standby "
+        "takes over at most this long after the active node stopped renewing it (WARRENMQ_HA_LEASE_S; "
+        "default 3)",
+    )
+    add(
         "--config-file",
         help="rabbitmq.conf to read, 'none' = no file (WARRENMQ_CONFIG_FILE, "
         "RABBITMQ_CONFIG_FILE; default /etc/rabbitmq/rabbitmq.conf and conf.d/*.conf when present)",
@@ -329,6 +336,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         data_dir=None if str(value("data_dir")).strip().lower() in ("none", "") else value("data_dir"),
         fsync=value("fsync"),
         store=_store(value("store")),
+        ha_lease_s=value("ha_lease_s"),
         prometheus_port=(
             value("prometheus_port")
             if loaded.plugin_on(PROMETHEUS) and value("prometheus_port") >= 0 and planes

@@ -112,6 +112,8 @@ SETTINGS: tuple[Setting, ...] = (
     # The CLI channel (broker/management/control.py): RabbitMQ's distribution port, AMQP port + 20000.
     Setting("dist_port", None, ("RABBITMQ_DIST_PORT",), int),
     Setting("fsync", "always", ("WARRENMQ_FSYNC",)),
+    # High availability on a PostgreSQL store (broker/ha): the active node's lease, in seconds.
+    Setting("ha_lease_s", 3.0, ("WARRENMQ_HA_LEASE_S",), float),
     Setting("node_name", None, ("RABBITMQ_NODENAME",)),
     Setting("cluster_name", None),
     # RabbitMQ 3.x's defaults (4.0 raised the memory watermark to 0.6); 50MB = 50,000,000 bytes.

@@ -68,6 +68,9 @@ class ServerConfig:
     # there and the data directory keeps only local files (paged-out messages).
     store: str | None = None
     fsync: str = "always"
+    # High availability (broker/ha, on whenever the store is PostgreSQL): how long the active node's lease
+    # lasts without a renewal; a standby takes over at most this long after the active node died.
+    ha_lease_s: float = 3.0
     # rabbitmq.conf settings carried for the planes that use them (prometheus endpoint, access control,
     # resource alarms); see README "Configuration".
     prometheus_port: int | None = 15692

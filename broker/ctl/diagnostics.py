@@ -246,9 +246,21 @@ def await_startup(target: Target, options: Options, out: Output) -> int:
             time.sleep(0.2)
 
 
+def _ha_fields(target: Target, timeout_s: float) -> dict[str, Any]:
+    """The node's role in a high-availability pair (broker/ha), from /api/nodes over the CLI channel, which a
+    standby opens too; {} when HA is off or the channel cannot be reached."""
+    try:
+        node = Api(target, timeout_s).call("GET", "/api/nodes")[0]
+    except (Unavailable, ApiFailure, OSError, LookupError, TypeError):
+        return {}
+    return {key: value for key, value in node.items() if key.startswith("ha_")}
+
+
 def status(target: Target, options: Options, out: Output) -> int:
     out.banner(f"Status of node {target.node} ...")
-    props = _properties(target, out, _timeout(options))
+    ha = _ha_fields(target, _timeout(options))
+    # A standby opens no AMQP listener: what the handshake would report is unknown, the rest is not.
+    props = {} if ha.get("ha_role") == "standby" else _properties(target, out, _timeout(options))
     if props is None:
         return EX_UNAVAILABLE
     loaded = target.loaded
@@ -271,6 +283,7 @@ def status(target: Target, options: Options, out: Output) -> int:
         "config_files": loaded.files,
         "data_directory": loaded.value("data_dir"),
         "vm_memory_high_watermark_setting": {watermark.kind: watermark.value},
+        **ha,
     }
     sections = [
         "Runtime\n",
@@ -294,6 +307,13 @@ def status(target: Target, options: Options, out: Output) -> int:
         "\nListeners\n",
         *(_describe(item) for item in listeners),
     ]
+    if ha:
+        sections += [
+            "\nHigh availability\n",
+            f"Role: {ha.get('ha_role')}",
+            f"Epoch: {ha.get('ha_epoch')}",
+            f"Lease: {ha.get('ha_lease_s')} s",
+        ]
     out.result("\n".join(sections), report)
     return EX_OK
 

@@ -17,6 +17,7 @@ from broker.core.model.clock import Clock
 from broker.server.alarms import ResourceAlarms
 from broker.server.amqp_protocol import AMQPProtocol
 from broker.server.flow_control import FlowControl
+from broker.server.ha_status import HAStatus
 from broker.server.listener import AMQPListener, ListenerConfigError
 
 if TYPE_CHECKING:
@@ -72,6 +73,8 @@ class Server:
         self.event_exchange: EventExchange | None = None
         # Test fault injection (broker.testing.faults); None = off, and sessions skip every fault hook.
         self.faults: SessionFaults | None = None
+        # High availability (broker/ha, a PostgreSQL store): this node's role; None when HA is off.
+        self.ha: HAStatus | None = None
 
     @property
     def port(self) -> int:
@@ -111,13 +114,14 @@ class Server:
         except ListenerConfigError as error:
             raise StartupError(str(error)) from error
 
-    async def stop(self, grace_s: float = 2.0) -> None:
-        """Close every client with connection.close 320 (as `rabbitmqctl stop`), wait briefly, then unbind."""
+    async def stop(self, grace_s: float = 2.0, reason: str = "shutdown") -> None:
+        """Close every client with connection.close 320 (as `rabbitmqctl stop`), wait briefly, then unbind.
+        ``reason`` goes into RabbitMQ's text ("broker forced connection closure with reason 'shutdown'")."""
         self.alarms.stop()
         self.listener.close()
         for protocol in list(self.connections):
             if protocol.session is not None:
-                protocol.session.force_close()
+                protocol.session.force_close(f"broker forced connection closure with reason '{reason}'")
             if protocol.reading_paused:
                 protocol.release_reading()  # a blocked publisher's close-ok must be read
         deadline = self.loop.time() + grace_s

@@ -64,6 +64,9 @@ class StoreWriter:
         self.store = store
         self.writes = 0
         self.replaying = False  # recovery re-declares what the store already holds: write nothing
+        # A high-availability standby (broker/node_ha) keeps its writes until it is elected: the store
+        # belongs to the active node meanwhile. release() lets them go.
+        self.held = False
         self._call_soon = call_soon
         self._call_soon_threadsafe = call_soon_threadsafe
         self._on_failure = on_failure
@@ -105,6 +108,16 @@ class StoreWriter:
         else:  # pragma: no cover - batch ids only come from batch_id
             raise ValueError(f"unknown store batch {batch_id}")
 
+    def release(self) -> None:
+        """Elected active: read the store's counters again (the previous active node moved them on since
+        this writer was built) and commit what waited, at the end of this loop turn."""
+        self._next_queue_id = max(self._next_queue_id, self.store.max_queue_id() + 1)
+        self._next_delayed_key = max(self._next_delayed_key, self.store.max_delayed_key() + 1)
+        self.held = False
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._call_soon(self._flush)
+
     def _dirty(self) -> None:
         self.writes += 1
         if not self._flush_scheduled:
@@ -114,7 +127,7 @@ class StoreWriter:
     def _flush(self) -> None:
         """End of a loop turn: hand the batch over unless one is already committing (it re-flushes)."""
         self._flush_scheduled = False
-        if self._inflight is not None or self._failed:
+        if self._inflight is not None or self._failed or self.held:
             return
         batch = self._batch
         self._batch = Batch(batch.id + 1)

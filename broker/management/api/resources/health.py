@@ -168,7 +168,31 @@ async def single_node(request: web.Request, context: ManagementContext) -> web.R
     return json_response({"status": "ok", "reason": "single node cluster"})
 
 
-ROUTES = [
+async def is_in_service(request: web.Request, context: ManagementContext) -> web.Response:
+    """GET /api/health/checks/is-in-service (RabbitMQ 4.1, rabbit_mgmt_wm_health_check_is_in_service): 200
+    when the node is booted, running and ready to serve clients, else 503; the readiness probe a load
+    balancer or Kubernetes routes by. Every check answers 503 on a standby anyway (``_serving``)."""
+    return json_response(OK)
+
+
+Handler = Callable[[web.Request, ManagementContext], Awaitable[web.StreamResponse]]
+STANDBY_REASON = "node is a high-availability standby: it serves no clients until it is elected active"
+
+
+def _serving(handler: Handler) -> Handler:
+    """A standby of a high-availability pair (broker/ha) opens no AMQP listener: every health check answers
+    503, as RabbitMQ's do for a node that is not ready to serve clients, so that nothing routes to it."""
+
+    async def check(request: web.Request, context: ManagementContext) -> web.StreamResponse:
+        ha = context.server.ha
+        if ha is not None and not ha.active:
+            return _failed(reason=STANDBY_REASON)
+        return await handler(request, context)
+
+    return check
+
+
+_CHECKS = [
     Route("GET", "/api/aliveness-test/{vhost}", aliveness_test, Gate.VHOST),
     Route("GET", "/api/health/checks/alarms", _alarms_check("There are alarms in effect in the cluster")),
     Route("GET", "/api/health/checks/local-alarms", _alarms_check("There are alarms in effect on the node")),
@@ -176,8 +200,10 @@ ROUTES = [
     Route("GET", "/api/health/checks/port-listener/{port}", port_listener),
     Route("GET", "/api/health/checks/protocol-listener/{protocol}", protocol_listener),
     Route("GET", "/api/health/checks/virtual-hosts", virtual_hosts),
+    Route("GET", "/api/health/checks/is-in-service", is_in_service),
     Route("GET", "/api/healthchecks/node", node_health),
     Route("GET", "/api/healthchecks/node/{node}", node_health),
     Route("GET", "/api/health/checks/node-is-mirror-sync-critical", single_node),
     Route("GET", "/api/health/checks/node-is-quorum-critical", single_node),
 ]
+ROUTES = [Route(check.method, check.path, _serving(check.handler), check.gate) for check in _CHECKS]

@@ -147,6 +147,8 @@ def node_json(context: ManagementContext) -> dict[str, Any]:
             "uptime": context.uptime_ms(),
         }
     )
+    if context.server.ha is not None:
+        body.update(context.server.ha.fields())
     return body
 
 

@@ -157,6 +157,8 @@ async def get_overview(request: web.Request, context: ManagementContext) -> web.
         # WarrenMQ's own: the event journal's settings and counters (drops included), null when off.
         "journal": journal.metrics() if journal is not None else None,
     }
+    if context.server.ha is not None:  # the node's role in a high-availability pair (broker/ha)
+        body.update(context.server.ha.fields())
     add_overview_stats(body, context, request)
     return reply(request, body)
 
