@@ -361,3 +361,25 @@ def test_a_schema_1_store_migrates_its_users_to_administrators_with_full_permiss
         ]
     finally:
         store.close()
+
+
+def test_an_upgrade_that_fails_in_a_later_step_leaves_the_store_at_its_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pending migrations run in one transaction (one fsync'd commit for a new store, issue #29): a step
+    that fails takes the earlier steps of the same upgrade with it, so the file is never left between
+    versions."""
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        db.executescript(MIGRATIONS[0])
+        db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        db.execute("PRAGMA user_version=1")
+    failing = [*MIGRATIONS, "CREATE TABLE meta (name TEXT PRIMARY KEY)"]  # `meta` exists by then
+    monkeypatch.setattr("broker.storage.sqlite.MIGRATIONS", failing)
+    monkeypatch.setattr("broker.storage.sqlite.SCHEMA_VERSION", len(failing))
+    with pytest.raises(StorageError):
+        SqliteStore(tmp_path)
+    assert _pragma(tmp_path / DB_NAME, "user_version") == 1
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "runtime_parameters" not in tables  # step 2 went with the failing last step
+    assert "meta" not in tables
