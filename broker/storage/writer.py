@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import queue as thread_queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ import structlog
 from broker.core.model.typed_json import encode_table
 from broker.core.topology.persistence import CommitWaiter
 from broker.storage.base import KEY_SEQ_BITS, Batch, Store
+from broker.storage.commit_times import CommitTimes
 
 if TYPE_CHECKING:
     from broker.core.exchanges.bindings import Binding
@@ -67,6 +69,7 @@ class StoreWriter:
         # A high-availability standby (broker/node_ha) keeps its writes until it is elected: the store
         # belongs to the active node meanwhile. release() lets them go.
         self.held = False
+        self.commit_times = CommitTimes()  # read by Prometheus (warrenmq_store_commit_seconds)
         self._call_soon = call_soon
         self._call_soon_threadsafe = call_soon_threadsafe
         self._on_failure = on_failure
@@ -141,10 +144,12 @@ class StoreWriter:
             self._done(batch, self._apply(batch))
 
     def _apply(self, batch: Batch) -> BaseException | None:
+        started = time.perf_counter()
         try:
             self.store.apply(batch)
         except BaseException as error:  # reported to the loop, which stops the broker
             return error
+        self.commit_times.record(time.perf_counter() - started)
         batch.committed = True
         return None
 

@@ -11,7 +11,13 @@ from collections.abc import Callable, Iterable, Iterator
 from importlib.metadata import version
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+    UnknownMetricFamily,
+)
 
 from broker.management.context import ManagementContext
 from broker.management.metrics import prometheus_collect as collect
@@ -52,6 +58,44 @@ def _info(context: ManagementContext) -> list[Metric]:
         _family("rabbitmq_build_info", "build_info", [(build, 1.0)]),
         _family("rabbitmq_identity_info", "identity_info", [(identity, 1.0)]),
     ]
+
+
+def _warrenmq(context: ManagementContext) -> list[Metric]:
+    """WarrenMQ's own families (no rabbitmq_ prefix: RabbitMQ has no such thing): the store's commit
+    latency, and a high-availability node's role, epoch and failovers (broker/ha)."""
+    metrics: list[Metric] = []
+    writer = context.server.writer
+    if writer is not None:
+        times = writer.commit_times
+        histogram = HistogramMetricFamily(
+            "warrenmq_store_commit_seconds",
+            "Time the durable store took to commit one group of writes (a persistent message's confirm "
+            "waits for one)",
+            buckets=times.cumulative(),
+            sum_value=times.seconds,
+        )
+        metrics.append(histogram)
+    ha = context.server.ha
+    if ha is not None:
+        role = GaugeMetricFamily(
+            "warrenmq_ha_role", "1 for this node's role in a high-availability pair", labels=["role"]
+        )
+        for name in ("active", "standby"):
+            role.add_metric([name], 1.0 if ha.role.value == name else 0.0)
+        metrics.append(role)
+        metrics.append(
+            GaugeMetricFamily(
+                "warrenmq_ha_epoch", "The epoch this node was elected with (0 while standby)", ha.epoch or 0
+            )
+        )
+        metrics.append(
+            CounterMetricFamily(
+                "warrenmq_ha_failovers",
+                "Elections after the first on this store, as known to this node (its epoch - 1)",
+                ha.failovers,
+            )
+        )
+    return metrics
 
 
 def _all_samples(context: ManagementContext, per_object: bool) -> collect.Samples:
@@ -101,7 +145,7 @@ def _core(context: ManagementContext, per_object: bool) -> list[Metric]:
         elif not rows and not per_object and not name.startswith(("raft_", "alarms_")):
             rows = [({}, 0.0)]  # a sum over no objects is 0 (no queues: 0 messages ready)
         metrics.append(_family(PREFIX + name, name, rows))
-    return metrics + _info(context)
+    return metrics + _info(context) + _warrenmq(context)
 
 
 def _detailed(context: ManagementContext, families: list[str], vhost: str | None) -> list[Metric]:
