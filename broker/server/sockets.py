@@ -43,7 +43,7 @@ def listen_socket(host: str, port: int, backlog: int = 1024) -> socket.socket:
     """A bound, listening, non-blocking TCP socket (SO_REUSEADDR, as RabbitMQ's listeners); OSError when the
     address is taken or not local."""
     address = effective_host(host)
-    infos = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    infos = socket.getaddrinfo(_host_bytes(address), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     family, kind, proto, _, sockaddr = infos[0]
     sock = socket.socket(family, kind, proto)
     try:
@@ -58,6 +58,15 @@ def listen_socket(host: str, port: int, backlog: int = 1024) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def _host_bytes(address: str) -> str | bytes:
+    """``address`` as getaddrinfo should get it: an ASCII name or literal as bytes, which it uses as they are;
+    given a str, CPython encodes every host with the ``idna`` codec, whose import (encodings.idna, stringprep,
+    unicodedata and their regexes) cost each start ~3 ms before its first listener (issue #29). For ASCII the
+    codec's result is those same bytes; a non-ASCII name still goes through it. A malformed ASCII name (an
+    empty label) is then getaddrinfo's OSError, as for any name that does not resolve, not a UnicodeError."""
+    return address.encode("ascii") if address.isascii() else address
 
 
 def display_host(host: str) -> str:

@@ -62,3 +62,18 @@ def test_urls_bracket_ipv6_addresses() -> None:
         "127.0.0.1",
         "[::1]",
     )
+
+
+def test_a_host_name_binds_as_getaddrinfo_resolves_it() -> None:
+    """Names reach getaddrinfo as ASCII bytes, not through the idna codec (issue #29): resolved the same."""
+    expected = socket.getaddrinfo("localhost", 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][4][0]
+    with listen_socket("localhost", 0) as server:
+        assert server.getsockname()[0] == expected
+        assert _reaches(expected, server.getsockname()[1])
+
+
+def test_a_name_that_does_not_resolve_is_an_os_error() -> None:
+    # What the listeners report as "cannot listen": a bad name never surfaces as a codec error.
+    for name in ("no-such-host.invalid", "bücher.invalid", "a..b"):
+        with pytest.raises(OSError):
+            listen_socket(name, 0)
