@@ -1,0 +1,34 @@
+"""broker/cli.py's parser: a `serve` command line parses the same with the parser `serve` builds for itself,
+which leaves out `config show`'s copy of the serve arguments (issue #29)."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker.cli import build_parser
+
+SERVE_LINES = [
+    ["serve"],
+    ["serve", "--host", "127.0.0.1", "--port", "0", "--management-port", "-1", "--data-dir", "none"],
+    ["serve", "--log-format", "json", "--journal-dir", "/tmp/j", "--fsync", "batch"],
+]
+
+
+@pytest.mark.parametrize("argv", SERVE_LINES)
+def test_serve_lines_parse_the_same_with_the_serving_parser(argv: list[str]) -> None:
+    assert vars(build_parser(serving=True).parse_args(argv)) == vars(build_parser().parse_args(argv))
+
+
+def test_the_full_parser_still_gives_config_show_the_serve_arguments() -> None:
+    args = build_parser().parse_args(["config", "show", "--format", "json", "--port", "5673"])
+    assert (args.output_format, args.port) == ("json", 5673)
+
+
+def test_an_unknown_serve_argument_is_refused_alike(capsys: pytest.CaptureFixture[str]) -> None:
+    errors = []
+    for serving in (True, False):
+        with pytest.raises(SystemExit):
+            build_parser(serving=serving).parse_args(["serve", "--no-such-flag"])
+        errors.append(capsys.readouterr().err)
+    assert errors[0] == errors[1]
+    assert "--no-such-flag" in errors[0]
