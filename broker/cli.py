@@ -57,6 +57,9 @@ def _prepare_serve_process() -> None:
     # (here only as a dev tool's dependency), which costs ~45 ms of start-up for colours we never use:
     # keep it out of the server process so `warrenmq serve` starts equally fast everywhere.
     sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
+    # Likewise greenlet (playwright's, in the development venv): structlog's deprecated threadlocal module,
+    # which the broker never uses, imports it to pick its thread-local class (~2 ms).
+    sys.modules.setdefault("greenlet", None)  # type: ignore[arg-type]
     from broker.server.runtime import GC_THRESHOLDS
 
     # Start-up creates a few hundred thousand objects (code, classes, the core's tables) and frees almost
