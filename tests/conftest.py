@@ -23,6 +23,9 @@ from urllib.parse import urlparse
 import pika
 import pytest
 
+# A private PostgreSQL cluster for the suites that run on both stores (tests/postgres; skips without it).
+from tests.postgres.conftest import postgres_cluster, postgres_dsn  # noqa: F401
+
 # Broker processes started by the suites keep everything in memory unless a test gives --data-dir itself
 # (`warrenmq serve` would otherwise store under ./warrenmq-data, shared by parallel workers).
 os.environ.setdefault("WARRENMQ_DATA_DIR", "none")

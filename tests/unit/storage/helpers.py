@@ -3,6 +3,7 @@ and messages built the way the session builds them (a real content-header payloa
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -11,11 +12,12 @@ from pamqp import commands
 from broker.core.model.expiration import parse_expiration
 from broker.core.model.message import Message
 from broker.storage.base import Store
+from broker.storage.sqlite import SqliteStore
 from protocol.codec import encode_header_payload
 from protocol.content_header import parse_content_header
 from tests.unit.core.fakes import ManualLoop
 
-__all__ = ["ManualLoop", "Waiter", "make_message", "snapshot"]
+__all__ = ["DurableStores", "ManualLoop", "Waiter", "abandon", "make_message", "snapshot"]
 
 
 class Waiter:
@@ -62,3 +64,44 @@ def snapshot(store: Store, queue_ids: int = 7) -> dict[str, Any]:
         "vhost_metadata": definitions.vhost_metadata,
         "messages": {queue_id: list(store.messages(queue_id)) for queue_id in range(queue_ids)},
     }
+
+
+class DurableStores:
+    """Where durable stores of one kind live: ``fresh()`` a new empty location (a temporary directory for
+    SQLite, a new database on the session's private PostgreSQL cluster), ``open(location)`` the store there
+    (again after a close, as the next broker run opens it)."""
+
+    def __init__(self, kind: str, cluster: Any = None) -> None:
+        self.kind = kind
+        self.cluster = cluster
+
+    def fresh(self) -> str:
+        if self.kind == "sqlite":
+            return tempfile.mkdtemp(prefix="warrenmq-store-")
+        return str(self.cluster.create_database())
+
+    def open(self, location: str) -> Store:
+        if self.kind == "sqlite":
+            return SqliteStore(location, fsync="never")
+        from broker.storage.postgres.store import PostgresStore
+
+        return PostgresStore(location)
+
+
+def abandon(store: Store) -> None:
+    """What kill -9 leaves: nothing more runs (no clean mark), the store's resources are simply dropped (a
+    PostgreSQL transaction in progress is rolled back by the server when its connection goes)."""
+    if isinstance(store, SqliteStore):
+        store.db.close()
+        store._lock.close()
+        return
+    from broker.storage.postgres.store import PostgresStore
+
+    if isinstance(store, PostgresStore):
+
+        async def drop() -> None:
+            store._writer.terminate()
+            store._reader.terminate()
+
+        store._loop.run(drop())
+        store._loop.stop()

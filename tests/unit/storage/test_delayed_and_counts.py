@@ -5,7 +5,6 @@ untrustworthy (after one every recovered message is redelivered, as rabbit_queue
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,38 +17,16 @@ from broker.core.queues.queue_features import TimedEnvelope
 from broker.core.topology.vhost import VirtualHost
 from broker.session.fates import stored_delivery
 from broker.storage.base import Store, message_key
-from broker.storage.memory import MemoryStore
 from broker.storage.sqlite import APPLICATION_ID, DB_NAME, MIGRATIONS, SqliteStore
-from tests.unit.storage.helpers import make_message
+from tests.unit.storage.helpers import abandon, make_message
 from tests.unit.storage.test_recovery import Node
 
 T0 = 1_700_000_000_000
 DELAYED = {"x-delayed-type": "direct"}
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def reopen(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    """A function giving the store as the next broker run opens it (the same object for the memory store,
-    the same directory for SQLite)."""
-    memory = MemoryStore()
-    opened: list[Store] = []
-
-    def open_store() -> Store:
-        store: Store = memory if request.param == "memory" else SqliteStore(tmp_path)
-        store.threaded = False  # applied inline: the hand-run loop cannot wait for a writer thread
-        opened.append(store)
-        return store
-
-    yield open_store
-    if request.param == "sqlite":
-        try:
-            opened[-1].close()
-        except Exception:
-            pass  # closed by the test already
-
-
 def start(store: Store, now_ms: int) -> Node:
-    node = Node(store, clock=ManualClock(start_ms=now_ms))  # type: ignore[arg-type]
+    node = Node(store, clock=ManualClock(start_ms=now_ms))
     node.recover()
     return node
 
@@ -57,9 +34,7 @@ def start(store: Store, now_ms: int) -> Node:
 def crash(node: Node) -> None:
     """kill -9: what was committed stays, nothing else runs (the SQLite file is simply left)."""
     node.settle()
-    if isinstance(node.store, SqliteStore):
-        node.store.db.close()
-        node.store._lock.close()
+    abandon(node.store)
 
 
 def declare_delayed(vhost: VirtualHost, durable: bool = True) -> Queue:
@@ -138,9 +113,8 @@ def test_after_a_crash_a_held_message_routed_again_goes_out_redelivered(reopen: 
     first.clock.advance(1)  # routed into "due"; its batch (release and enqueue) not committed yet
     if stop == "clean":
         first.stop()
-    elif isinstance(first.store, SqliteStore):
-        first.store.db.close()  # kill -9 before the commit
-        first.store._lock.close()
+    else:
+        abandon(first.store)  # kill -9 before the commit
 
     second = start(reopen(), T0 + 5_000)
     second.clock.advance(0)

@@ -1,7 +1,7 @@
-"""Recovery through the real core: a Broker writes through a StoreWriter into a MemoryStore, and a new Broker
-over the same store gets back what RabbitMQ would bring back after a restart, and nothing else: durable
-exchanges, queues and bindings; persistent messages of durable queues, in publish order, with their expiry
-deadlines and priorities; unacked ones redelivered."""
+"""Recovery through the real core: a Broker writes through a StoreWriter into each store (memory, SQLite,
+PostgreSQL: the ``reopen`` fixture), and a new Broker over the same store gets back what RabbitMQ would bring
+back after a restart, and nothing else: durable exchanges, queues and bindings; persistent messages of
+durable queues, in publish order, with their expiry deadlines and priorities; unacked ones redelivered."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from broker.core.queues.queue import Envelope, Queue
 from broker.core.queues.queue_admin import basic_get
 from broker.core.queues.queue_features import TimedEnvelope
 from broker.session.fates import stored_delivery
-from broker.storage.memory import MemoryStore
+from broker.storage.base import Store
 from broker.storage.recovery import RecoveryReport, recover
 from broker.storage.writer import StoreWriter
 from tests.unit.storage.helpers import ManualLoop, make_message
@@ -26,7 +26,7 @@ T0 = 1_700_000_000_000
 class Node:
     """One broker run over ``store``: what `Server` wires up, with a hand-run loop."""
 
-    store: MemoryStore
+    store: Store
     clock: ManualClock = field(default_factory=ManualClock)
     loop: ManualLoop = field(default_factory=ManualLoop)
     failures: list[BaseException] = field(default_factory=list)
@@ -70,9 +70,8 @@ def bodies(envelopes: list[Envelope]) -> list[str]:
     return [envelope.message.body.decode() for envelope in envelopes]
 
 
-def test_durable_topology_and_persistent_messages_come_back_and_nothing_else() -> None:
-    store = MemoryStore()
-    first = Node(store)
+def test_durable_topology_and_persistent_messages_come_back_and_nothing_else(reopen: Any) -> None:
+    first = Node(reopen())
     first.recover()  # as the server does at every start: an empty store gets the configured grants
     owner = object()
     first.broker.add_vhost("v2")
@@ -121,7 +120,7 @@ def test_durable_topology_and_persistent_messages_come_back_and_nothing_else() -
     first_ids = {queue.name: queue.store_id for queue in (dq, first.broker.vhosts["v2"].queues["dq2"])}
 
     first.stop()  # a clean stop: the next start trusts the delivered marks
-    second = Node(store)
+    second = Node(reopen())
     writes = second.writer.writes
     report = second.recover()
 
@@ -162,12 +161,11 @@ def test_durable_topology_and_persistent_messages_come_back_and_nothing_else() -
     assert fresh.store_id > max(first_ids.values())
     second.publish("", "fresh", "f", delivery_mode=2)
     second.settle()
-    assert [row[4] for row in store.messages(fresh.store_id)] == [b"f"]
+    assert [row[4] for row in second.store.messages(fresh.store_id)] == [b"f"]
 
 
-def test_a_deleted_durable_queue_and_vhost_stay_deleted() -> None:
-    store = MemoryStore()
-    first = Node(store)
+def test_a_deleted_durable_queue_and_vhost_stay_deleted(reopen: Any) -> None:
+    first = Node(reopen())
     owner = object()
     first.broker.add_vhost("gone")
     first.broker.vhosts["gone"].declare_queue("q", owner, durable=True)
@@ -183,18 +181,17 @@ def test_a_deleted_durable_queue_and_vhost_stay_deleted() -> None:
     first.settle()
 
     first.stop()  # a clean stop: the next start trusts the delivered marks
-    second = Node(store)
+    second = Node(reopen())
     report = second.recover()
 
     assert report == RecoveryReport(vhosts=1, queues=1, messages=1)
     assert set(second.broker.vhosts) == {"/"}
     assert set(second.broker.vhosts["/"].queues) == {"kept"}
-    assert len(store.rows) == 1
+    assert sum(len(list(second.store.messages(queue_id))) for queue_id in range(1, 8)) == 1
 
 
-def test_message_ttl_deadlines_survive_recovery() -> None:
-    store = MemoryStore()
-    first = Node(store, clock=ManualClock(start_ms=T0))
+def test_message_ttl_deadlines_survive_recovery(reopen: Any) -> None:
+    first = Node(reopen(), clock=ManualClock(start_ms=T0))
     owner = object()
     root = first.broker.vhosts["/"]
     root.declare_queue("ttl", owner, durable=True, arguments={"x-message-ttl": 60_000})
@@ -206,7 +203,7 @@ def test_message_ttl_deadlines_survive_recovery() -> None:
 
     # The broker comes back 22 s after the first run started.
     first.stop()  # a clean stop: the next start trusts the delivered marks
-    second = Node(store, clock=ManualClock(start_ms=T0 + 22_000))
+    second = Node(reopen(), clock=ManualClock(start_ms=T0 + 22_000))
     second.recover()
     queue = second.broker.vhosts["/"].queues["ttl"]
     deadlines = {
@@ -221,20 +218,21 @@ def test_message_ttl_deadlines_survive_recovery() -> None:
     second.clock.advance(0.101)  # T0 + 60.001 s
     second.settle()
     assert bodies(list(queue.ready)) == ["late"]  # "early" expired on time, then "short" at the head
-    assert [row[4] for row in store.messages(queue.store_id)] == [b"late"]  # expiry removed the stored copies
+    assert [row[4] for row in second.store.messages(queue.store_id)] == [
+        b"late"
+    ]  # expiry removed the stored copies
 
     second.stop()  # a clean stop: the next start trusts the delivered marks
-    third = Node(store, clock=ManualClock(start_ms=T0 + 90_000))  # after every deadline
+    third = Node(reopen(), clock=ManualClock(start_ms=T0 + 90_000))  # after every deadline
     third.recover()
     assert list(third.broker.vhosts["/"].queues["ttl"].ready) == []
-    assert list(store.messages(queue.store_id)) == []
+    assert list(third.store.messages(queue.store_id)) == []
 
 
-def test_a_per_message_expiration_survives_recovery_on_a_plain_queue() -> None:
+def test_a_per_message_expiration_survives_recovery_on_a_plain_queue(reopen: Any) -> None:
     """The expiration property alone makes a plain queue track deadlines; after a restart the message must
     still expire (RabbitMQ never delivers an expired message), not become immortal."""
-    store = MemoryStore()
-    first = Node(store, clock=ManualClock(start_ms=T0))
+    first = Node(reopen(), clock=ManualClock(start_ms=T0))
     owner = object()
     first.broker.vhosts["/"].declare_queue("plain", owner, durable=True)
     first.publish("", "plain", "expiring", delivery_mode=2, expiration="10000")  # due at T0 + 10 s
@@ -243,7 +241,7 @@ def test_a_per_message_expiration_survives_recovery_on_a_plain_queue() -> None:
     first.settle()
 
     first.stop()  # a clean stop: the next start trusts the delivered marks
-    second = Node(store, clock=ManualClock(start_ms=T0 + 5_000))
+    second = Node(reopen(), clock=ManualClock(start_ms=T0 + 5_000))
     second.recover()
     queue = second.broker.vhosts["/"].queues["plain"]
     expiring = queue.ready[0]
@@ -254,12 +252,11 @@ def test_a_per_message_expiration_survives_recovery_on_a_plain_queue() -> None:
     second.settle()
     assert bodies(drain_queue(queue)) == ["forever"]  # "expired-while-down" is dropped at the head, unsent
     second.settle()
-    assert [row[4] for row in store.messages(queue.store_id)] == [b"forever"]  # got, not yet acked
+    assert [row[4] for row in second.store.messages(queue.store_id)] == [b"forever"]  # got, not yet acked
 
 
-def test_a_priority_queue_recovers_in_priority_order() -> None:
-    store = MemoryStore()
-    first = Node(store)
+def test_a_priority_queue_recovers_in_priority_order(reopen: Any) -> None:
+    first = Node(reopen())
     owner = object()
     first.broker.vhosts["/"].declare_queue("prio", owner, durable=True, arguments={"x-max-priority": 5})
     priorities: list[int | None] = [1, None, 5, 3, 5, 0, 9]  # 9 is capped at the maximum, 5
@@ -271,7 +268,7 @@ def test_a_priority_queue_recovers_in_priority_order() -> None:
     first.settle()
 
     first.stop()  # a clean stop: the next start trusts the delivered marks
-    second = Node(store)
+    second = Node(reopen())
     report = second.recover()
 
     assert report.messages == len(priorities)

@@ -1,5 +1,5 @@
-"""MemoryStore and SqliteStore are two implementations of one `Store` contract: the same batches must leave
-them in the same state, and a SqliteStore reopened from its file must hold exactly what it held before.
+"""MemoryStore, SqliteStore and PostgresStore are implementations of one `Store` contract: the same batches
+must leave them in the same state, and a durable store reopened must hold exactly what it held before.
 
 Batches are generated within the contract the writer keeps (a queue's (vhost, name) belongs to one live queue
 id at a time; binding arguments are always a string), but otherwise freely: ops the writer never combines
@@ -9,7 +9,6 @@ inserts for queue ids that have no queue row) are all part of the apply order th
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +17,7 @@ from hypothesis import strategies as st
 
 from broker.storage.base import KEY_SEQ_BITS, Batch, MessageRow, Store, message_key
 from broker.storage.memory import MemoryStore
-from broker.storage.sqlite import SqliteStore
-from tests.unit.storage.helpers import snapshot
+from tests.unit.storage.helpers import DurableStores, snapshot
 
 TOPOLOGY_OPS = (
     "vhost+",
@@ -171,7 +169,7 @@ def batch_sequences(draw: st.DrawFn) -> list[Batch]:
     return batches
 
 
-def check_max_queue_id(memory: MemoryStore, sqlite: SqliteStore) -> None:
+def check_max_queue_id(memory: MemoryStore, sqlite: Store) -> None:
     """The writer numbers new queues from max_queue_id() + 1: that must never be an id the store still holds
     a queue row or a message for (a new queue would inherit them at the next recovery)."""
     state = snapshot(memory)
@@ -184,43 +182,50 @@ def check_max_queue_id(memory: MemoryStore, sqlite: SqliteStore) -> None:
         assert memory.max_queue_id() == sqlite.max_queue_id() == max(queue_ids, default=0)
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(batches=batch_sequences())
-def test_memory_and_sqlite_stores_agree_batch_by_batch_and_after_reopen(batches: list[Batch]) -> None:
-    with tempfile.TemporaryDirectory() as directory:
-        memory = MemoryStore()
-        sqlite = SqliteStore(directory, fsync="never")
-        try:
-            for batch in batches:
-                memory.apply(batch)
-                sqlite.apply(batch)
-                assert snapshot(sqlite) == snapshot(memory), f"after batch {batch.id}"
-                check_max_queue_id(memory, sqlite)
-        finally:
-            sqlite.close()
-        reopened = SqliteStore(directory, fsync="never")
-        try:
-            assert snapshot(reopened) == snapshot(memory)
-            check_max_queue_id(memory, reopened)
-        finally:
-            reopened.close()
+def test_memory_and_durable_stores_agree_batch_by_batch_and_after_reopen(
+    durable_stores: DurableStores, batches: list[Batch]
+) -> None:
+    location = durable_stores.fresh()  # one per example: the fixture is shared by hypothesis' examples
+    memory = MemoryStore()
+    durable = durable_stores.open(location)
+    try:
+        for batch in batches:
+            memory.apply(batch)
+            durable.apply(batch)
+            assert snapshot(durable) == snapshot(memory), f"after batch {batch.id}"
+            check_max_queue_id(memory, durable)
+    finally:
+        durable.close()
+    reopened = durable_stores.open(location)
+    try:
+        assert snapshot(reopened) == snapshot(memory)
+        check_max_queue_id(memory, reopened)
+    finally:
+        reopened.close()
 
 
-def test_a_queue_delete_takes_its_stored_messages_with_it_in_both_stores() -> None:
+def test_a_queue_delete_takes_its_stored_messages_with_it_in_every_store(
+    durable_stores: DurableStores,
+) -> None:
     """The documented meaning of "queue-", pinned by example: the queue row and its messages go, even when
     the batch does not also list the queue in dropped_queues."""
     row: MessageRow = (message_key(1, 1), "", "q", b"h", b"b", None, 0)
     declare = Batch(1, topology=[("queue+", (1, "/", "q", 0, None))], added={row[0]: row})
     delete = Batch(2, topology=[("queue-", (1,))])
-    with tempfile.TemporaryDirectory() as directory:
-        stores: list[Store] = [MemoryStore(), SqliteStore(directory, fsync="never")]
-        try:
-            for store in stores:
-                store.apply(declare)
-                assert list(store.messages(1)) == [row]
-                store.apply(delete)
-                assert store.load().queues == []
-                assert list(store.messages(1)) == [], type(store).__name__
-        finally:
-            for store in stores:
-                store.close()
+    stores: list[Store] = [MemoryStore(), durable_stores.open(durable_stores.fresh())]
+    try:
+        for store in stores:
+            store.apply(declare)
+            assert list(store.messages(1)) == [row]
+            store.apply(delete)
+            assert store.load().queues == []
+            assert list(store.messages(1)) == [], type(store).__name__
+    finally:
+        for store in stores:
+            store.close()
