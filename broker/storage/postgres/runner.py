@@ -41,9 +41,9 @@ class LoopThread:
 
     def run(self, coroutine: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
         """Run ``coroutine`` on the private loop and wait for its result (its exception is raised here)."""
-        if threading.current_thread() is self._thread:
+        if threading.current_thread() is self._thread or self.loop.is_closed():
             coroutine.close()
-            raise RuntimeError("LoopThread.run called from its own loop: it would wait for itself")
+            raise RuntimeError("LoopThread.run: the loop is closed, or this is its own thread (a deadlock)")
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout_s)
 
     def stop(self) -> None:

@@ -339,6 +339,8 @@ class PostgresStore:
         return ends
 
     def close(self, clean: bool = True) -> None:
+        if self._loop.loop.is_closed():
+            return  # closed already
         try:
             if clean:
                 try:
