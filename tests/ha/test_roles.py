@@ -87,6 +87,20 @@ def test_prometheus_exports_the_role_and_a_stopped_active_node_hands_over_at_onc
     assert ready["epoch"] == 2
     assert second.http("/api/nodes")[1][0]["ha_failovers"] == 1
     connection = pika.BlockingConnection(second.parameters())
-    _, _, body = connection.channel().basic_get("kept", auto_ack=True)
-    assert body == b"persistent"
+    channel = connection.channel()
+    assert channel.queue_declare("kept", passive=True).method.message_count == 1
+    # A queue declared on the new active node gets a store id of its own, though this node was built
+    # (as a standby) before the first one declared "kept".
+    channel.confirm_delivery()
+    channel.queue_declare("fresh", durable=True)
+    channel.basic_publish("", "fresh", b"on the second node", pika.BasicProperties(delivery_mode=2))
+    connection.close()
+    second.stop()
+    first.start()
+    assert first.wait_event("ready", timeout_s=30)["epoch"] == 3
+    connection = pika.BlockingConnection(first.parameters())
+    channel = connection.channel()
+    assert channel.basic_get("kept", auto_ack=True)[2] == b"persistent"
+    assert channel.basic_get("fresh", auto_ack=True)[2] == b"on the second node"
+    assert channel.queue_declare("kept", passive=True).method.message_count == 0
     connection.close()
