@@ -4,7 +4,10 @@ of the active node hands over at once (it resigns its lease)."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +15,7 @@ from pathlib import Path
 import pika
 import pytest
 
-from tests.ha.nodes import HANode
+from tests.ha.nodes import ROOT, HANode
 
 
 @pytest.fixture
@@ -104,3 +107,38 @@ def test_prometheus_exports_the_role_and_a_stopped_active_node_hands_over_at_onc
     assert channel.basic_get("fresh", auto_ack=True)[2] == b"on the second node"
     assert channel.queue_declare("kept", passive=True).method.message_count == 0
     connection.close()
+
+
+def _status(node: HANode) -> subprocess.CompletedProcess[str]:
+    """rabbitmq-diagnostics status against ``node``, which it finds from the environment, as on its host."""
+    env = dict(
+        os.environ,
+        RABBITMQ_NODENAME=f"{node.name}@localhost",
+        RABBITMQ_NODE_PORT=str(node.amqp_port),
+        RABBITMQ_DIST_PORT=str(node.dist_port),
+        WARRENMQ_CONFIG_FILE="none",
+    )
+    code = "import sys; from broker.ctl.diagnostics import main; sys.exit(main())"
+    return subprocess.run(
+        [sys.executable, "-c", code, "status"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_rabbitmq_diagnostics_status_prints_each_nodes_role(pair: tuple[HANode, HANode]) -> None:
+    first, second = pair
+    first.start()
+    first.wait_event("ready")
+    second.start()
+    second.wait_event("standby")
+    active = _status(first)
+    assert active.returncode == 0, active.stderr
+    assert "High availability\n\nRole: active\nEpoch: 1" in active.stdout
+    standby = _status(second)  # no AMQP listener to ask: the CLI channel answers
+    assert standby.returncode == 0, standby.stderr
+    assert "High availability\n\nRole: standby\nEpoch: None" in standby.stdout
