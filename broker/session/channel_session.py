@@ -35,7 +35,7 @@ from broker.session.tx import Transaction
 from protocol.channel_state import AssemblerState, ContentAssembler
 from protocol.codec import BASIC_ACK, BASIC_NACK, BASIC_PUBLISH, BASIC_REJECT, decode_method, encode_delivery
 from protocol.content_header import HeaderInfo, read_content_header
-from protocol.errors import AMQPError, ChannelError, HardError, ReplyCode
+from protocol.errors import ChannelError, HardError, ReplyCode
 from protocol.fastpath import (
     decode_basic_ack,
     decode_basic_nack,
@@ -142,17 +142,12 @@ class ChannelSession:
 
     def on_method(self, method: Frame) -> None:
         token = ACTOR.set(self.conn.username)  # who acts, while the handler runs (broker.core.model.acting)
+        # An error's class/method ids are filled from its frame at the connection's one error boundary
+        # (ConnectionSession.data_received, protocol.framing.failing_method).
         try:
             if (handler := HANDLERS.get(type(method))) is None:
                 raise HardError(ReplyCode.COMMAND_INVALID, "unimplemented method")
             handler(self, method)
-        except AMQPError as error:
-            # A bare 541 stands for a crash of RabbitMQ's channel process: map_exception turns a reason that
-            # is not an #amqp_error{} into 541 with no method, so its close carries 0/0.
-            if not error.class_id and error.code is not ReplyCode.INTERNAL_ERROR:
-                index = getattr(method, "index", 0)
-                error.class_id, error.method_id = index >> 16, index & 0xFFFF
-            raise
         finally:
             ACTOR.reset(token)
 
