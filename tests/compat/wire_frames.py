@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from tests.integration.raw_amqp import RawAMQP, SocketClosed
+from tests.integration.raw_amqp import RawAMQP
 
 FRAME_METHOD = 1
 FRAME_HEADER = 2
@@ -74,19 +74,7 @@ class WireClient(RawAMQP):
                     assert buffer[end] == FRAME_END, f"bad frame end {buffer[end]:#x}"
                     self._buffer = buffer[end + 1 :]
                     return WireFrame(frame_type, channel, bytes(buffer[7:end]), time.monotonic())
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError("no frame from the broker before the deadline")
-            self.sock.settimeout(remaining)
-            try:
-                data = self.sock.recv(65536)
-            except (ConnectionResetError, BrokenPipeError) as exc:
-                raise SocketClosed(str(exc)) from exc
-            except TimeoutError:
-                continue
-            if not data:
-                raise SocketClosed("EOF")
-            self._buffer += data
+            self.read_more(deadline)
 
     def method_frame(self, timeout_s: float | None = None) -> WireFrame:
         """The next method frame (heartbeats, headers and bodies skipped)."""

@@ -49,6 +49,12 @@ class RawAMQP:
                 else:
                     self._buffer = self._buffer[consumed:]
                     return channel, value
+            self.read_more(deadline)
+
+    def read_more(self, deadline: float) -> None:
+        """Append what the socket has to the buffer, waiting until ``deadline`` (time.monotonic) at most;
+        raises SocketClosed or TimeoutError."""
+        while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError("no frame from the broker before the deadline")
@@ -62,6 +68,7 @@ class RawAMQP:
             if not data:
                 raise SocketClosed("EOF")
             self._buffer += data
+            return
 
     def recv_method(self, timeout_s: float | None = None) -> tuple[int, Any]:
         """Like recv, skipping heartbeats."""
