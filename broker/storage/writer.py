@@ -78,6 +78,7 @@ class StoreWriter:
         self._committed = 0
         self._flush_scheduled = False
         self._failed = False
+        self._closed = False
         self._next_queue_id = store.max_queue_id() + 1
         self._next_delayed_key = store.max_delayed_key() + 1
         self._jobs: thread_queue.SimpleQueue[Batch | None] = thread_queue.SimpleQueue()
@@ -130,7 +131,8 @@ class StoreWriter:
     def _flush(self) -> None:
         """End of a loop turn: hand the batch over unless one is already committing (it re-flushes)."""
         self._flush_scheduled = False
-        if self._inflight is not None or self._failed or self.held:
+        # closed: close() committed what was pending; a flush scheduled before it has nothing left to do.
+        if self._inflight is not None or self._failed or self.held or self._closed:
             return
         batch = self._batch
         self._batch = Batch(batch.id + 1)
@@ -178,7 +180,11 @@ class StoreWriter:
             self._flush()
 
     def close(self) -> None:
-        """Commit what is pending (clean shutdown leaves nothing half-written), stop the thread, close."""
+        """Commit what is pending (clean shutdown leaves nothing half-written), stop the thread, close
+        (once)."""
+        if self._closed:
+            return
+        self._closed = True
         if self._thread is not None:
             self._jobs.put(None)
             self._thread.join()

@@ -297,6 +297,22 @@ def test_close_commits_what_is_pending(harness: Harness, tmp_path: Path) -> None
             reopened.close()
 
 
+def test_a_flush_scheduled_before_close_does_nothing_after_it(sqlite_harness: SqliteHarness) -> None:
+    """A start-up that fails after recovery wrote something (a TLS listener that cannot load its files)
+    closes the writer within the loop turn: the flush that turn scheduled must not commit again to the
+    closed store, which failed it ("Cannot operate on a closed database") and logged a store failure."""
+    harness, writer = sqlite_harness, sqlite_harness.writer
+    writer.vhost_added("v")  # schedules the end-of-turn flush
+    writer.close()
+    harness.turn()  # the scheduled flush runs now
+    assert harness.failures == []
+    reopened = SqliteStore(harness.directory)
+    try:
+        assert reopened.load().vhosts == ["v"]  # close() committed it, once
+    finally:
+        reopened.close()
+
+
 def test_close_commits_the_batch_in_flight_and_the_one_behind_it(
     sqlite_harness: SqliteHarness, tmp_path: Path
 ) -> None:
