@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -40,6 +41,22 @@ def redacted(dsn: str) -> str:
         return dsn
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+# A deposed node that cannot finish its shutdown within this long (a commit stuck on a partitioned network
+# holds the writer thread, which the shutdown joins) exits anyway: nothing it still holds may be confirmed,
+# and the fence refuses its commit should it ever reach the database.
+DEPOSED_EXIT_S = 15.0
+
+
+def _exit_if_stuck() -> None:
+    def exit_now() -> None:
+        log.critical("deposed_shutdown_stuck", exit_after_s=DEPOSED_EXIT_S)
+        os._exit(1)
+
+    timer = threading.Timer(DEPOSED_EXIT_S, exit_now)
+    timer.daemon = True
+    timer.start()
 
 
 def _fence(server: Server, epoch: int) -> None:
@@ -119,6 +136,8 @@ async def serve_ha(
                 deposed = "fenced"
                 log.warning("deposed", epoch=epoch, reason="a commit found a newer epoch in the store")
         status.role = NodeRole.STANDBY
+        if deposed is not None:
+            _exit_if_stuck()
         log.info("shutting_down", connections=len(server.connections))
         for addon in reversed(addons):
             await addon.stop()
