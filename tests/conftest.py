@@ -97,11 +97,14 @@ def start_broker_process(*extra_args: str, env: dict[str, str] | None = None) ->
         env={**os.environ, **(env or {})},
     )
     assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line:
-        proc.wait(timeout=10)
-        raise RuntimeError(f"broker exited with {proc.returncode} before reporting readiness: {cmd}")
-    ready = json.loads(line)
+    ready: dict[str, Any] = {"event": "standby"}
+    # A node on a PostgreSQL store (--store) reports "standby" first, then "ready" once elected (broker/ha).
+    while ready.get("event") == "standby":
+        line = proc.stdout.readline()
+        if not line:
+            proc.wait(timeout=10)
+            raise RuntimeError(f"broker exited with {proc.returncode} before reporting readiness: {cmd}")
+        ready = json.loads(line)
     return BrokerProcess(
         process=proc,
         host=ready["amqp_host"],

@@ -1,7 +1,12 @@
-"""Brokers with a data directory, restarted between steps: a clean stop (SIGTERM) or a crash (SIGKILL)."""
+"""Brokers with a data directory, restarted between steps: a clean stop (SIGTERM) or a crash (SIGKILL).
+
+Every test on the ``durable`` fixture runs once per store: SQLite under the data directory, and PostgreSQL
+(``--store``, a fresh database on the session's private cluster, tests/postgres; skipped when PostgreSQL is
+not installed)."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,14 +20,16 @@ from tests.conftest import BrokerProcess, start_broker_process
 class DurableBroker:
     """One data directory and the broker process currently serving it."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, store: str | None = None) -> None:
         self.data_dir = data_dir
+        self.store = store  # a PostgreSQL DSN, or None: SQLite in data_dir
         self.process: BrokerProcess | None = None
 
     def start(self, *extra_args: str) -> BrokerProcess:
         assert self.process is None, "already running"
+        store = ("--store", self.store) if self.store is not None else ()
         self.process = start_broker_process(
-            "--data-dir", str(self.data_dir), "--management-port", "-1", *extra_args
+            "--data-dir", str(self.data_dir), *store, "--management-port", "-1", *extra_args
         )
         return self.process
 
@@ -50,14 +57,40 @@ class DurableBroker:
         self.kill() if crash else self.stop()
         return self.start()
 
+    def stream_segments(self) -> dict[int, list[int]]:
+        """Each stream queue's stored segments by first offset: SQLite's segment files under the data
+        directory, or PostgreSQL's ``stream_segments`` rows."""
+        if self.store is None:
+            root = self.data_dir / "streams"
+            directories = list(root.iterdir()) if root.is_dir() else []
+            return {
+                int(directory.name): sorted(int(path.stem) for path in directory.glob("*.segment"))
+                for directory in directories
+            }
+        import asyncpg
+
+        async def rows() -> list[tuple[int, int]]:
+            connection = await asyncpg.connect(self.store)
+            try:
+                query = "SELECT queue_id, first_offset FROM stream_segments ORDER BY queue_id, first_offset"
+                return [(row[0], row[1]) for row in await connection.fetch(query)]
+            finally:
+                await connection.close()
+
+        segments: dict[int, list[int]] = {}
+        for queue_id, first in asyncio.run(rows()):
+            segments.setdefault(queue_id, []).append(first)
+        return segments
+
     def connect(self) -> pika.BlockingConnection:
         assert self.process is not None
         return pika.BlockingConnection(pika.URLParameters(self.process.url))
 
 
-@pytest.fixture
-def durable(tmp_path: Path) -> Iterator[DurableBroker]:
-    broker = DurableBroker(tmp_path / "data")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def durable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[DurableBroker]:
+    dsn = request.getfixturevalue("postgres_dsn") if request.param == "postgresql" else None
+    broker = DurableBroker(tmp_path / "data", dsn)
     broker.start()
     yield broker
     if broker.process is not None:
