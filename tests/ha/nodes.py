@@ -84,13 +84,19 @@ class HANode:
             if event["event"] == "exited":
                 raise AssertionError(f"{self.name} exited before {kind!r}: see {self.log_path}")
 
-    def http(self, path: str, timeout_s: float = 2.0) -> tuple[int, Any]:
-        """GET on the management API as guest: (status, JSON body); (0, None) when nothing answers."""
-        request = urllib.request.Request(f"http://127.0.0.1:{self.management_port}{path}")
+    def http(
+        self, path: str, timeout_s: float = 2.0, method: str = "GET", body: Any = None
+    ) -> tuple[int, Any]:
+        """A request to the management API as guest: (status, JSON body); (0, None) when nothing answers."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.management_port}{path}", data=data, method=method
+        )
+        request.add_header("Content-Type", "application/json")
         request.add_header("Authorization", "Basic " + base64.b64encode(b"guest:guest").decode())
         try:
             with urllib.request.urlopen(request, timeout=timeout_s) as response:
-                return response.status, json.loads(response.read())
+                return response.status, json.loads(response.read() or b"null")
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read() or b"null")
         except OSError:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pika
 import pytest
 
+from broker.management.api.app import STANDBY_REFUSES
 from tests.ha.nodes import ROOT, HANode
 
 
@@ -52,6 +53,10 @@ def test_one_node_is_active_the_other_standby_and_both_say_so(pair: tuple[HANode
         assert (status, body["status"]) == (503, "failed"), path
         assert "standby" in body["reason"]
         assert first.http(path)[0] == 200, path
+    # A standby changes nothing (the change would wait for its election, then meet the recovered store).
+    status, body = second.http("/api/queues/%2F/made-on-the-standby", method="PUT", body={"durable": True})
+    assert (status, body["reason"]) == (503, STANDBY_REFUSES)
+    assert first.http("/api/queues/%2F/made-on-the-active-node", method="PUT", body={})[0] == 201
     assert first.http("/api/nodes")[1][0]["ha_role"] == "active"
     assert second.http("/api/nodes")[1][0]["ha_role"] == "standby"
     overview = first.http("/api/overview")[1]

@@ -90,7 +90,15 @@ def _endpoint(route: Route) -> Callable[[web.Request], Awaitable[web.StreamRespo
     return endpoint
 
 
+# A high-availability standby (broker/ha) holds no state of the pair's: a change made there would wait for
+# its election and then meet the store's recovered state. It refuses changes until it is active.
+STANDBY_REFUSES = "node is a high-availability standby: it changes nothing until it is elected active"
+
+
 async def _handle(route: Route, request: web.Request, context: ManagementContext) -> web.StreamResponse:
+    ha = context.server.ha
+    if ha is not None and not ha.active and request.method not in ("GET", "HEAD"):
+        return json_response({"error": "Service Unavailable", "reason": STANDBY_REFUSES}, 503)
     persistence = context.broker.persistence
     if persistence is None or request.method in ("GET", "HEAD"):
         return await route.handler(request, context)
