@@ -152,14 +152,27 @@ def test_a_200k_stream_holds_only_its_open_segment_and_replays_from_files(tmp_pa
     assert max(replaying) <= SEGMENT + BODY + READ_BATCH_BYTES + 64 * 1024
 
 
-def test_after_a_restart_only_the_tail_is_held_and_attach_seeks_through_the_index(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_after_a_restart_only_the_tail_is_held_and_attach_seeks_through_the_index(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    """On PostgreSQL the closed segments are read back from ``stream_chunks`` rows instead of files."""
+    dsn = request.getfixturevalue("postgres_dsn") if kind == "postgresql" else None
+
+    def durable() -> dict[str, Any]:
+        if dsn is None:
+            return {"data_dir": tmp_path}
+        from broker.storage.postgres.store import PostgresStore
+
+        return {"store": PostgresStore(dsn)}
+
     sample: list[int] = []
-    with BrokerThread(data_dir=tmp_path, manual_clock=True) as broker:
+    with BrokerThread(**durable(), manual_clock=True) as broker:
         _publish(broker, "kept", 0, 3000, sample)
         broker.advance_clock(5)
         since_ms = broker.call(_stream(broker, "kept").host.clock.now_ms)
         _publish(broker, "kept", 3000, 1000, sample)
-    with BrokerThread(data_dir=tmp_path) as broker:
+    with BrokerThread(**durable()) as broker:
         stream = _stream(broker, "kept")
         log = stream.log
         assert broker.call(lambda: log.message_count) == 4000
