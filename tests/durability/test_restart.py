@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pika
 import pytest
@@ -25,6 +26,21 @@ def _confirmed_channel(durable: DurableBroker) -> BlockingChannel:
     channel = durable.connect().channel()
     channel.confirm_delivery()
     return channel
+
+
+def test_the_ready_line_names_the_store_without_its_password(durable: DurableBroker) -> None:
+    assert durable.process is not None
+    named = durable.process.ready["store"]
+    if durable.store is None:
+        assert named == f"sqlite:{durable.data_dir}"
+    else:
+        parts = urlsplit(durable.store)
+        assert isinstance(named, str)
+        assert named.startswith("postgresql://")
+        assert named.endswith(f"@{parts.hostname}:{parts.port}{parts.path}") or named.endswith(
+            f"//{parts.hostname}:{parts.port}{parts.path}"
+        )
+        assert f":{parts.password}@" not in named
 
 
 @pytest.mark.parametrize("crash", [False, True], ids=["sigterm", "sigkill"])
