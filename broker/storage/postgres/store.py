@@ -46,6 +46,9 @@ from broker.storage.stream_files import StoredSegment
 
 T = TypeVar("T")
 CONNECT_TIMEOUT_S = 10.0
+# A statement that has not answered in this long (a partitioned network, a server that stopped answering)
+# fails the commit instead of holding the writer, and with it every confirm, forever.
+COMMAND_TIMEOUT_S = 60.0
 
 _TOPOLOGY_SQL = {
     "vhost+": "INSERT INTO vhosts (name) VALUES ($1) ON CONFLICT DO NOTHING",
@@ -176,10 +179,12 @@ class PostgresStore:
             raise StorageError(f"PostgreSQL store {self.where}: {error!r}") from error
 
     async def _connect(self) -> tuple[asyncpg.Connection, asyncpg.Connection]:
-        writer = await asyncpg.connect(self.dsn, timeout=CONNECT_TIMEOUT_S)
+        writer = await asyncpg.connect(self.dsn, timeout=CONNECT_TIMEOUT_S, command_timeout=COMMAND_TIMEOUT_S)
         try:
             await migrate(writer, self.where)
-            reader = await asyncpg.connect(self.dsn, timeout=CONNECT_TIMEOUT_S)
+            reader = await asyncpg.connect(
+                self.dsn, timeout=CONNECT_TIMEOUT_S, command_timeout=COMMAND_TIMEOUT_S
+            )
         except BaseException:
             await writer.close()
             raise

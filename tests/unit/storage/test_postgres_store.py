@@ -216,3 +216,25 @@ def test_deleting_a_stream_queue_deletes_its_rows(
     assert cluster.psql("SELECT count(*) FROM stream_chunks", name).strip() == "0"
     assert cluster.psql("SELECT count(*) FROM stream_segments", name).strip() == "0"
     assert list(store.stream_segments(5)) == []
+
+
+def test_a_store_outage_fails_the_commit_and_a_restarted_server_has_every_committed_batch(
+    database: tuple[PostgresCluster, str, str], store: PostgresStore
+) -> None:
+    cluster, dsn, _name = database
+    store.apply(_declare())
+    cluster.stop()  # "fast": PostgreSQL closes every connection
+    try:
+        with pytest.raises(StorageError, match=r"postgresql://127\.0\.0\.1"):
+            store.apply(Batch(2, removed=[ROW[0]]))  # the writer reports it; the node stops
+        with pytest.raises(StorageError):
+            PostgresStore(dsn)  # nothing to connect to
+    finally:
+        cluster.start()
+    store.close()  # the clean mark cannot be written: the next start counts this stop as a crash
+    reopened = PostgresStore(dsn)
+    try:
+        assert reopened.begin() is False
+        assert list(reopened.messages(1)) == [ROW]  # the failed batch left nothing
+    finally:
+        reopened.close()
