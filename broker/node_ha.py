@@ -18,10 +18,10 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 
+from broker.config.model import store_display
 from broker.ha.leadership import Leadership, LostLeadership
 from broker.server.ha_status import HAStatus, NodeRole
 from broker.server.server import Addon, Server, StartupError
@@ -32,15 +32,6 @@ log = structlog.get_logger("warrenmq.ha")
 
 # No election grants epoch 0 (the first is 1): a store fenced with it refuses every commit.
 STANDBY_EPOCH = 0
-
-
-def redacted(dsn: str) -> str:
-    """The DSN without its password, for logs and the readiness line."""
-    parts = urlsplit(dsn)
-    if parts.password is None:
-        return dsn
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 # A deposed node that cannot finish its shutdown within this long (a commit stuck on a partitioned network
@@ -85,10 +76,11 @@ async def serve_ha(
     writer.held = True  # what the node's construction wrote waits for the election
     try:
         _fence(server, STANDBY_EPOCH)
-        ready: dict[str, Any] = {"management_port": None, "role": "standby", "store": redacted(dsn)}
+        where = store_display(config)  # postgresql://host:port/db: never the user or the password
+        ready: dict[str, Any] = {"management_port": None, "role": "standby", "store": where}
         for addon in addons:
             ready.update(await addon.after_listen(server))
-        log.info("standby", store=redacted(dsn), lease_s=config.ha_lease_s, node=config.node_name)
+        log.info("standby", store=where, lease_s=config.ha_lease_s, node=config.node_name)
         print(json.dumps({"event": "standby", **ready}), flush=True)
         elected = asyncio.ensure_future(leadership.campaign())
         stopped = asyncio.ensure_future(stop.wait())
@@ -116,7 +108,7 @@ async def serve_ha(
             role="active",
             epoch=epoch,
         )
-        log.info("active", epoch=epoch, host=host, port=port, store=redacted(dsn), build=compiled.describe())
+        log.info("active", epoch=epoch, host=host, port=port, store=where, build=compiled.describe())
         if on_ready is not None:
             on_ready(ready)
         held = asyncio.ensure_future(leadership.hold())
