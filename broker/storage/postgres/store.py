@@ -41,6 +41,19 @@ from broker.storage.base import (
 )
 from broker.storage.postgres.runner import LoopThread
 from broker.storage.postgres.schema import migrate
+from broker.storage.postgres.statements import (
+    COUNT_RETURNS,
+    DELETE_DELAYED,
+    DELETE_MESSAGES,
+    DELETE_RANGE,
+    DELETES,
+    FENCE,
+    FENCED_SQLSTATE,
+    INSERT_DELAYED,
+    INSERT_MESSAGES,
+    MARK_DELIVERED,
+    TOPOLOGY_SQL,
+)
 from broker.storage.postgres.streams import PgStreamDisk, PgStreams, Statement
 from broker.storage.stream_files import StoredSegment
 
@@ -49,100 +62,6 @@ CONNECT_TIMEOUT_S = 10.0
 # A statement that has not answered in this long (a partitioned network, a server that stopped answering)
 # fails the commit instead of holding the writer, and with it every confirm, forever.
 COMMAND_TIMEOUT_S = 60.0
-
-_TOPOLOGY_SQL = {
-    "vhost+": "INSERT INTO vhosts (name) VALUES ($1) ON CONFLICT DO NOTHING",
-    "vhost~": "UPDATE vhosts SET metadata = $2 WHERE name = $1",
-    "user+": (
-        "INSERT INTO users VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO UPDATE SET"
-        " password = excluded.password, password_hash = excluded.password_hash,"
-        " algorithm = excluded.algorithm, tags = excluded.tags"
-    ),
-    "permission+": (
-        'INSERT INTO permissions VALUES ($1, $2, $3, $4, $5) ON CONFLICT ("user", vhost) DO UPDATE SET'
-        " configure = excluded.configure, write = excluded.write, read = excluded.read"
-    ),
-    "permission-": 'DELETE FROM permissions WHERE "user" = $1 AND vhost = $2',
-    "topic_permission+": (
-        "INSERT INTO topic_permissions VALUES ($1, $2, $3, $4, $5)"
-        ' ON CONFLICT ("user", vhost, exchange) DO UPDATE SET write = excluded.write, read = excluded.read'
-    ),
-    "topic_permission-": 'DELETE FROM topic_permissions WHERE "user" = $1 AND vhost = $2 AND exchange = $3',
-    "exchange+": (
-        "INSERT INTO exchanges VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (vhost, name) DO UPDATE SET"
-        " type = excluded.type, auto_delete = excluded.auto_delete, internal = excluded.internal,"
-        " arguments = excluded.arguments"
-    ),
-    "queue+": (
-        "INSERT INTO queues VALUES ($1, $2, $3, $4, $5, 0) ON CONFLICT (id) DO UPDATE SET"
-        " vhost = excluded.vhost, name = excluded.name, auto_delete = excluded.auto_delete,"
-        " arguments = excluded.arguments, had_consumer = 0"
-    ),
-    "queue~": "UPDATE queues SET had_consumer = 1 WHERE id = $1",
-    "parameter+": (
-        "INSERT INTO runtime_parameters VALUES ($1, $2, $3, $4)"
-        " ON CONFLICT (vhost, component, name) DO UPDATE SET value = excluded.value"
-    ),
-    "parameter-": "DELETE FROM runtime_parameters WHERE vhost = $1 AND component = $2 AND name = $3",
-    "binding+": "INSERT INTO bindings VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-    "binding-": (
-        "DELETE FROM bindings WHERE vhost = $1 AND source = $2 AND destination_type = $3"
-        " AND destination = $4 AND routing_key = $5 AND arguments = $6"
-    ),
-}
-_DELETES = {
-    "exchange-": (
-        "DELETE FROM delayed_messages WHERE vhost = $1 AND holder = $2",  # the plugin drops them with it
-        "DELETE FROM exchanges WHERE vhost = $1 AND name = $2",
-    ),
-    "queue-": (
-        f"DELETE FROM messages WHERE key >= $1::bigint << {KEY_SEQ_BITS}"
-        f" AND key < ($1::bigint + 1) << {KEY_SEQ_BITS}",
-        "DELETE FROM bindings WHERE destination_type = 'queue'"
-        " AND (vhost, destination) IN (SELECT vhost, name FROM queues WHERE id = $1)",
-        "DELETE FROM queues WHERE id = $1",
-    ),
-    "vhost-": (
-        f"DELETE FROM messages WHERE key >> {KEY_SEQ_BITS} IN (SELECT id FROM queues WHERE vhost = $1)",
-        "DELETE FROM queues WHERE vhost = $1",
-        "DELETE FROM bindings WHERE vhost = $1",
-        "DELETE FROM exchanges WHERE vhost = $1",
-        "DELETE FROM delayed_messages WHERE vhost = $1",
-        "DELETE FROM permissions WHERE vhost = $1",
-        "DELETE FROM topic_permissions WHERE vhost = $1",
-        "DELETE FROM vhosts WHERE name = $1",
-        "DELETE FROM runtime_parameters WHERE vhost = $1",
-    ),
-    "user-": (
-        'DELETE FROM permissions WHERE "user" = $1',
-        'DELETE FROM topic_permissions WHERE "user" = $1',
-        "DELETE FROM users WHERE name = $1",
-    ),
-}
-# The hot path: one statement per kind of change, whatever the batch's size.
-_INSERT_MESSAGES = (
-    "INSERT INTO messages (key, exchange, routing_key, header, body, expires_at, delivered)"
-    " SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::bigint[],"
-    " $7::int[]) ON CONFLICT (key) DO UPDATE SET exchange = excluded.exchange,"
-    " routing_key = excluded.routing_key, header = excluded.header, body = excluded.body,"
-    " expires_at = excluded.expires_at, delivered = excluded.delivered, delivery_count = 0"
-)
-_MARK_DELIVERED = "UPDATE messages SET delivered = 1 WHERE key = ANY($1::bigint[])"
-_COUNT_RETURNS = (
-    "UPDATE messages AS m SET delivery_count = r.count, delivered = r.delivered"
-    " FROM unnest($1::bigint[], $2::int[], $3::int[]) AS r(key, count, delivered) WHERE m.key = r.key"
-)
-_DELETE_MESSAGES = "DELETE FROM messages WHERE key = ANY($1::bigint[])"
-_INSERT_DELAYED = (
-    "INSERT INTO delayed_messages SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[],"
-    " $5::text[], $6::text[], $7::bytea[], $8::bytea[]) ON CONFLICT (key) DO UPDATE SET"
-    " vhost = excluded.vhost, holder = excluded.holder, due_ms = excluded.due_ms,"
-    " exchange = excluded.exchange, routing_key = excluded.routing_key, header = excluded.header,"
-    " body = excluded.body"
-)
-_DELETE_DELAYED = "DELETE FROM delayed_messages WHERE key = ANY($1::bigint[])"
-_DELETE_RANGE = "DELETE FROM messages WHERE key >= $1 AND key < $2"
-_LEADER_EPOCH = "SELECT epoch FROM warrenmq_leader WHERE id = 1 FOR SHARE"
 
 
 def redacted(dsn: str) -> str:
@@ -282,66 +201,89 @@ class PostgresStore:
         self.streams.written.update(ends)  # after the commit: the core reads closed segments below it
 
     async def _apply(self, batch: Batch) -> dict[int, int]:
+        """Round trips are the cost here (each is a thread hop and a loopback or network exchange): BEGIN
+        and the fence check go as one message, and a batch of one statement with no fence (publishes
+        alone, acks alone: the hot path) is its own transaction, with no BEGIN or COMMIT."""
         db = self._writer
-        async with db.transaction():
-            if self.epoch is not None:
-                held = await db.fetchval(_LEADER_EPOCH)
-                if held != self.epoch:
-                    raise StoreFenced(
-                        f"PostgreSQL store {self.where}: epoch {held} holds the store, this node's epoch"
-                        f" {self.epoch} is stale"
-                    )
-            stale_streams: list[int] = []  # new queues' ids: a crash mid-delete may have left their rows
-            gone_streams = list(batch.dropped_queues)
-            for op, row in batch.topology:
-                if op == "queue+":
-                    stale_streams.append(row[0])
-                elif op == "vhost-":
-                    ids = await db.fetch("SELECT id FROM queues WHERE vhost = $1", *row)
-                    gone_streams += [r[0] for r in ids]
-                deletes = _DELETES.get(op)
-                if deletes is None:
-                    await db.execute(_TOPOLOGY_SQL[op], *row)
-                else:
-                    for statement in deletes:
-                        await db.execute(statement, *row)
-            if batch.added:
-                await db.execute(_INSERT_MESSAGES, *_columns(batch.added.values(), 7))
-            if batch.delivered:
-                await db.execute(_MARK_DELIVERED, batch.delivered)
-            if batch.counted:
-                counted = batch.counted
-                await db.execute(
-                    _COUNT_RETURNS,
-                    list(counted),
-                    [pair[0] for pair in counted.values()],
-                    [pair[1] for pair in counted.values()],
-                )
-            if batch.delayed_added:
-                await db.execute(_INSERT_DELAYED, *_columns(batch.delayed_added.values(), 8))
-            if batch.delayed_removed:
-                await db.execute(_DELETE_DELAYED, batch.delayed_removed)
-            if batch.removed:
-                await db.execute(_DELETE_MESSAGES, batch.removed)
-            for queue_id in batch.dropped_queues:
-                await db.execute(_DELETE_RANGE, *queue_key_range(queue_id))
-            ends: dict[int, int] = {}
-            if (
-                stale_streams
-                or gone_streams
-                or batch.stream_appends
-                or batch.stream_rolls
-                or batch.stream_dropped
-            ):
-                statements, ends = self.streams.statements(
-                    stale_streams,
-                    batch.stream_appends,
-                    batch.stream_rolls,
-                    batch.stream_dropped,
-                    gone_streams,
-                )
-                await _execute(db, statements)
+        statements: list[Statement] | None = None
+        if not batch.topology and self.epoch is None:
+            statements, ends = self._row_statements(batch, [], list(batch.dropped_queues))
+            if len(statements) == 1:
+                sql, args = statements[0]
+                await db.execute(sql, *args)
+                return ends
+        try:
+            await db.execute(self._begin)
+        except asyncpg.PostgresError as error:
+            await _rollback(db)
+            if error.sqlstate == FENCED_SQLSTATE:
+                raise StoreFenced(f"PostgreSQL store {self.where}: {error}") from None
+            raise
+        try:
+            if statements is None:
+                stale_streams: list[int] = []  # new queues' ids: a crash mid-delete may have left rows
+                gone_streams = list(batch.dropped_queues)
+                for op, row in batch.topology:
+                    if op == "queue+":
+                        stale_streams.append(row[0])
+                    elif op == "vhost-":
+                        ids = await db.fetch("SELECT id FROM queues WHERE vhost = $1", *row)
+                        gone_streams += [r[0] for r in ids]
+                    deletes = DELETES.get(op)
+                    if deletes is None:
+                        await db.execute(TOPOLOGY_SQL[op], *row)
+                    else:
+                        for statement in deletes:
+                            await db.execute(statement, *row)
+                statements, ends = self._row_statements(batch, stale_streams, gone_streams)
+            for sql, args in statements:
+                await db.execute(sql, *args)
+            await db.execute("COMMIT")
+        except BaseException:
+            await _rollback(db)
+            raise
         return ends
+
+    @property
+    def _begin(self) -> str:
+        if self.epoch is None:
+            return "BEGIN"
+        return "BEGIN; " + FENCE.replace("$epoch", str(int(self.epoch)))
+
+    def _row_statements(
+        self, batch: Batch, stale_streams: list[int], gone_streams: list[int]
+    ) -> tuple[list[Statement], dict[int, int]]:
+        """The batch after its topology, in the SQLite store's order: message inserts, delivered marks,
+        returns, delayed messages, deletes, dropped queues' messages, then the streams."""
+        out: list[Statement] = []
+        if batch.added:
+            out.append((INSERT_MESSAGES, tuple(_columns(batch.added.values(), 7))))
+        if batch.delivered:
+            out.append((MARK_DELIVERED, (batch.delivered,)))
+        if batch.counted:
+            counted = batch.counted
+            pairs = counted.values()
+            out.append((COUNT_RETURNS, (list(counted), [p[0] for p in pairs], [p[1] for p in pairs])))
+        if batch.delayed_added:
+            out.append((INSERT_DELAYED, tuple(_columns(batch.delayed_added.values(), 8))))
+        if batch.delayed_removed:
+            out.append((DELETE_DELAYED, (batch.delayed_removed,)))
+        if batch.removed:
+            out.append((DELETE_MESSAGES, (batch.removed,)))
+        out.extend((DELETE_RANGE, queue_key_range(queue_id)) for queue_id in batch.dropped_queues)
+        ends: dict[int, int] = {}
+        if (
+            stale_streams
+            or gone_streams
+            or batch.stream_appends
+            or batch.stream_rolls
+            or batch.stream_dropped
+        ):
+            streams, ends = self.streams.statements(
+                stale_streams, batch.stream_appends, batch.stream_rolls, batch.stream_dropped, gone_streams
+            )
+            out.extend(streams)
+        return out, ends
 
     def close(self, clean: bool = True) -> None:
         if self._loop.loop.is_closed():
@@ -374,6 +316,11 @@ def _columns(rows: Any, width: int) -> list[list[Any]]:
     return columns
 
 
-async def _execute(db: asyncpg.Connection, statements: list[Statement]) -> None:
-    for sql, args in statements:
-        await db.execute(sql, *args)
+async def _rollback(db: asyncpg.Connection) -> None:
+    """After a failed statement: the transaction is aborted; end it so the connection serves the next batch
+    (a connection that is gone has nothing to roll back)."""
+    if not db.is_closed() and db.is_in_transaction():
+        try:
+            await db.execute("ROLLBACK")
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+            pass
