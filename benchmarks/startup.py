@@ -11,9 +11,12 @@ and how much memory it holds once ready.
 - with management on, the time to a first ``/api/overview`` answered, right after that handshake: the
   management application is built at its first request (broker.management.lazy_http).
 - in-process (``--in-process``): `EmbeddedBroker().start()` and `BrokerThread().start()` to a first handshake.
+- instructions (``--instructions``): the instructions the process executes from its start to the readiness
+  line, counted by valgrind's callgrind (the process exits there). Unlike the times above they do not depend
+  on the machine's load, so they compare two trees (``--tree``) on a busy machine too.
 
 Usage: .venv/bin/python benchmarks/startup.py [--runs 7] [--import-runs 3] [--markdown] [--in-process]
-       [--tree /tmp/old-tree]   # another source tree (e.g. `git archive` of an earlier commit)
+       [--instructions] [--tree /tmp/old-tree]   # another tree (e.g. `git archive` of an earlier commit)
 Target (issues #6, #29): the median to the first handshake under 200 ms with the default configuration, on an
 idle machine (the load average is printed with the results, before and after).
 """
@@ -179,6 +182,53 @@ def median_import_times(extra: list[str], runs: int) -> tuple[dict[str, float], 
     )
 
 
+# Runs `warrenmq serve ...` as `python -m broker` does, and ends the process with its readiness line.
+TO_READY = """
+import os, runpy, sys
+class Out:
+    def __init__(self, out): self.out = out
+    def write(self, text):
+        if text.startswith('{"event": "ready"'):
+            self.out.write(text); self.out.flush(); os._exit(0)
+        return self.out.write(text)
+    def __getattr__(self, name): return getattr(self.out, name)
+sys.stdout = Out(sys.stdout)
+sys.argv = ["warrenmq", *sys.argv[1:]]
+runpy.run_module("broker", run_name="__main__", alter_sys=True)
+"""
+
+
+def instructions(extra: list[str]) -> int:
+    """Instructions executed from the process's start to its readiness line (valgrind --tool=callgrind)."""
+    with tempfile.TemporaryDirectory(prefix="warrenmq-callgrind-") as scratch:
+        data = [] if "--data-dir" in extra else ["--data-dir", os.path.join(scratch, "data")]
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={os.path.join(scratch, 'callgrind.out')}",
+            sys.executable,
+            "-c",
+            TO_READY,
+            *BASE[3:],
+            *extra,
+            *data,
+        ]
+        cwd = CHILD_ENV.get("PYTHONPATH")
+        done = subprocess.run(command, capture_output=True, text=True, env=CHILD_ENV, cwd=cwd, check=False)
+    collected = re.search(r"Collected : (\d+)", done.stderr)
+    if collected is None or '"ready"' not in done.stdout:
+        raise RuntimeError(f"no count from callgrind (exit {done.returncode}): {done.stderr[-500:]}")
+    return int(collected.group(1))
+
+
+def report_instructions(runs: int) -> None:
+    for name, extra in {"default": DEFAULT, "all off": OFF}.items():
+        instructions(extra)  # the bytecode cache
+        counts = sorted(instructions(extra) for _ in range(runs))
+        print(f"{name}: instructions to the readiness line  {statistics.median(counts) / 1e6:,.1f} M", end="")
+        print(f" (min {counts[0] / 1e6:,.1f}, max {counts[-1] / 1e6:,.1f}, {runs} runs)")
+
+
 async def in_process_start() -> tuple[float, float]:
     loop = asyncio.get_running_loop()
     began = time.perf_counter()
@@ -292,10 +342,16 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true", help="tables for docs/benchmarks.md")
     parser.add_argument("--tree", help="a WarrenMQ source tree to start instead of the installed one")
     parser.add_argument("--in-process", action="store_true", help="also the embedded and thread starts")
+    parser.add_argument(
+        "--instructions", action="store_true", help="only count instructions to ready (valgrind), 3 runs"
+    )
     args = parser.parse_args()
     if args.tree:
         # Ahead of the editable install's finder: the tree's own packages and extensions serve.
         CHILD_ENV["PYTHONPATH"] = os.path.abspath(args.tree)
+    if args.instructions:
+        report_instructions(3)
+        return
     report(args.runs, args.import_runs, args.markdown)
     if args.in_process:
         in_process(args.runs)
