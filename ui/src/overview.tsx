@@ -10,9 +10,13 @@ interface Overview {
   queue_totals?: Record<string, unknown>;
   listeners?: { protocol: string; ip_address: string; port: number; node: string }[];
   message_stats?: Record<string, unknown>;
+  ha_role?: string;
+  ha_epoch?: number | null;
 }
 interface NodeRow {
   name: string;
+  ha_role?: string;
+  ha_epoch?: number | null;
   mem_used?: number;
   mem_limit?: number;
   mem_alarm?: boolean;
@@ -32,6 +36,14 @@ export function OverviewPage() {
       <h1>Overview</h1>
       <p class="muted">
         {o.cluster_name} · version {o.rabbitmq_version}
+        {o.ha_role && (
+          <>
+            {" · "}
+            <span class={o.ha_role === "active" ? "ha-active" : "ha-standby"} id="ha-role">
+              {o.ha_role === "active" ? `active node (epoch ${o.ha_epoch})` : "standby node"}
+            </span>
+          </>
+        )}
       </p>
       <Section title="Totals">
         <div class="tiles" id="totals">
@@ -51,6 +63,8 @@ export function OverviewPage() {
           rows={nodes.data ?? []}
           columns={[
             { title: "Name", cell: (n) => n.name },
+            // High availability (a PostgreSQL store): which node of the pair this one is.
+            ...(nodes.data?.some((n) => n.ha_role) ? [{ title: "Role", cell: (n: NodeRow) => (n.ha_role === "active" ? <b class="ha-active">active</b> : <span class="ha-standby">{n.ha_role}</span>) }] : []),
             { title: "Memory", cell: (n) => `${mib(n.mem_used)} of ${mib(n.mem_limit)} limit` },
             { title: "Alarms", cell: (n) => (n.mem_alarm || n.disk_free_alarm ? <span class="error">{[n.mem_alarm && "memory", n.disk_free_alarm && "disk"].filter(Boolean).join(", ")}</span> : "none") },
           ]}
