@@ -146,3 +146,24 @@ async def test_a_renewal_that_succeeds_within_the_lease_keeps_the_node_active(po
         assert renewed == 2
     finally:
         await node.close()
+
+
+async def test_a_node_that_slept_past_its_lease_steps_down_without_renewing(postgres_dsn: str) -> None:
+    time = VirtualTime()
+    node = Leadership(postgres_dsn, "a", 3.0, clock=time.clock, sleep=time.sleep)
+    renewals = 0
+    real_renew = node.renew
+
+    async def renew() -> bool:
+        nonlocal renewals
+        renewals += 1
+        return await real_renew()
+
+    node.renew = renew  # type: ignore[method-assign]
+    try:
+        await node.try_acquire()
+        time.now += 10.0  # paused (SIGSTOP, a frozen VM): its lease ran out on its own clock
+        assert await node.hold() is LostLeadership.LEASE_EXPIRED
+        assert renewals == 0
+    finally:
+        await node.close()
