@@ -114,6 +114,7 @@ async def serve_ha(
         held = asyncio.ensure_future(leadership.hold())
         await asyncio.wait((held, stopped), return_when=asyncio.FIRST_COMPLETED)
         if held.done():
+            stopped.cancel()
             lost = held.result()
             deposed = lost.value
             log.warning(
