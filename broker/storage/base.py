@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from broker.core.queues.stream_disk import StreamDisk
 from broker.core.topology.persistence import CommitWaiter
@@ -93,8 +93,12 @@ class Batch:
         )
 
 
-@dataclass(frozen=True)
-class ExchangeRow:
+# The rows `load` hands back are named tuples, as the message rows are plain ones: immutable, compared and
+# hashed by value, built from a database row by position. As frozen dataclasses the seven classes cost each
+# start with a data directory 22 M instructions (3.4%) to generate and compile their methods (issue #29).
+
+
+class ExchangeRow(NamedTuple):
     vhost: str
     name: str
     type: str
@@ -103,8 +107,7 @@ class ExchangeRow:
     arguments: str | None
 
 
-@dataclass(frozen=True)
-class QueueRow:
+class QueueRow(NamedTuple):
     id: int
     vhost: str
     name: str
@@ -114,8 +117,7 @@ class QueueRow:
     had_consumer: int = 0
 
 
-@dataclass(frozen=True)
-class BindingRow:
+class BindingRow(NamedTuple):
     vhost: str
     source: str
     destination_type: str  # "queue" or "exchange"
@@ -124,8 +126,7 @@ class BindingRow:
     arguments: str | None
 
 
-@dataclass(frozen=True)
-class UserRow:
+class UserRow(NamedTuple):
     name: str
     password: str | None
     password_hash: str | None
@@ -133,8 +134,7 @@ class UserRow:
     tags: str | None = None  # a JSON list
 
 
-@dataclass(frozen=True)
-class PermissionRow:
+class PermissionRow(NamedTuple):
     user: str
     vhost: str
     configure: str
@@ -142,8 +142,7 @@ class PermissionRow:
     read: str
 
 
-@dataclass(frozen=True)
-class TopicPermissionRow:
+class TopicPermissionRow(NamedTuple):
     user: str
     vhost: str
     exchange: str
@@ -151,8 +150,7 @@ class TopicPermissionRow:
     read: str
 
 
-@dataclass(frozen=True)
-class ParameterRow:
+class ParameterRow(NamedTuple):
     vhost: str
     component: str
     name: str

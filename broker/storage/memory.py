@@ -3,7 +3,6 @@ the same `MemoryStore` recovers its durable state, which lets tests exercise rec
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -156,7 +155,7 @@ class MemoryStore:
         elif op == "queue~":
             queue = self.queues.get(int(row[0]))
             if queue is not None:
-                self.queues[queue.id] = dataclasses.replace(queue, had_consumer=1)
+                self.queues[queue.id] = queue._replace(had_consumer=1)
         elif op == "queue-":
             gone = self.queues.pop(int(row[0]), None)
             self._drop_messages(int(row[0]))
