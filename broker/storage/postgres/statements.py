@@ -1,9 +1,9 @@
 """The PostgreSQL store's statements: topology rows as the SQLite store writes them (``INSERT OR REPLACE``
 becomes ``ON CONFLICT DO UPDATE``), and the hot path's array statements, one per kind of change whatever
-the batch's size: ``unnest`` for inserts and returns, ``= ANY`` for delivered marks and acks. Measured
-against asyncpg's ``executemany`` (a statement per row, pipelined) on 1 KiB rows: deleting 1,000 keys took
-2.9 ms with ``= ANY`` against 11.6 ms, inserting them 12.0 ms with ``unnest`` against 16.7 ms
-(docs/benchmarks.md, "PostgreSQL store")."""
+the batch's size: binary COPY for new messages, ``unnest`` for returns and delayed messages, ``= ANY`` for
+delivered marks and acks. Measured against asyncpg's ``executemany`` (a statement per row, pipelined) on 1 KiB
+rows: deleting 1,000 keys took 2.9 ms with ``= ANY`` against 11.6 ms, inserting them 12.0 ms with ``unnest``
+against 16.7 ms, and COPY took 7 ms against unnest's 19 ms (docs/benchmarks.md, "PostgreSQL store")."""
 
 from __future__ import annotations
 
@@ -79,13 +79,9 @@ DELETES = {
     ),
 }
 # The hot path: one statement per kind of change, whatever the batch's size.
-INSERT_MESSAGES = (
-    "INSERT INTO messages (key, exchange, routing_key, header, body, expires_at, delivered)"
-    " SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::bigint[],"
-    " $7::int[]) ON CONFLICT (key) DO UPDATE SET exchange = excluded.exchange,"
-    " routing_key = excluded.routing_key, header = excluded.header, body = excluded.body,"
-    " expires_at = excluded.expires_at, delivered = excluded.delivered, delivery_count = 0"
-)
+# Not SQL: the store sends a batch's new messages with binary COPY (asyncpg's copy_records_to_table).
+COPY_MESSAGES = "COPY messages"
+MESSAGE_COLUMNS = ("key", "exchange", "routing_key", "header", "body", "expires_at", "delivered")
 MARK_DELIVERED = "UPDATE messages SET delivered = 1 WHERE key = ANY($1::bigint[])"
 COUNT_RETURNS = (
     "UPDATE messages AS m SET delivery_count = r.count, delivered = r.delivered"
