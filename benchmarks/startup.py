@@ -10,6 +10,8 @@ and how much memory it holds once ready.
 - RSS at ready: the broker process's VmRSS once its first handshake completed;
 - with management on, the time to a first ``/api/overview`` answered, right after that handshake: the
   management application is built at its first request (broker.management.lazy_http).
+- the floor: spawn to a line from a process that only imports what every start loads (asyncio, sqlite3,
+  structlog, uvloop), in the same rounds: the machine's speed at the time, and the part no broker change cuts;
 - in-process (``--in-process``): `EmbeddedBroker().start()` and `BrokerThread().start()` to a first handshake.
 - instructions (``--instructions``): the instructions the process executes from its start to the readiness
   line, counted by valgrind's callgrind (the process exits there). Unlike the times above they do not depend
@@ -144,6 +146,25 @@ def one_start(extra: list[str]) -> Start:
         return Start(ready_s, handshake_s, rss, cpu, management_s)
 
 
+# What any start pays before the broker's own code: the interpreter and the libraries `serve` always loads
+# (as it loads them: without rich and greenlet). Measured in the same rounds, it shows how fast the machine
+# was; the broker's own share is the difference.
+FLOOR = (
+    "import sys; sys.modules['rich'] = sys.modules['greenlet'] = None;"
+    "import asyncio, sqlite3, structlog, uvloop; print('ready', flush=True)"
+)
+
+
+def floor_s() -> float:
+    began = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", FLOOR], stdout=subprocess.PIPE, text=True, env=CHILD_ENV)
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    elapsed = time.perf_counter() - began
+    proc.wait()
+    return elapsed
+
+
 def overview(port: int) -> None:
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}/api/overview",
@@ -266,11 +287,14 @@ def report(runs: int, import_runs: int, markdown: bool) -> None:
     for extra in configs.values():
         one_start(extra)  # warm-up: the bytecode cache, the page cache
     starts: dict[str, list[Start]] = {name: [] for name in configs}
+    floors: list[float] = []
     for _ in range(runs):
         for name, extra in configs.items():  # alternate, so that a burst of load hits both alike
             starts[name].append(one_start(extra))
+        floors.append(floor_s())
     imports = {name: median_import_times(extra, import_runs) for name, extra in configs.items()}
     print(f"load average after:  {load()}")
+    print(f"floor (python + asyncio, sqlite3, structlog, uvloop; no broker): {_ms(floors)}")
     if markdown:
         _markdown(runs, import_runs, starts, imports)
         return
