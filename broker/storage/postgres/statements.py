@@ -79,8 +79,18 @@ DELETES = {
     ),
 }
 # The hot path: one statement per kind of change, whatever the batch's size.
-# Not SQL: the store sends a batch's new messages with binary COPY (asyncpg's copy_records_to_table).
+# Not SQL: the store sends a batch's new messages with binary COPY (asyncpg's copy_records_to_table) when
+# there are at least COPY_FROM_ROWS of them; COPY and the delete before it cost two more round trips than one
+# upsert, which a small batch (one message in flight) feels more than the per-row cost.
 COPY_MESSAGES = "COPY messages"
+COPY_FROM_ROWS = 32
+INSERT_MESSAGES = (
+    "INSERT INTO messages (key, exchange, routing_key, header, body, expires_at, delivered)"
+    " SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $6::bigint[],"
+    " $7::int[]) ON CONFLICT (key) DO UPDATE SET exchange = excluded.exchange,"
+    " routing_key = excluded.routing_key, header = excluded.header, body = excluded.body,"
+    " expires_at = excluded.expires_at, delivered = excluded.delivered, delivery_count = 0"
+)
 MESSAGE_COLUMNS = ("key", "exchange", "routing_key", "header", "body", "expires_at", "delivered")
 MARK_DELIVERED = "UPDATE messages SET delivered = 1 WHERE key = ANY($1::bigint[])"
 COUNT_RETURNS = (

@@ -42,6 +42,7 @@ from broker.storage.base import (
 from broker.storage.postgres.runner import LoopThread
 from broker.storage.postgres.schema import migrate
 from broker.storage.postgres.statements import (
+    COPY_FROM_ROWS,
     COPY_MESSAGES,
     COUNT_RETURNS,
     DELETE_DELAYED,
@@ -51,6 +52,7 @@ from broker.storage.postgres.statements import (
     FENCE,
     FENCED_SQLSTATE,
     INSERT_DELAYED,
+    INSERT_MESSAGES,
     MARK_DELIVERED,
     MESSAGE_COLUMNS,
     TOPOLOGY_SQL,
@@ -259,8 +261,11 @@ class PostgresStore:
         if batch.added:
             # INSERT OR REPLACE as COPY: the rows a key already has go first (rare: a key is a queue's publish
             # position), then binary COPY, 2-3x cheaper than an unnest insert (docs/benchmarks.md).
-            out.append((DELETE_MESSAGES, (list(batch.added),)))
-            out.append((COPY_MESSAGES, (list(batch.added.values()),)))
+            if len(batch.added) >= COPY_FROM_ROWS:
+                out.append((DELETE_MESSAGES, (list(batch.added),)))
+                out.append((COPY_MESSAGES, (list(batch.added.values()),)))
+            else:
+                out.append((INSERT_MESSAGES, tuple(_columns(batch.added.values(), 7))))
         if batch.delivered:
             out.append((MARK_DELIVERED, (batch.delivered,)))
         if batch.counted:

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from broker.storage.base import Batch, StorageError, StoreFenced, message_key
+from broker.storage.memory import MemoryStore
 from broker.storage.postgres.schema import SCHEMA_VERSION
+from broker.storage.postgres.statements import COPY_FROM_ROWS
 from broker.storage.postgres.store import PostgresStore, redacted
 from broker.storage.sqlite import SqliteStore
 from broker.storage.stream_files import StreamRow
@@ -238,3 +240,28 @@ def test_a_store_outage_fails_the_commit_and_a_restarted_server_has_every_commit
         assert list(reopened.messages(1)) == [ROW]  # the failed batch left nothing
     finally:
         reopened.close()
+
+
+@pytest.mark.parametrize("count", [COPY_FROM_ROWS - 1, COPY_FROM_ROWS, 500])
+def test_a_batch_of_any_size_replaces_the_rows_its_keys_had(store: PostgresStore, count: int) -> None:
+    """Small batches upsert, large ones go in with COPY after a delete: both as SQLite's INSERT OR REPLACE,
+    which resets the delivery count."""
+    memory = MemoryStore()
+    old = (message_key(1, 3), "", "q", HEADER, b"old", None, 1)
+    batches = [
+        _declare(),
+        Batch(2, added={old[0]: old}, counted={old[0]: (4, 1)}),
+        Batch(
+            3,
+            added={
+                message_key(1, seq): (message_key(1, seq), "x", "k", HEADER, b"m%d" % seq, 1_000 + seq, 0)
+                for seq in range(2, 2 + count)
+            },
+        ),
+    ]
+    for batch in batches:
+        memory.apply(batch)
+        store.apply(batch)
+    assert list(store.messages(1)) == list(memory.messages(1))
+    assert len(list(store.messages(1))) == count + 1
+    assert store.delivery_counts(1) == memory.delivery_counts(1) == {}
