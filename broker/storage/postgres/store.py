@@ -160,12 +160,15 @@ class PostgresStore:
 
     def begin(self) -> bool:
         clean = self._value("SELECT value FROM meta WHERE name = 'clean'")
-        self._run(  # committed before serving: a crash from now on is seen by the next start
-            self._writer.execute(
-                "INSERT INTO meta VALUES ('clean', 0) ON CONFLICT (name) DO UPDATE SET value = 0"
-            )
-        )
+        # Committed before serving: a crash from now on is seen by the next start.
+        self._run(self._mark_clean(0))
         return bool(clean)
+
+    async def _mark_clean(self, value: int) -> None:
+        """Fenced like a batch: a node that lost the store must not mark its successor's run clean."""
+        await self._in_transaction(
+            [("INSERT INTO meta VALUES ('clean', $1) ON CONFLICT (name) DO UPDATE SET value = $1", (value,))]
+        )
 
     def delivery_counts(self, queue_id: int) -> dict[int, int]:
         query = "SELECT key, delivery_count FROM messages WHERE key >= $1 AND key < $2 AND delivery_count > 0"
@@ -214,13 +217,7 @@ class PostgresStore:
             if len(statements) == 1:
                 await _execute(db, *statements[0])
                 return ends
-        try:
-            await db.execute(self._begin)
-        except asyncpg.PostgresError as error:
-            await _rollback(db)
-            if error.sqlstate == FENCED_SQLSTATE:
-                raise StoreFenced(f"PostgreSQL store {self.where}: {error}") from None
-            raise
+        await self._begin_fenced()
         try:
             if statements is None:
                 stale_streams: list[int] = []  # new queues' ids: a crash mid-delete may have left rows
@@ -245,6 +242,26 @@ class PostgresStore:
             await _rollback(db)
             raise
         return ends
+
+    async def _in_transaction(self, statements: list[Statement]) -> None:
+        await self._begin_fenced()
+        try:
+            for sql, args in statements:
+                await _execute(self._writer, sql, args)
+            await self._writer.execute("COMMIT")
+        except BaseException:
+            await _rollback(self._writer)
+            raise
+
+    async def _begin_fenced(self) -> None:
+        """BEGIN, and with an epoch the fence check in the same message; StoreFenced when it fails."""
+        try:
+            await self._writer.execute(self._begin)
+        except asyncpg.PostgresError as error:
+            await _rollback(self._writer)
+            if error.sqlstate == FENCED_SQLSTATE:
+                raise StoreFenced(f"PostgreSQL store {self.where}: {error}") from None
+            raise
 
     @property
     def _begin(self) -> str:
@@ -299,12 +316,8 @@ class PostgresStore:
         try:
             if clean:
                 try:
-                    self._run(
-                        self._writer.execute(
-                            "INSERT INTO meta VALUES ('clean', 1) ON CONFLICT (name) DO UPDATE SET value = 1"
-                        )
-                    )
-                except StorageError:
+                    self._run(self._mark_clean(1))
+                except StorageError:  # StoreFenced included
                     pass  # unreachable now: the next start treats this stop as a crash, the safe side
             for connection in (self._writer, self._reader):
                 try:

@@ -265,3 +265,19 @@ def test_a_batch_of_any_size_replaces_the_rows_its_keys_had(store: PostgresStore
     assert list(store.messages(1)) == list(memory.messages(1))
     assert len(list(store.messages(1))) == count + 1
     assert store.delivery_counts(1) == memory.delivery_counts(1) == {}
+
+
+def test_a_fenced_node_cannot_mark_its_successors_run_clean(
+    database: tuple[PostgresCluster, str, str], store: PostgresStore
+) -> None:
+    cluster, dsn, name = database
+    cluster.psql("INSERT INTO warrenmq_leader VALUES (1, 2, 'node-b', now())", name)
+    store.fence(2)
+    store.begin()  # the successor's run: not clean until it stops
+    store.fence(1)  # this node's view: an older epoch
+    store.close(clean=True)
+    reopened = PostgresStore(dsn)
+    try:
+        assert reopened.begin() is False
+    finally:
+        reopened.close()
