@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 from broker.config.args import Loaded
 from broker.config.model import Watermark
@@ -17,6 +18,10 @@ def _text(name: str, value: Any) -> Any:
         return dict.fromkeys(value, "********")
     if name == "default_pass":
         return "********"
+    if name == "store" and isinstance(value, str):  # a PostgreSQL URL's password
+        parts = urlsplit(value)
+        if parts.password is not None:
+            return value.replace(f":{parts.password}@", ":********@", 1)
     if isinstance(value, Watermark):
         return {"kind": value.kind, "value": value.value}
     if isinstance(value, tuple):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from broker.config.model import ServerConfig, store_display
+from broker.config.show import render
 from tests.unit.config.test_precedence import _load
 
 DSN = "postgresql://warren:s3cret@db.example:5433/warrenmq"
@@ -50,3 +51,10 @@ def test_anything_else_stops_with_the_expected_form_and_never_echoes_a_password(
         _load(tmp_path, ["--store", "mysql://u:hunter2@h/db"], {})
     assert "postgresql://user:password@host:port/db" in str(stopped.value)
     assert "hunter2" not in str(stopped.value)
+
+
+def test_config_show_hides_the_stores_password(tmp_path: Path) -> None:
+    loaded, _config = _load(tmp_path, ["--store", DSN], {})
+    shown = render(loaded, "json")
+    assert "s3cret" not in shown
+    assert "postgresql://warren:********@db.example:5433/warrenmq" in shown
