@@ -24,7 +24,7 @@ import pika
 import pytest
 
 # A private PostgreSQL cluster for the suites that run on both stores (tests/postgres; skips without it).
-from tests.postgres.conftest import postgres_cluster, postgres_dsn  # noqa: F401
+from tests.postgres.fixtures import postgres_cluster, postgres_dsn  # noqa: F401
 
 # Broker processes started by the suites keep everything in memory unless a test gives --data-dir itself
 # (`warrenmq serve` would otherwise store under ./warrenmq-data, shared by parallel workers).

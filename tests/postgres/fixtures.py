@@ -3,7 +3,8 @@ skipped with the reason when PostgreSQL is not installed.
 
 ``postgres_cluster`` is the cluster (stop/start it for outage tests, but take a cluster of your own for that
 when other tests in the session share it); ``postgres_dsn`` a fresh empty database on it for each test.
-Other suites load these through ``pytest_plugins = ["tests.postgres.conftest"]`` in their conftest."""
+tests/conftest.py imports them, so every suite has them (a module, not a conftest: pytest no longer takes
+``pytest_plugins`` below the top-level conftest)."""
 
 from __future__ import annotations
 
