@@ -1,5 +1,6 @@
 """Users, tags, password hashes, permissions, topic permissions and vhost metadata live in the store: they
-survive a clean restart and kill -9, and a deleted user stays deleted. Driven through the management API
+survive a clean restart and kill -9, and a deleted user stays deleted; imported definitions export the same.
+Driven through the management API
 (as rabbitmqadmin or a provisioning tool would) and checked over HTTP and AMQP after the restart."""
 
 from __future__ import annotations
@@ -120,3 +121,87 @@ def test_users_permissions_and_vhost_metadata_survive(durable: DurableBroker, cr
         pika.BlockingConnection(
             pika.URLParameters(f"amqp://bob:pw@127.0.0.1:{durable.process.ready['amqp_port']}/")
         )
+
+
+DEFINITIONS: dict[str, Any] = {
+    "vhosts": [{"name": "/"}, {"name": "tenant", "description": "imported", "tags": ["t"]}],
+    "users": [
+        {
+            "name": "carol",
+            "password_hash": "IFq/pM0ehDkedEycaFH6QomasqxI++TZSbTYPFlAvM5Ha250",
+            "hashing_algorithm": "rabbit_password_hashing_sha256",
+            "tags": ["monitoring"],
+        }
+    ],
+    "permissions": [{"user": "carol", "vhost": "tenant", "configure": "", "write": ".*", "read": ".*"}],
+    "topic_permissions": [
+        {"user": "carol", "vhost": "tenant", "exchange": "ev", "write": "^a", "read": ".*"}
+    ],
+    "policies": [
+        {
+            "vhost": "tenant",
+            "name": "ttl",
+            "pattern": "^q",
+            "apply-to": "queues",
+            "definition": {"message-ttl": 60000},
+            "priority": 1,
+        }
+    ],
+    "parameters": [
+        {"vhost": "tenant", "component": "vhost-limits", "name": "limits", "value": {"max-queues": 9}}
+    ],
+    "exchanges": [
+        {
+            "name": "ev",
+            "vhost": "tenant",
+            "type": "topic",
+            "durable": True,
+            "auto_delete": False,
+            "internal": False,
+            "arguments": {"alternate-exchange": "ae"},
+        }
+    ],
+    "queues": [
+        {
+            "name": "q1",
+            "vhost": "tenant",
+            "durable": True,
+            "auto_delete": False,
+            "arguments": {"x-max-length": 4},
+        }
+    ],
+    "bindings": [
+        {
+            "source": "ev",
+            "vhost": "tenant",
+            "destination": "q1",
+            "destination_type": "queue",
+            "routing_key": "a.#",
+            "arguments": {"n": 1},
+        }
+    ],
+}
+SECTIONS = ("permissions", "topic_permissions", "policies", "parameters", "exchanges", "queues", "bindings")
+
+
+@pytest.mark.parametrize("crash", [False, True], ids=["restart", "kill-9"])
+def test_imported_definitions_export_the_same_after_a_restart(durable: DurableBroker, crash: bool) -> None:
+    durable.stop()
+    durable.start("--management-port", "0")
+    assert _http(durable, "POST", "/api/definitions", DEFINITIONS)[0] in (200, 201, 204)
+    _committed(durable)
+    _, before = _http(durable, "GET", "/api/definitions")
+
+    durable.kill() if crash else durable.stop()
+    durable.start("--management-port", "0")
+
+    _, after = _http(durable, "GET", "/api/definitions")
+    for section in SECTIONS:
+        assert sorted(map(repr, after[section])) == sorted(map(repr, before[section])), section
+    assert [u for u in after["users"] if u["name"] == "carol"] == [
+        u for u in before["users"] if u["name"] == "carol"
+    ]
+    assert [v for v in after["vhosts"] if v["name"] == "tenant"] == [
+        v for v in before["vhosts"] if v["name"] == "tenant"
+    ]
+    assert [q["name"] for q in after["queues"] if q["vhost"] == "tenant"] == ["q1"]  # the import took
