@@ -183,6 +183,13 @@ class StoreFenced(StorageError):
     ``apply`` after rolling the batch back; the node must stop writing and step down."""
 
 
+class StoreUnreachable(StorageError):
+    """The store's server could not be reached: connection refused or lost, a statement that timed out, a
+    server shutting down or starting up. Raised by ``apply`` with the batch rolled back or committed whole
+    (never half): the writer keeps the batch, withholds its confirms and applies it again once the server
+    answers, so every statement of a batch must be idempotent (rows by key, upserts, deletes by key)."""
+
+
 class Store(Protocol):
     """A durable store. ``apply`` runs on one writer thread (or inline for the memory store); ``load`` and
     ``messages`` run before the broker accepts connections."""

@@ -35,10 +35,12 @@ from broker.storage.base import (
     QueueRow,
     StorageError,
     StoreFenced,
+    StoreUnreachable,
     TopicPermissionRow,
     UserRow,
     queue_key_range,
 )
+from broker.storage.postgres.outage import Reconnecting, is_unreachable
 from broker.storage.postgres.runner import LoopThread
 from broker.storage.postgres.schema import migrate
 from broker.storage.postgres.statements import (
@@ -65,6 +67,8 @@ CONNECT_TIMEOUT_S = 10.0
 # A statement that has not answered in this long (a partitioned network, a server that stopped answering)
 # fails the commit instead of holding the writer, and with it every confirm, forever.
 COMMAND_TIMEOUT_S = 60.0
+# After an outage the writer reconnects on each retry; a short timeout keeps each attempt short.
+RECONNECT_TIMEOUT_S = 5.0
 
 
 def redacted(dsn: str) -> str:
@@ -83,22 +87,29 @@ class PostgresStore:
         self.where = redacted(dsn)
         self.epoch: int | None = None
         self.streams = PgStreams()
+        # A batch's row statements, kept while it is retried after an outage: building them moves the
+        # streams' segment totals on, which must happen once per batch (the statements are idempotent).
+        self._retrying: tuple[int, list[Statement], dict[int, int]] | None = None
         self._loop = LoopThread()
         try:
-            self._writer, self._reader = self._run(self._connect())
+            self._writer, reader = self._run(self._connect())
+            self._reader = Reconnecting(reader, self._reconnect)
         except BaseException:
             self._loop.stop()
             raise
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run on the store's loop; asyncpg's and the network's errors become StorageError (the writer
-        stops the broker on it, as on a failed SQLite commit)."""
+        stops the broker on it, as on a failed SQLite commit), or StoreUnreachable (the server is out of
+        reach: the writer retries)."""
         try:
             return self._loop.run(coroutine)
         except StorageError:
             raise
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as error:
-            raise StorageError(f"PostgreSQL store {self.where}: {error!r}") from error
+            # The server gone (StoreUnreachable: the writer retries the batch) or the batch refused (fatal).
+            kind = StoreUnreachable if is_unreachable(error) else StorageError
+            raise kind(f"PostgreSQL store {self.where}: {error!r}") from error
 
     async def _connect(self) -> tuple[asyncpg.Connection, asyncpg.Connection]:
         writer = await asyncpg.connect(self.dsn, timeout=CONNECT_TIMEOUT_S, command_timeout=COMMAND_TIMEOUT_S)
@@ -111,6 +122,9 @@ class PostgresStore:
             await writer.close()
             raise
         return writer, reader
+
+    async def _reconnect(self) -> asyncpg.Connection:
+        return await asyncpg.connect(self.dsn, timeout=RECONNECT_TIMEOUT_S, command_timeout=COMMAND_TIMEOUT_S)
 
     def fence(self, epoch: int | None) -> None:
         """From now on every commit checks that ``warrenmq_leader`` still holds ``epoch`` (None: no check)."""
@@ -207,13 +221,37 @@ class PostgresStore:
         self.streams.written.update(ends)  # after the commit: the core reads closed segments below it
 
     async def _apply(self, batch: Batch) -> dict[int, int]:
+        """The batch on the writer's connection, reconnected first when an outage closed it; a connection
+        that failed is dropped (terminated: the server may be gone) for the next attempt."""
+        if self._writer.is_closed():
+            self._writer = await self._reconnect()
+        try:
+            ends = await self._apply_batch(batch)
+        except BaseException as error:
+            if is_unreachable(error):
+                self._writer.terminate()
+            raise
+        self._retrying = None
+        return ends
+
+    def _prepared(
+        self, batch: Batch, stale_streams: list[int], gone_streams: list[int]
+    ) -> tuple[list[Statement], dict[int, int]]:
+        """The batch's row statements, built once however often it is applied."""
+        if self._retrying is not None and self._retrying[0] == batch.id:
+            return self._retrying[1], self._retrying[2]
+        statements, ends = self._row_statements(batch, stale_streams, gone_streams)
+        self._retrying = (batch.id, statements, ends)
+        return statements, ends
+
+    async def _apply_batch(self, batch: Batch) -> dict[int, int]:
         """Round trips are the cost here (each is a thread hop and a loopback or network exchange): BEGIN
         and the fence check go as one message, and a batch of one statement with no fence (publishes
         alone, acks alone: the hot path) is its own transaction, with no BEGIN or COMMIT."""
         db = self._writer
         statements: list[Statement] | None = None
         if not batch.topology and self.epoch is None:
-            statements, ends = self._row_statements(batch, [], list(batch.dropped_queues))
+            statements, ends = self._prepared(batch, [], list(batch.dropped_queues))
             if len(statements) == 1:
                 await _execute(db, *statements[0])
                 return ends
@@ -234,7 +272,7 @@ class PostgresStore:
                     else:
                         for statement in deletes:
                             await db.execute(statement, *row)
-                statements, ends = self._row_statements(batch, stale_streams, gone_streams)
+                statements, ends = self._prepared(batch, stale_streams, gone_streams)
             for sql, args in statements:
                 await _execute(db, sql, args)
             await db.execute("COMMIT")
@@ -319,7 +357,7 @@ class PostgresStore:
                     self._run(self._mark_clean(1))
                 except StorageError:  # StoreFenced included
                     pass  # unreachable now: the next start treats this stop as a crash, the safe side
-            for connection in (self._writer, self._reader):
+            for connection in (self._writer, self._reader.current):
                 try:
                     self._loop.run(connection.close(timeout=5), timeout_s=10)
                 except Exception:

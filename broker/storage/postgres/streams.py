@@ -14,7 +14,7 @@ transaction, and ``written`` moves only after the commit (the core reads closed 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.core.model.message import Message
 from broker.core.streams.stream_file_bytes import EntrySizer
@@ -31,7 +31,7 @@ from broker.storage.stream_files import (
 from broker.storage.stream_reader import message_of
 
 if TYPE_CHECKING:
-    import asyncpg
+    pass
 
 INSERT_CHUNKS = (
     "INSERT INTO stream_chunks (queue_id, first_offset, segment_first, first_ms, count, chunk)"
@@ -73,6 +73,14 @@ _CHUNKS_AT_TIMESTAMP = (
 )
 
 Statement = tuple[str, tuple[Any, ...]]
+
+
+class Reader(Protocol):
+    """The store's read connection (an asyncpg connection, or one opened again after an outage)."""
+
+    async def fetch(self, query: str, *args: Any) -> list[Any]: ...
+
+    async def fetchval(self, query: str, *args: Any) -> Any: ...
 
 
 class PgStreams:
@@ -202,7 +210,7 @@ class PgStreamDisk:
     def __init__(
         self,
         run: Callable[[Coroutine[Any, Any, Any]], Any],
-        connection: asyncpg.Connection,
+        connection: Reader,
         queue_id: int,
         written: Callable[[], int],
     ) -> None:

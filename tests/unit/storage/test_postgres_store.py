@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 
-from broker.storage.base import Batch, StorageError, StoreFenced, message_key
+from broker.storage.base import Batch, StorageError, StoreFenced, StoreUnreachable, message_key
 from broker.storage.memory import MemoryStore
 from broker.storage.postgres.schema import SCHEMA_VERSION
 from broker.storage.postgres.statements import COPY_FROM_ROWS
@@ -281,3 +282,86 @@ def test_a_fenced_node_cannot_mark_its_successors_run_clean(
         assert reopened.begin() is False
     finally:
         reopened.close()
+
+
+# -- losing the database: the writer applies a batch again after an outage (issue #30)
+
+
+def _snapshot(cluster: PostgresCluster, name: str) -> str:
+    tables = ("queues", "exchanges", "bindings", "messages", "stream_chunks", "stream_segments")
+    return "\n".join(cluster.psql(f"SELECT * FROM {table} ORDER BY 1, 2", name) for table in tables)
+
+
+def test_applying_a_committed_batch_again_changes_nothing(database: tuple[PostgresCluster, str, str]) -> None:
+    """The writer retries a batch whose commit's answer was lost with the connection: it may already be
+    committed. Every kind of row a batch writes (topology upserts, messages by key, delivered marks,
+    returns, removals, stream chunks and segment totals) must come out the same when it is applied twice."""
+    cluster, dsn, name = database
+    removed = (message_key(1, 2), "", "q", HEADER, b"gone", None, 0)
+    batches = [
+        Batch(
+            1,
+            topology=[
+                ("queue+", (1, "/", "q", 0, None)),
+                ("exchange+", ("/", "x", "direct", 0, 0, None)),
+                ("binding+", ("/", "x", "queue", "q", "k", "[]")),
+            ],
+            added={ROW[0]: ROW, removed[0]: removed},
+        ),
+        *STREAM_BATCHES[:2],
+        Batch(7, delivered=[ROW[0]], counted={ROW[0]: (3, 0)}, removed=[removed[0]]),
+        Batch(
+            8,
+            added={
+                message_key(1, seq): (message_key(1, seq), "", "q", HEADER, b"c", None, 0)
+                for seq in range(3, 3 + COPY_FROM_ROWS)
+            },
+        ),
+    ]
+    once, twice = PostgresStore(dsn), PostgresStore(cluster.create_database())
+    try:
+        apply_batch = twice._apply_batch
+
+        async def answer_lost(batch: Batch) -> dict[int, int]:
+            await apply_batch(batch)  # committed, then the connection drops before the answer
+            raise asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of operation")
+
+        for batch in batches:
+            once.apply(batch)
+            twice._apply_batch = answer_lost  # type: ignore[method-assign]
+            with pytest.raises(StoreUnreachable):
+                twice.apply(batch)
+            twice._apply_batch = apply_batch  # type: ignore[method-assign]
+            twice.apply(batch)  # the writer's retry, on a new connection
+        assert _snapshot(cluster, name) == _snapshot(cluster, twice.dsn.rsplit("/", 1)[1])
+        assert twice.delivery_counts(1) == once.delivery_counts(1) == {ROW[0]: 3}
+    finally:
+        once.close()
+        twice.close()
+
+
+def test_an_outage_is_store_unreachable_and_the_same_store_commits_after_it(
+    database: tuple[PostgresCluster, str, str], store: PostgresStore
+) -> None:
+    """Unreachable (not a plain StorageError): the writer keeps the batch and retries; the store reconnects
+    on the next apply once the server is back, with nothing of the failed attempt half-written."""
+    cluster, _dsn, _name = database
+    store.apply(_declare())
+    retried = Batch(2, added={message_key(1, 2): (message_key(1, 2), "", "q", HEADER, b"late", None, 0)})
+    cluster.stop()
+    try:
+        with pytest.raises(StoreUnreachable):
+            store.apply(retried)
+        with pytest.raises(StoreUnreachable):
+            store.apply(retried)  # still down: refused again, no stale connection used
+    finally:
+        cluster.start()
+    store.apply(retried)
+    assert [row[4] for row in store.messages(1)] == [b"body", b"late"]
+
+
+def test_a_refused_batch_is_not_unreachable(store: PostgresStore) -> None:
+    bad = Batch(1, topology=[("queue+", (1, "/", "q", 0, None)), ("queue+", (2, "/", "q", 0, None))])
+    with pytest.raises(StorageError) as raised:
+        store.apply(bad)  # a unique violation: retrying could never help, so it stays fatal
+    assert not isinstance(raised.value, StoreUnreachable)
