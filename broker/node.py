@@ -82,12 +82,16 @@ def build_node(
         assert node is not None
         node.alarms_changed(reasons)
 
+    def store_outage(unreachable: bool) -> None:
+        assert node is not None
+        node.alarms.store_outage(unreachable)
+
     writer: StoreWriter | None = None
     if store is not None:
         # The store's modules only with a store (an in-memory broker has none).
         from broker.storage.writer import StoreWriter
 
-        writer = StoreWriter(store, loop.call_soon, loop.call_soon_threadsafe, store_failed)
+        writer = StoreWriter(store, loop.call_soon, loop.call_soon_threadsafe, store_failed, store_outage)
     broker = Broker(
         loop.call_soon,
         users=config.users,

@@ -26,8 +26,10 @@ log = structlog.get_logger("warrenmq.alarms")
 
 MEMORY = "memory"
 DISK = "disk"
-# connection.blocked reasons, as rabbit_reader words them.
-BLOCK_REASONS = {MEMORY: "low on memory", DISK: "low on disk"}
+# Not RabbitMQ's (its store is local): a PostgreSQL store out of reach (broker.storage.writer, issue #30).
+STORE = "store"
+# connection.blocked reasons, as rabbit_reader words them ("low on memory"); the store's in the same style.
+BLOCK_REASONS = {MEMORY: "low on memory", DISK: "low on disk", STORE: "store unreachable"}
 # Memory is sampled often: a publisher at full speed grows the heap ~200 MB/s, so the alarm must be raised
 # within a small fraction of a second to hold RSS near the watermark. One psutil read costs ~10 us.
 MEMORY_INTERVAL_S = 0.05
@@ -156,6 +158,7 @@ class ResourceAlarms:
         self.disk_free = 0
         self.mem_alarm = False
         self.disk_alarm = False
+        self.store_alarm = False
         self._timers: dict[str, TimerHandle] = {}
         self._trim: Callable[[], None] | None = None  # resolved by the first trim_heap
         self._trimmed_at_s = 0.0
@@ -163,8 +166,9 @@ class ResourceAlarms:
 
     @property
     def resources(self) -> tuple[str, ...]:
-        """The alarms in effect, as RabbitMQ names the resources ("memory", "disk")."""
-        return tuple(name for name, on in ((MEMORY, self.mem_alarm), (DISK, self.disk_alarm)) if on)
+        """The alarms in effect, as RabbitMQ names the resources ("memory", "disk"), then "store"."""
+        alarms = ((MEMORY, self.mem_alarm), (DISK, self.disk_alarm), (STORE, self.store_alarm))
+        return tuple(name for name, on in alarms if on)
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -193,6 +197,14 @@ class ResourceAlarms:
         if self._trim is None:
             self._trim = _malloc_trim()
         self._trim()
+
+    def store_outage(self, unreachable: bool) -> None:
+        """The store writer could not reach its server (True) or committed again (False): as a resource
+        alarm, publishers are blocked while it lasts and consumers go on."""
+        if unreachable != self.store_alarm:
+            self.store_alarm = unreachable
+            log.warning("store resource alarm " + ("set" if unreachable else "cleared"))
+            self.on_change(self.reasons)
 
     def sample_memory(self) -> None:
         if self.mem_alarm and self.clock.monotonic_s() - self._trimmed_at_s >= TRIM_INTERVAL_S:
