@@ -44,6 +44,10 @@ UNUSED = (
     "broker.server.tls",
     "broker.management.api.app",
     "broker.bench",
+    # The PostgreSQL store and high availability: only with --store postgresql://... (issue #30).
+    "asyncpg",
+    "broker.storage.postgres",
+    "broker.ha",
 )
 
 
