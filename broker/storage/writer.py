@@ -183,7 +183,7 @@ class StoreWriter(BatchWrites):
         log.warning(
             "store_unreachable",
             batch=batch.id,
-            confirms_withheld=len(batch.waiters),
+            commit_waiters=len(batch.waiters),  # channels and transactions holding confirms or commit-oks
             error=repr(error),
             retry_max_s=RETRY_MAX_S,
         )

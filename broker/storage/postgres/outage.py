@@ -4,8 +4,10 @@ SQLite commit is), and the read connection, opened again after an outage.
 
 Unreachable: the socket failed (refused, reset, no route), the connection is gone or closed, a statement or
 connect timed out, or the server said it is shutting down, crashed or is still starting (SQLSTATE class 08,
-57P01-57P03) or cancelled a statement on ``statement_timeout`` (57014). Everything else, a constraint
-violation or the fence's own WQF01 included, is not."""
+57P01-57P03) or cancelled a statement on ``statement_timeout`` (57014); and asyncpg's InternalClientError,
+which is what a fast shutdown's FATAL arriving in the middle of a statement leaves behind (measured: "cannot
+switch to state 12; another operation (2) is in progress" on the next statement), the connection unusable.
+Everything else, a constraint violation or the fence's own WQF01 included, is not."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ _UNREACHABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "57014"})
 
 
 def is_unreachable(error: BaseException) -> bool:
-    if isinstance(error, (OSError, TimeoutError, asyncpg.InterfaceError)):
+    if isinstance(error, (OSError, TimeoutError, asyncpg.InterfaceError, asyncpg.InternalClientError)):
         return True
     if isinstance(error, asyncpg.PostgresError):
         sqlstate = getattr(error, "sqlstate", None) or ""

@@ -106,7 +106,13 @@ class PostgresStore:
             return self._loop.run(coroutine)
         except StorageError:
             raise
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as error:
+        except (
+            asyncpg.PostgresError,
+            asyncpg.InterfaceError,
+            asyncpg.InternalClientError,
+            OSError,
+            TimeoutError,
+        ) as error:
             # The server gone (StoreUnreachable: the writer retries the batch) or the batch refused (fatal).
             kind = StoreUnreachable if is_unreachable(error) else StorageError
             raise kind(f"PostgreSQL store {self.where}: {error!r}") from error
