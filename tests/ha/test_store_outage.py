@@ -270,10 +270,12 @@ def test_an_outage_longer_than_the_lease_steps_the_node_down(
         node.wait_event("ready")
         publisher = ConfirmingPublisher(node.amqp_port)
         _until(lambda: len(publisher.acked) >= 200, what="load")
+        stopped_at = time.monotonic()
         own_cluster.stop("fast")
         _until(lambda: "blocked" in publisher.kinds(), what="connection.blocked")
         confirmed_then = len(publisher.acked)
         assert node.wait(30) == 1  # deposed: exits for its supervisor to restart it as a standby
+        print(f"\nstore outage past a 3 s lease: stop -> exit {time.monotonic() - stopped_at:.3f} s")
         publisher.closed.wait(10)
         log = node.log()
         assert log.index("store_unreachable") < log.index("lease_lost")
