@@ -55,8 +55,7 @@ _READER_ERRORS = frozenset({ReplyCode.FRAME_ERROR, ReplyCode.UNEXPECTED_FRAME, R
 
 class ConnectionSession:
     """Per-connection AMQP state. The server feeds it bytes and ticks; it writes frames through
-    ``transport``. Implements ``broker.session.ports.HandshakePort`` for its channels and handlers.
-    """
+    ``transport``. Implements ``broker.session.ports.HandshakePort`` for its channels and handlers."""
 
     def __init__(
         self,
@@ -233,14 +232,15 @@ class ConnectionSession:
             return
         self.transport.write(data)
 
-    def hold_output(self, batch_id: int) -> None:
-        """Hold every frame written from now on until store batch ``batch_id`` has committed."""
-        assert self.vhost is not None
-        assert self.vhost.persistence is not None
+    def hold_output(self, batch_id: int | None) -> None:
+        """Hold every frame written from now on until store batch ``batch_id`` has committed (None: until
+        `committed()`, which sends them unless a commit still holds them)."""
         if self._held is None:
             self._held = []
-        self._held_until = max(self._held_until, batch_id)
-        self.vhost.persistence.on_commit(batch_id, self)
+        persistence = self.vhost.persistence if self.vhost is not None else None
+        if batch_id is not None and persistence is not None:
+            self._held_until = max(self._held_until, batch_id)
+            persistence.on_commit(batch_id, self)
 
     def committed(self) -> None:
         """CommitWaiter: release held output once the newest batch it waits for has committed."""

@@ -82,8 +82,13 @@ class ConnectionPort(Protocol):
         """The channel is gone (close / close-ok exchanged): its number may be opened again."""
         ...
 
-    def hold_output(self, batch_id: int) -> None:
-        """Hold every frame written from now on until store batch ``batch_id`` has committed."""
+    def hold_output(self, batch_id: int | None) -> None:
+        """Hold every frame written from now on until store batch ``batch_id`` has committed (None: until
+        `committed()`)."""
+        ...
+
+    def committed(self) -> None:
+        """Send what `hold_output` kept, unless a store commit still holds it."""
         ...
 
     def want_confirm_flush(self, channel: ChannelPort) -> None:
