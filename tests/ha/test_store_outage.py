@@ -196,6 +196,10 @@ def test_publishers_are_blocked_while_the_store_is_away_and_nothing_is_lost(
             _until(lambda: "blocked" in publisher.kinds(), what="connection.blocked")
             blocked = next(event for event in publisher.events if event[0] == "blocked")
             assert blocked[2] == "store unreachable"
+            # As a resource alarm it fails RabbitMQ's alarms health check while it lasts.
+            status, body = node.http("/api/health/checks/alarms")
+            assert status == 503
+            assert [alarm["resource"] for alarm in body["alarms"]] == ["store"]
             time.sleep(0.5)  # confirms of batches committed just before the stop may still be on the way
             confirmed_then = len(publisher.acked)
             # Consumers go on from memory: a connection that only consumes is not blocked.
@@ -221,6 +225,7 @@ def test_publishers_are_blocked_while_the_store_is_away_and_nothing_is_lost(
         _until(lambda: "unblocked" in publisher.kinds(), what="connection.unblocked")
         unblocked_at = next(when for kind, when, _ in publisher.events if kind == "unblocked")
         _until(lambda: len(publisher.acked) >= confirmed_then + 500, what="confirms after the outage")
+        assert node.http("/api/health/checks/alarms")[0] == 200
         publisher.stop()
         _until(lambda: len(publisher.acked) + publisher.nacked == publisher.published, what="last confirms")
         assert publisher.nacked == 0
