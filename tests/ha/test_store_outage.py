@@ -22,7 +22,8 @@ import pytest
 from pika.adapters.select_connection import SelectConnection
 
 from tests.ha.nodes import HANode
-from tests.postgres.cluster import PostgresCluster, unavailable
+from tests.postgres.cluster import PostgresCluster
+from tests.postgres.fixtures import running_cluster
 
 QUEUE = "outage"
 BACKLOG = "backlog"
@@ -141,15 +142,7 @@ class AckingConsumer:
 
 @pytest.fixture
 def own_cluster() -> Iterator[PostgresCluster]:
-    reason = unavailable()
-    if reason is not None:
-        pytest.skip(reason)
-    cluster = PostgresCluster.create()
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.destroy()
+    yield from running_cluster()
 
 
 def _fill_backlog(node: HANode, count: int) -> None:

@@ -15,8 +15,8 @@ import pytest
 from tests.postgres.cluster import PostgresCluster, unavailable
 
 
-@pytest.fixture(scope="session")
-def postgres_cluster() -> Iterator[PostgresCluster]:
+def running_cluster() -> Iterator[PostgresCluster]:
+    """A private cluster, started, destroyed at the end (the test is skipped without PostgreSQL)."""
     reason = unavailable()
     if reason is not None:
         pytest.skip(reason)
@@ -26,6 +26,11 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
         yield cluster
     finally:
         cluster.destroy()
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    yield from running_cluster()
 
 
 @pytest.fixture
