@@ -23,7 +23,7 @@ from broker.core.queues.unacked import Delivery, UnackedTracker
 from broker.core.streams.stream_queue import refuse_stream_settle
 from broker.session import channel_close, confirms, direct_reply, settlement
 from broker.session.access_checks import check_publish
-from broker.session.durable_topology import TOPOLOGY_CLASSES, answer_when_durable
+from broker.session.durable_replies import answer_when_durable, answers_when_durable
 from broker.session.fates import (
     delivered_event,
     published_events,
@@ -149,7 +149,7 @@ class ChannelSession:
             if (handler := HANDLERS.get(type(method))) is None:
                 raise HardError(ReplyCode.COMMAND_INVALID, "unimplemented method")
             vhost = self.conn.vhost
-            if method.index >> 16 in TOPOLOGY_CLASSES and vhost is not None and vhost.persistence:
+            if vhost is not None and vhost.persistence and answers_when_durable(method.index):
                 answer_when_durable(self, handler, method, vhost.persistence)
             else:
                 handler(self, method)

@@ -28,12 +28,8 @@ def select(channel: ChannelPort, method: commands.Tx.Select) -> None:
 def commit(channel: ChannelPort, method: commands.Tx.Commit) -> None:
     if channel.tx is None:
         raise _not_transactional()
-    persistence = channel.conn.vhost.persistence if channel.conn.vhost is not None else None
-    writes = persistence.writes if persistence is not None else 0
+    # commit-ok waits for the store's commit of what the transaction wrote (broker.session.durable_replies).
     channel.tx.commit(channel.route, channel.finish_settle)
-    if persistence is not None and persistence.writes != writes:
-        # commit-ok means responsibility taken (semantics.md#tx): not before the store has committed.
-        channel.conn.hold_output(persistence.batch_id)
     channel.conn.send(channel.channel_id, commands.Tx.CommitOk())
 
 

@@ -1,12 +1,13 @@
 """Exchange and queue methods that change the store answer after its commit, as RabbitMQ answers after its
-Mnesia transaction; those that change nothing durable answer at once (broker.session.durable_topology)."""
+Mnesia transaction; those that change nothing durable answer at once (broker.session.durable_replies)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from pamqp import commands, frame
+from pamqp import commands, frame, header
+from pamqp.body import ContentBody
 
 from broker.core.broker import Broker
 from broker.storage.memory import MemoryStore
@@ -92,3 +93,20 @@ def test_an_error_after_a_durable_change_keeps_the_order() -> None:
     client.loop.run()
     names = [value.name for _, value in client.received()]
     assert names == ["Queue.DeclareOk", "Channel.Close"]
+
+
+def test_tx_commit_ok_waits_for_the_commit_of_its_persistent_messages() -> None:
+    client, store = _client()
+    client.send(1, commands.Queue.Bind(queue="dq", exchange="dx", routing_key="k"))
+    client.send(1, commands.Tx.Select())
+    client.feed(
+        frame.marshal(commands.Basic.Publish(exchange="dx", routing_key="k"), 1)
+        + frame.marshal(header.ContentHeader(0, 1, commands.Basic.Properties(delivery_mode=2)), 1)
+        + frame.marshal(ContentBody(b"x"), 1)
+    )
+    client.received()
+    commits = store.commits
+    assert _read(client, commands.Tx.Commit()) == []
+    client.loop.run()
+    assert store.commits == commits + 1
+    assert [value.name for _, value in client.received()] == ["Tx.CommitOk"]
