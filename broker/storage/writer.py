@@ -109,12 +109,14 @@ class StoreWriter(BatchWrites):
         self._next_queue_id = max(self._next_queue_id, self.store.max_queue_id() + 1)
         self._next_delayed_key = max(self._next_delayed_key, self.store.max_delayed_key() + 1)
         self.held = False
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._call_soon(self._flush)
+        self._schedule_flush()
 
     def _dirty(self) -> None:
         self.writes += 1
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        """At the end of this loop turn (once, however many writes)."""
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self._call_soon(self._flush)
