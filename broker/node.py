@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from broker.config import ServerConfig
-from broker.config.model import store_display
 from broker.config.plugins import (
     EVENT_EXCHANGE,
     disabled_exchange_types,
@@ -143,14 +142,13 @@ async def serve(
 ) -> None:
     """Run until SIGTERM or SIGINT, then shut down cleanly."""
     loop = asyncio.get_running_loop()
+    server = build_node(config, loop)
     dsn = ha_dsn(config)
     if dsn is not None:
         from broker.node_ha import serve_ha  # only with a PostgreSQL store (asyncpg)
 
-        server = build_node(config, loop)
         await serve_ha(server, dsn, on_ready, addons, _stop_event(server, loop))
         return
-    server = build_node(config, loop)
     try:
         server.recover()
         for addon in addons:
@@ -159,16 +157,7 @@ async def serve(
     except BaseException:
         server.close_store()
         raise
-    ready: dict[str, Any] = {
-        "amqp_host": host,
-        "amqp_port": port,
-        "amqps_port": server.ssl_port,
-        "management_port": None,
-        "recovered": server.recovered,
-        "store": store_display(config),
-        # "mypyc" or "pure": which variant of the compiled modules runs (protocol/compiled.py).
-        "build": compiled.BUILD,
-    }
+    ready: dict[str, Any] = {"management_port": None, **server.ready_fields(host, port)}
     for addon in addons:
         ready.update(await addon.after_listen(server))
     stop = _stop_event(server, loop)

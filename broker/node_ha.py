@@ -99,15 +99,7 @@ async def serve_ha(
         for addon in addons:
             await addon.before_listen(server)
         host, port = await server.start()
-        ready.update(
-            amqp_host=host,
-            amqp_port=port,
-            amqps_port=server.ssl_port,
-            recovered=server.recovered,
-            build=compiled.BUILD,
-            role="active",
-            epoch=epoch,
-        )
+        ready.update(server.ready_fields(host, port), role="active", epoch=epoch)
         log.info("active", epoch=epoch, host=host, port=port, store=where, build=compiled.describe())
         if on_ready is not None:
             on_ready(ready)

@@ -19,6 +19,7 @@ from broker.server.amqp_protocol import AMQPProtocol
 from broker.server.flow_control import FlowControl
 from broker.server.ha_status import HAStatus
 from broker.server.listener import AMQPListener, ListenerConfigError
+from protocol import compiled
 
 if TYPE_CHECKING:
     from broker.journal.service import JournalService
@@ -113,6 +114,18 @@ class Server:
             return await self.listener.start()
         except ListenerConfigError as error:
             raise StartupError(str(error)) from error
+
+    def ready_fields(self, host: str, port: int) -> dict[str, Any]:
+        """What the readiness line says of the listening node (both `broker.node` and `broker.node_ha`)."""
+        return {
+            "amqp_host": host,
+            "amqp_port": port,
+            "amqps_port": self.ssl_port,
+            "recovered": self.recovered,
+            "store": store_display(self.config),  # never the user or the password
+            # "mypyc" or "pure": which variant of the compiled modules runs (protocol/compiled.py).
+            "build": compiled.BUILD,
+        }
 
     async def stop(self, grace_s: float = 2.0, reason: str = "shutdown") -> None:
         """Close every client with connection.close 320 (as `rabbitmqctl stop`), wait briefly, then unbind.
