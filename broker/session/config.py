@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from broker.core.topology.vhost import LAGGING_BACKLOG
 
@@ -23,8 +23,8 @@ FLOW_MORE_CREDIT = 200
 FLOW_QUEUE_BACKLOG = LAGGING_BACKLOG
 
 
-@dataclass(frozen=True, slots=True)
-class SessionConfig:
+# A NamedTuple, not a dataclass: start-up cost (issue #29); a changed copy is ``config._replace(...)``.
+class SessionConfig(NamedTuple):
     frame_max: int = DEFAULT_FRAME_MAX
     channel_max: int = DEFAULT_CHANNEL_MAX
     heartbeat_s: int = DEFAULT_HEARTBEAT_S

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from broker.core.broker import Broker
@@ -20,8 +19,8 @@ PROTOCOL = "{0,9,1}"
 _serials = itertools.count(1)
 
 
-@dataclass(frozen=True, slots=True)
-class Endpoint:
+# NamedTuples, not dataclasses: start-up cost (issue #29).
+class Endpoint(NamedTuple):
     """The connection's socket as the edge saw it when it was accepted."""
 
     peer_host: str = ""
@@ -80,8 +79,7 @@ def login(broker: Broker, endpoint: Endpoint, user: str, mechanism: str, error: 
         broker.events.notify("user.authentication.failure", fields, named=False)
 
 
-@dataclass(frozen=True, slots=True)
-class Opened:
+class Opened(NamedTuple):
     """What connection.created reports of a connection that completed connection.open."""
 
     endpoint: Endpoint

@@ -12,7 +12,7 @@ import base64
 import binascii
 import re
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from broker.core.exchanges.erlang_hash import Atom, phash2
 
@@ -26,8 +26,7 @@ _OLD_PID_TAIL = struct.Struct("!IIB")  # Erlang 22's PID_EXT: an 8-bit creation
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # what list_to_integer/1 accepts
 
 
-@dataclass(frozen=True, slots=True)
-class Pid:
+class Pid(NamedTuple):
     node: str
     id: int
     serial: int

@@ -19,7 +19,6 @@ import concurrent.futures
 import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
-from dataclasses import replace
 from types import TracebackType
 from typing import Any, Self, TypeVar
 from urllib.parse import quote
@@ -78,7 +77,7 @@ class EmbeddedBroker:
     ) -> None:
         session_config = session or SessionConfig()
         if heartbeat_s is not None:
-            session_config = replace(session_config, heartbeat_s=heartbeat_s)
+            session_config = session_config._replace(heartbeat_s=heartbeat_s)
         self.config = ServerConfig(
             host=host,
             port=port,

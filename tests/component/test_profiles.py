@@ -106,7 +106,7 @@ def test_quorum_delivery_limit_default(name: str, limit: int | None) -> None:
 
 
 def test_every_profile_row_is_covered_by_a_test() -> None:
-    rows = set(Profile.__dataclass_fields__) - {"name"}
+    rows = set(Profile._fields) - {"name"}
     tested = {
         "max_message_size",
         "pre_auth_frame_max",

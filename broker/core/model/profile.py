@@ -6,13 +6,13 @@ Every field is one row of that table; the broker reads the active profile where 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 MIB = 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class Profile:
+# A NamedTuple, not a dataclass: start-up cost (issue #29).
+class Profile(NamedTuple):
     name: str
     # max_message_size default: 128 MiB up to 3.13, 16 MiB since 4.0 (4.0 release notes).
     max_message_size: int
