@@ -7,6 +7,7 @@ lists as lists, atoms as ``Atom``, strings and binaries as ``str``."""
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
 
 
@@ -20,8 +21,12 @@ class TermError(ValueError):
     """Text that is not a term this reader takes; the message says where."""
 
 
-_TOKEN = re.compile(
-    r"""\s*(?:
+@cache
+def _token() -> re.Pattern[str]:
+    """Compiled on first use: without advanced.config or start arguments it is never needed (start-up cost,
+    issue #29)."""
+    return re.compile(
+        r"""\s*(?:
       (?P<comment>%[^\n]*)
     | (?P<float>-?\d+\.\d+(?:[eE][-+]?\d+)?)
     | (?P<int>-?\d+)
@@ -30,8 +35,8 @@ _TOKEN = re.compile(
     | (?P<atom>[a-z][A-Za-z0-9_@]*)
     | (?P<punct><<|>>|[\[\]{},.])
     )""",
-    re.VERBOSE,
-)
+        re.VERBOSE,
+    )
 
 
 def _unescape(body: str) -> str:
@@ -52,7 +57,7 @@ class _Reader:
         while True:
             if self.text[position:].strip() == "":
                 return None
-            match = _TOKEN.match(self.text, position)
+            match = _token().match(self.text, position)
             if match is None or match.lastgroup is None:
                 raise TermError(f"unexpected {self.text[position:].strip()[:20]!r} at offset {position}")
             if match.lastgroup != "comment":

@@ -13,9 +13,8 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from broker.config.model import Watermark
 from broker.config.plugins import parse_enabled_plugins
@@ -50,8 +49,8 @@ def _list(text: str) -> tuple[str, ...]:
     return tuple(item for item in text.split(",") if item)
 
 
-@dataclass(frozen=True)
-class Setting:
+# NamedTuples, not dataclasses: start-up cost (issue #29).
+class Setting(NamedTuple):
     name: str
     default: Any
     env: tuple[str, ...] = ()
@@ -126,8 +125,7 @@ SETTINGS: tuple[Setting, ...] = (
 BY_NAME = {setting.name: setting for setting in SETTINGS}
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(NamedTuple):
     value: Any
     source: (
         str  # "default", "--port", "env WARRENMQ_PORT", "/etc/rabbitmq/rabbitmq.conf:3 listeners.tcp.default"

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from broker.core.model.profile import DEFAULT_PROFILE, Profile
 from broker.session.config import SessionConfig
 
+# NamedTuples, not dataclasses: a dataclass compiles its generated methods at import, several ms for
+# ServerConfig alone (start-up cost, issue #29). Copies with a change are ``config._replace(...)``.
 
-@dataclass(frozen=True)
-class JournalConfig:
+
+class JournalConfig(NamedTuple):
     """The event journal (broker/journal); ``None`` in ServerConfig = off, the default."""
 
     directory: str
@@ -23,8 +26,7 @@ class JournalConfig:
     rotate_bytes: int = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class Watermark:
+class Watermark(NamedTuple):
     """vm_memory_high_watermark.* / disk_free_limit.*: a fraction (``relative``) or bytes (``absolute``).
 
     Carried for the resource-alarm monitor; nothing enforces them yet."""
@@ -33,8 +35,7 @@ class Watermark:
     value: float
 
 
-@dataclass(frozen=True)
-class TLSOptions:
+class TLSOptions(NamedTuple):
     """ssl_options.* (AMQPS) or management.ssl.* (HTTPS), with RabbitMQ's names: PEM files, peer
     verification, protocol versions and cipher suites (empty: the ssl module's defaults)."""
 
@@ -48,18 +49,17 @@ class TLSOptions:
     ciphers: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class ServerConfig:
+class ServerConfig(NamedTuple):
     host: str = "0.0.0.0"
     port: int = 5672
-    users: Mapping[str, str] = field(default_factory=lambda: {"guest": "guest"})
+    users: Mapping[str, str] = MappingProxyType({"guest": "guest"})
     vhosts: tuple[str, ...] = ("/",)
     log_format: str = "console"
     log_level: str = "info"
     name_seed: int | None = None
     management_port: int | None = 15672  # None: no management HTTP listener
     definitions: str | None = None
-    session: SessionConfig = field(default_factory=SessionConfig)
+    session: SessionConfig = SessionConfig()
     journal: JournalConfig | None = None
     profile: Profile = DEFAULT_PROFILE
     # Durable store directory (SQLite); None: nothing outlives the process (embedded brokers, tests).
@@ -92,7 +92,7 @@ class ServerConfig:
     node_name: str = "rabbit@localhost"
     # TLS (listeners.ssl.default, ssl_options.*, management.ssl.*): no TLS listener unless a port is set.
     ssl_port: int | None = None
-    ssl_options: TLSOptions = field(default_factory=TLSOptions)
+    ssl_options: TLSOptions = TLSOptions()
     ssl_handshake_timeout_s: float = 5.0  # ssl_handshake_timeout, 5000 ms in RabbitMQ
     # rabbitmq_auth_mechanism_ssl: where the EXTERNAL mechanism takes the user name from.
     ssl_cert_login_from: str = "distinguished_name"
@@ -100,7 +100,7 @@ class ServerConfig:
     # Plain HTTP beside HTTPS only when management.tcp.* is configured too (rabbit_mgmt_app:
     # get_listeners_config): with management.ssl.* alone, RabbitMQ serves HTTPS only.
     management_http: bool = True
-    management_ssl: TLSOptions = field(default_factory=TLSOptions)
+    management_ssl: TLSOptions = TLSOptions()
     # The CLI channel's port (RABBITMQ_DIST_PORT; None: no CLI channel, as for embedded brokers; 0:
     # ephemeral), and where `serve` writes its pid (RABBITMQ_PID_FILE) and its log (RABBITMQ_LOGS; None:
     # the console).

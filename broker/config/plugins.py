@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import cache
 
 from broker.config.sysctl import ConfigFileError
 
@@ -84,7 +85,11 @@ CATALOGUE = (
 # Known and carried, not served yet: enabling it switches prometheus.tcp.port on for the endpoint to come.
 PENDING = frozenset({PROMETHEUS})
 
-_ATOM = re.compile(r"\s*(?:([a-z][A-Za-z0-9_@]*)|'((?:[^'\\]|\\.)*)')\s*")
+
+@cache
+def _atom() -> re.Pattern[str]:
+    """Compiled on first use: with no enabled_plugins file it is never needed (start-up cost, issue #29)."""
+    return re.compile(r"\s*(?:([a-z][A-Za-z0-9_@]*)|'((?:[^'\\]|\\.)*)')\s*")
 
 
 def _strip_comments(text: str) -> str:
@@ -107,7 +112,7 @@ def parse_enabled_plugins(text: str, path: str) -> tuple[str, ...]:
         return ()
     plugins: list[str] = []
     for item in inner.split(","):
-        match = _ATOM.fullmatch(item)
+        match = _atom().fullmatch(item)
         if match is None:
             line = _line_of(text, item.strip())
             raise ConfigFileError(path, line, f"syntax error: {item.strip()!r} is not a plugin name")

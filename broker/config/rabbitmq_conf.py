@@ -8,7 +8,7 @@ fail on a file written for RabbitMQ). A bad value for a key it has stops the bro
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from broker.config.model import Watermark
@@ -45,23 +45,36 @@ _STRING_KEYS = {
     "event_exchange.vhost": "event_exchange_vhost",
     "warrenmq.store": "store",  # WarrenMQ's own key: --store
 }
-# Known to RabbitMQ and understood here, but with nothing to configure in WarrenMQ: accepted silently.
-_ACCEPTED = re.compile(
-    r"log\.(console|file|exchange|journald|syslog)(\.[a-z_.]+)?|log\.[a-z_]+\.level"
-    r"|num_acceptors\.(tcp|ssl)|handshake_timeout|reverse_dns_lookups"
-    r"|management_agent\.disable_metrics_collector"
-)
-_LISTENER = re.compile(r"(?:(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]+|[A-Za-z0-9.\-]+):)?(\d+)")
 
 
-@dataclass
+# Patterns compiled on first use, not at import: without a configuration file they are never needed
+# (start-up cost, issue #29).
+@cache
+def _accepted() -> re.Pattern[str]:
+    """Known to RabbitMQ and understood here, but with nothing to configure in WarrenMQ: accepted silently."""
+    return re.compile(
+        r"log\.(console|file|exchange|journald|syslog)(\.[a-z_.]+)?|log\.[a-z_]+\.level"
+        r"|num_acceptors\.(tcp|ssl)|handshake_timeout|reverse_dns_lookups"
+        r"|management_agent\.disable_metrics_collector"
+    )
+
+
+@cache
+def _listener_pattern() -> re.Pattern[str]:
+    return re.compile(r"(?:(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]+|[A-Za-z0-9.\-]+):)?(\d+)")
+
+
 class FileSettings:
-    """Settings from the configuration files: name -> (value, "file:line key"), plus warnings to log."""
+    """Settings from the configuration files: name -> (value, "file:line key"), plus warnings to log.
+    A plain class, not a dataclass: start-up cost (issue #29)."""
 
-    values: dict[str, tuple[Any, str]] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    # The NAME.SUB = value families (default_user_tags.*, loopback_users.*, default_permissions.*) so far.
-    families: dict[str, dict[str, Any]] = field(default_factory=dict)
+    __slots__ = ("families", "values", "warnings")
+
+    def __init__(self) -> None:
+        self.values: dict[str, tuple[Any, str]] = {}
+        self.warnings: list[str] = []
+        # The NAME.SUB = value families (default_user_tags.*, loopback_users.*, default_permissions.*) so far.
+        self.families: dict[str, dict[str, Any]] = {}
 
     def set(self, name: str, value: Any, entry: Entry) -> None:
         self.values[name] = (value, f"{entry.where()} {entry.key}")
@@ -118,7 +131,7 @@ def _boolean(entry: Entry) -> bool:
 
 def _listener(entry: Entry, settings: FileSettings) -> None:
     """listeners.tcp.NAME = PORT | IP:PORT ([::1]:5672 or ::1:5672 for IPv6); WarrenMQ binds one."""
-    match = _LISTENER.fullmatch(entry.value)
+    match = _listener_pattern().fullmatch(entry.value)
     if match is None or not 0 <= int(match.group(2)) <= 65535:
         raise ConfigFileError(
             entry.path, entry.line, f"{entry.key}: expected PORT or IP:PORT, got {entry.value!r}"
@@ -183,7 +196,7 @@ def _tls_entry(entry: Entry, settings: FileSettings) -> bool:
     """The TLS keys of the core and of rabbitmq_auth_mechanism_ssl / the management plugin; False: not one."""
     key = entry.key
     if key.startswith("listeners.ssl."):
-        match = _LISTENER.fullmatch(entry.value)
+        match = _listener_pattern().fullmatch(entry.value)
         if match is None or not 0 <= int(match.group(2)) <= 65535:
             raise ConfigFileError(
                 entry.path, entry.line, f"{entry.key}: expected PORT or IP:PORT, got {entry.value!r}"
@@ -264,5 +277,5 @@ def apply_entry(entry: Entry, settings: FileSettings) -> None:
         _family(entry, settings)
     elif _tls_entry(entry, settings):
         pass
-    elif not _ACCEPTED.fullmatch(key):
+    elif not _accepted().fullmatch(key):
         settings.warnings.append(f"{entry.where()}: unknown setting {key!r} ignored")

@@ -9,12 +9,24 @@ else stops RabbitMQ at boot, and stops WarrenMQ with the file, the line and the 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from functools import cache
+from typing import NamedTuple
 
-_KEY = re.compile(r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-@$/:*]+)*")
+
+# Patterns compiled on first use, not at import: without a configuration file they are never needed
+# (start-up cost, issue #29).
+@cache
+def _key() -> re.Pattern[str]:
+    return re.compile(r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-@$/:*]+)*")
+
+
+@cache
+def _size() -> re.Pattern[str]:
+    return re.compile(r"(\d+)\s*([A-Za-z]*)")
+
+
 # Information units as rabbitmq.conf accepts them (configure.html "memory threshold"): powers of two for
 # k/kiB, M/MiB, G/GiB (also T/TiB here), powers of ten for kB, MB, GB.
-_SIZE = re.compile(r"(\d+)\s*([A-Za-z]*)")
 _UNITS = {
     "": 1,
     "k": 1024,
@@ -41,8 +53,8 @@ class ConfigFileError(Exception):
         self.path, self.line, self.reason = path, line, reason
 
 
-@dataclass(frozen=True)
-class Entry:
+# A NamedTuple, not a dataclass: start-up cost (issue #29).
+class Entry(NamedTuple):
     key: str
     value: str
     path: str
@@ -64,7 +76,7 @@ def parse_sysctl(text: str, path: str) -> list[Entry]:
         value = rest.split("#", 1)[0].strip()
         if not sep:
             raise ConfigFileError(path, number, f"syntax error: expected 'key = value', got {line!r}")
-        if not _KEY.fullmatch(key):
+        if not _key().fullmatch(key):
             raise ConfigFileError(path, number, f"syntax error: invalid key {key!r}")
         if not value:
             raise ConfigFileError(path, number, f"syntax error: no value for {key!r}")
@@ -74,7 +86,7 @@ def parse_sysctl(text: str, path: str) -> list[Entry]:
 
 def parse_size(text: str) -> int | None:
     """Bytes from ``1073741824``, ``2GB``, ``512MiB``; None when the text is not a size."""
-    match = _SIZE.fullmatch(text.strip())
+    match = _size().fullmatch(text.strip())
     if match is None:
         return None
     factor = _UNITS.get(match.group(2).lower())
