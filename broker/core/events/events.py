@@ -4,7 +4,7 @@ Emit sites test a cheap attribute before building anything, so with nothing atta
 attribute check per site (design §4.7). Observers run synchronously on the loop thread and must only append
 to their own buffers: they never block and never call back into the core.
 
-Two lanes. Generic observers get a ``MessageEvent`` per fate (a dataclass and a detail dict: about 1.6 µs a
+Two lanes. Generic observers get a ``MessageEvent`` per fate (a slots object and a detail dict: about 1.6 µs a
 message, fine for tests and tooling). The journal must cost almost nothing per message, so the steps every
 message takes (publish + route, deliver, settle) reach it through ``JournalHook`` as plain positional values,
 one call per step; its recorder attaches as an observer with ``hot=False`` (``attach_journal`` does both)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
@@ -36,34 +35,69 @@ class Topology(Enum):
     CONSUMER_REMOVED = "consumer_removed"  # detail: queue and consumer_detail's fields
 
 
-@dataclass(slots=True)
+# No dataclasses here: their generated methods are compiled at import (start-up cost, issue #29). These are
+# built for every fate of every message while events are on, so the constructors stay positional and plain.
+
+
 class MessageEvent:
-    fate: Fate
-    vhost: str
-    message: Message
-    message_id: int
-    queue: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("detail", "fate", "message", "message_id", "queue", "vhost")
+
+    def __init__(
+        self,
+        fate: Fate,
+        vhost: str,
+        message: Message,
+        message_id: int,
+        queue: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        self.fate = fate
+        self.vhost = vhost
+        self.message = message
+        self.message_id = message_id
+        self.queue = queue
+        self.detail: dict[str, Any] = {} if detail is None else detail
+
+    def __repr__(self) -> str:
+        return (
+            f"MessageEvent(fate={self.fate!r}, vhost={self.vhost!r}, message_id={self.message_id!r}, "
+            f"queue={self.queue!r}, detail={self.detail!r})"
+        )
 
 
-@dataclass(slots=True)
 class TopologyEvent:
-    kind: Topology
-    vhost: str
-    detail: dict[str, Any] = field(default_factory=dict)
-    # Who did it (broker.core.model.acting, read when the event was emitted); "" = the broker itself.
-    actor: str = ""
+    __slots__ = ("actor", "detail", "kind", "vhost")
+
+    def __init__(
+        self, kind: Topology, vhost: str, detail: dict[str, Any] | None = None, actor: str = ""
+    ) -> None:
+        self.kind = kind
+        self.vhost = vhost
+        self.detail: dict[str, Any] = {} if detail is None else detail
+        # Who did it (broker.core.model.acting, read when the event was emitted); "" = the broker itself.
+        self.actor = actor
+
+    def __repr__(self) -> str:
+        return (
+            f"TopologyEvent(kind={self.kind!r}, vhost={self.vhost!r}, detail={self.detail!r}, "
+            f"actor={self.actor!r})"
+        )
 
 
-@dataclass(slots=True)
 class Notice:
     """A lifecycle event as RabbitMQ's rabbit_event:notify sends it: ``name`` is the event exchange's routing
     key (user.created, connection.closed, policy.set), ``fields`` its properties in RabbitMQ's names,
     ``actor`` who did it (None: the event names nobody, as connection.closed does)."""
 
-    name: str
-    fields: dict[str, Any]
-    actor: str | None
+    __slots__ = ("actor", "fields", "name")
+
+    def __init__(self, name: str, fields: dict[str, Any], actor: str | None) -> None:
+        self.name = name
+        self.fields = fields
+        self.actor = actor
+
+    def __repr__(self) -> str:
+        return f"Notice(name={self.name!r}, fields={self.fields!r}, actor={self.actor!r})"
 
 
 class Observer(Protocol):
