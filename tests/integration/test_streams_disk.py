@@ -7,7 +7,6 @@ API's message_bytes_ram), not wall-clock or RSS."""
 from __future__ import annotations
 
 import datetime
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -205,7 +204,7 @@ def test_retention_drops_closed_segments_and_their_files_and_readers_resume_at_t
         files = tmp_path / "streams" / str(stream.queue.store_id)
         oldest = files / "00000000000000000000.segment"
         assert oldest.exists()
-        settings = replace(stream.settings, max_length_bytes=10 * SEGMENT)
+        settings = stream.settings.replace(max_length_bytes=10 * SEGMENT)
         broker.call(lambda: stream.apply_settings(settings))
         head = broker.call(lambda: stream.log.first_offset)
         assert 0 < head < 2000

@@ -12,7 +12,6 @@ get_arg). The definition used is the effective one (policy merged with the opera
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from broker.core.exchanges.exchange import Exchange
@@ -76,7 +75,7 @@ def merge_settings(
         value = definition["delivery-limit"]
         current = base.delivery_limit if "x-delivery-limit" in args else None
         changes["delivery_limit"] = value if current is None else min(current, value)
-    return replace(base, **changes) if changes else base
+    return base.replace(**changes) if changes else base
 
 
 def argument_settings(queue: Queue, profile: Profile) -> QueueSettings:

@@ -5,7 +5,6 @@ once at declare time, with RabbitMQ's error texts (rabbit_amqqueue:check_argumen
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from broker.core.model.arguments import amqp_type_name, as_text, is_amqp_string
@@ -53,24 +52,95 @@ _ERLANG_MODULE = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class QueueSettings:
-    """The compiled feature arguments of one queue; ``None`` means the feature is off."""
+_FIELDS = (
+    "queue_type", "message_ttl", "expires", "max_length", "max_length_bytes", "overflow",
+    "dead_letter_exchange", "dead_letter_routing_key", "max_priority", "single_active_consumer",
+    "delivery_limit", "max_age_ms", "max_segment_size_bytes",
+)  # fmt: skip
 
-    queue_type: str = CLASSIC
-    message_ttl: int | None = None
-    expires: int | None = None
-    max_length: int | None = None
-    max_length_bytes: int | None = None
-    overflow: str = DROP_HEAD
-    dead_letter_exchange: str | None = None
-    dead_letter_routing_key: str | None = None
-    max_priority: int | None = None
-    single_active_consumer: bool = False
-    delivery_limit: int | None = None
+
+class QueueSettings:
+    """The compiled feature arguments of one queue; ``None`` means the feature is off. Immutable (queues share
+    `PLAIN`), compared by value.
+
+    Not a dataclass: its generated methods are compiled at every start (issue #29). Not a NamedTuple either:
+    the message path reads these attributes, and a slot is read faster than a tuple field."""
+
+    __slots__ = _FIELDS
+
+    queue_type: str
+    message_ttl: int | None
+    expires: int | None
+    max_length: int | None
+    max_length_bytes: int | None
+    overflow: str
+    dead_letter_exchange: str | None
+    dead_letter_routing_key: str | None
+    max_priority: int | None
+    single_active_consumer: bool
+    delivery_limit: int | None
     # Streams: retention by age and the segment size (x-max-age, x-stream-max-segment-size-bytes).
-    max_age_ms: int | None = None
-    max_segment_size_bytes: int | None = None
+    max_age_ms: int | None
+    max_segment_size_bytes: int | None
+
+    def __init__(
+        self,
+        queue_type: str = CLASSIC,
+        message_ttl: int | None = None,
+        expires: int | None = None,
+        max_length: int | None = None,
+        max_length_bytes: int | None = None,
+        overflow: str = DROP_HEAD,
+        dead_letter_exchange: str | None = None,
+        dead_letter_routing_key: str | None = None,
+        max_priority: int | None = None,
+        single_active_consumer: bool = False,
+        delivery_limit: int | None = None,
+        max_age_ms: int | None = None,
+        max_segment_size_bytes: int | None = None,
+    ) -> None:
+        # Through object.__setattr__, as a frozen dataclass's __init__ does: this class refuses assignment.
+        init = object.__setattr__
+        init(self, "queue_type", queue_type)
+        init(self, "message_ttl", message_ttl)
+        init(self, "expires", expires)
+        init(self, "max_length", max_length)
+        init(self, "max_length_bytes", max_length_bytes)
+        init(self, "overflow", overflow)
+        init(self, "dead_letter_exchange", dead_letter_exchange)
+        init(self, "dead_letter_routing_key", dead_letter_routing_key)
+        init(self, "max_priority", max_priority)
+        init(self, "single_active_consumer", single_active_consumer)
+        init(self, "delivery_limit", delivery_limit)
+        init(self, "max_age_ms", max_age_ms)
+        init(self, "max_segment_size_bytes", max_segment_size_bytes)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"QueueSettings is immutable: cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"QueueSettings is immutable: cannot delete field {name!r}")
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in _FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, QueueSettings):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _FIELDS)
+        return f"QueueSettings({shown})"
+
+    def replace(self, **changes: Any) -> QueueSettings:
+        """A copy with ``changes`` (field name -> value), as dataclasses.replace made it."""
+        values = {name: getattr(self, name) for name in _FIELDS}
+        values.update(changes)
+        return QueueSettings(**values)
 
     @property
     def limited(self) -> bool:
