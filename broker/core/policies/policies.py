@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from broker.core.policies.policy_validation import PolicyError, compile_pattern, validate_policy_body
 from broker.core.queues.queue_settings import CLASSIC, QUORUM, STREAM
@@ -44,9 +43,9 @@ UNSUPPORTED = {
 _TYPE_TARGET = {CLASSIC: "classic_queues", QUORUM: "quorum_queues", STREAM: "streams"}
 
 
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """One policy or operator policy as stored and listed (rabbit_policy:p/2)."""
+class Policy(NamedTuple):
+    """One policy or operator policy as stored and listed (rabbit_policy:p/2). A NamedTuple, not a frozen
+    dataclass: the dataclass's methods were compiled at every start (issue #29)."""
 
     vhost: str
     name: str
@@ -54,7 +53,7 @@ class Policy:
     apply_to: str
     definition: dict[str, Any]
     priority: int | float
-    regex: re.Pattern[str] = field(compare=False, repr=False)
+    regex: re.Pattern[str]  # compiled from ``pattern``: equal patterns compile to equal regexes
 
     def as_json(self) -> dict[str, Any]:
         """The object /api/policies lists and definitions export."""
