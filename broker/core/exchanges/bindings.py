@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from broker.core.exchanges.exchange import Exchange
 from broker.core.model.arguments import FrozenTable, freeze_table, thaw_table
 
 
-@dataclass(frozen=True, slots=True)
-class Binding:
+class Binding(NamedTuple):
     """source → destination (a queue object or an `Exchange`) under a routing key and arguments.
 
     Identity is all four fields with the arguments frozen (top-level keys sorted, values typed), as RabbitMQ's
-    binding record is: binding twice with equal arguments in another key order is the same binding.
+    binding record is: binding twice with equal arguments in another key order is the same binding. A
+    NamedTuple (equal and hashed by its fields, as the frozen dataclass it was), because a dataclass's methods
+    are compiled at every start (issue #29).
     """
 
     source: Exchange
