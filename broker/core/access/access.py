@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from broker.core.access.passwords import ALGORITHMS, DEFAULT_ALGORITHM, check_password, hash_password
 from broker.core.access.pcre_errors import pcre_reason
@@ -61,13 +60,32 @@ def _compile(pattern: str, topic: bool = False) -> re.Pattern[str]:
         raise AccessError(["invalid_regexp", shown, [list(message.encode()), offset]]) from None
 
 
-@dataclass(frozen=True, slots=True)
+# No dataclasses in this module: their generated methods are compiled at every start (issue #29).
+
+
 class User:
-    name: str
-    password_hash: str  # "" = cannot log in with a password (RabbitMQ: password_hash "")
-    hashing_algorithm: str = DEFAULT_ALGORITHM
-    tags: tuple[str, ...] = ()
-    limits: dict[str, int] = field(default_factory=dict)
+    """A user as rabbit_auth_backend_internal keeps it. Its fields are not reassigned (``put_user`` makes a
+    new one); ``limits`` is changed in place (broker.set_user_limits, recovery)."""
+
+    __slots__ = ("hashing_algorithm", "limits", "name", "password_hash", "tags")
+
+    def __init__(
+        self,
+        name: str,
+        password_hash: str,  # "" = cannot log in with a password (RabbitMQ: password_hash "")
+        hashing_algorithm: str = DEFAULT_ALGORITHM,
+        tags: tuple[str, ...] = (),
+        limits: dict[str, int] | None = None,
+    ) -> None:
+        self.name = name
+        self.password_hash = password_hash
+        self.hashing_algorithm = hashing_algorithm
+        self.tags = tags
+        self.limits: dict[str, int] = {} if limits is None else limits
+
+    def __repr__(self) -> str:
+        # Not the hash: a repr ends up in logs and test reports.
+        return f"User(name={self.name!r}, tags={self.tags!r}, limits={self.limits!r})"
 
     @property
     def is_administrator(self) -> bool:
@@ -88,27 +106,26 @@ class User:
         return any(tag in _MANAGEMENT_TAGS for tag in self.tags)
 
 
-@dataclass(frozen=True, slots=True)
-class VhostPermission:
+class VhostPermission(NamedTuple):
     user: str
     vhost: str
     configure: str
     write: str
     read: str
-    compiled: tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]] = field(compare=False, repr=False)
+    # The three regexes compiled from configure, write and read.
+    compiled: tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]
 
     def pattern(self, permission: Permission) -> re.Pattern[str]:
         return self.compiled[_INDEX[permission]]
 
 
-@dataclass(frozen=True, slots=True)
-class TopicPermission:
+class TopicPermission(NamedTuple):
     user: str
     vhost: str
     exchange: str
     write: str
     read: str
-    compiled: tuple[re.Pattern[str], re.Pattern[str]] = field(compare=False, repr=False)
+    compiled: tuple[re.Pattern[str], re.Pattern[str]]  # from write and read
 
 
 _INDEX = {"configure": 0, "write": 1, "read": 2}

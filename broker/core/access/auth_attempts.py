@@ -3,14 +3,16 @@ GET /api/auth/attempts/{node}: one dict increment per login, nothing on the publ
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass(slots=True)
 class AuthAttempts:
-    # protocol ("amqp091", "http") -> [succeeded, failed]
-    counts: dict[str, list[int]] = field(default_factory=dict)
+    # A plain class, not a dataclass: a dataclass's methods are compiled at every start (issue #29).
+    __slots__ = ("counts",)
+
+    def __init__(self) -> None:
+        # protocol ("amqp091", "http") -> [succeeded, failed]
+        self.counts: dict[str, list[int]] = {}
 
     def record(self, protocol: str, succeeded: bool) -> None:
         pair = self.counts.setdefault(protocol, [0, 0])
