@@ -20,7 +20,7 @@ from broker.core.model.message import Message
 from broker.core.model.stats import ChannelStats
 from broker.core.queues.queue import Consumer, Envelope, Queue
 from broker.core.queues.unacked import Delivery, UnackedTracker
-from broker.core.streams.stream_queue import refuse_stream_settle
+from broker.core.streams.lookup import refuse_stream_settle
 from broker.session import channel_close, confirms, direct_reply, settlement
 from broker.session.access_checks import check_publish
 from broker.session.durable_replies import answer_when_durable, answers_when_durable

@@ -9,7 +9,7 @@ import structlog
 from broker.core.broker import Broker
 from broker.core.exchanges.delayed import DelayedMessageExchangeType
 from broker.storage.base import Store
-from broker.storage.stream_reader import message_of
+from broker.storage.stored_message import message_of
 
 log = structlog.get_logger("warrenmq.storage")
 

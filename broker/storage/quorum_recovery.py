@@ -7,7 +7,7 @@ from __future__ import annotations
 from broker.core.queues.queue import Envelope, Queue
 from broker.core.queues.queue_features import TimedEnvelope
 from broker.storage.base import KEY_SEQ_BITS, MessageRow
-from broker.storage.stream_reader import message_of
+from broker.storage.stored_message import message_of
 
 _SEQ_MASK = (1 << KEY_SEQ_BITS) - 1
 

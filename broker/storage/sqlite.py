@@ -11,9 +11,10 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.core.queues.stream_disk import StreamDisk
 from broker.storage.base import (
@@ -32,8 +33,9 @@ from broker.storage.base import (
     UserRow,
     queue_key_range,
 )
-from broker.storage.stream_files import StoredSegment, StreamFiles
-from broker.storage.stream_reader import SegmentFilesDisk
+
+if TYPE_CHECKING:
+    from broker.storage.stream_files import StoredSegment, StreamFiles
 
 DB_NAME = "warrenmq.db"
 STREAMS_DIR = "streams"  # stream queues' segment files (broker.storage.stream_files), one directory each
@@ -178,7 +180,10 @@ class SqliteStore:
         except OSError as error:
             raise StorageError(f"cannot create data directory {self.directory}: {error}") from error
         self._lock = self._lock_directory()
-        self.streams = StreamFiles(self.directory / STREAMS_DIR, fsync=fsync == "always")
+        self.streams_root = self.directory / STREAMS_DIR
+        self._streams: StreamFiles | None = None
+        self._streams_fsync = fsync == "always"
+        self._streams_lock = threading.Lock()  # the loop (stream_disk) or the writer may load it first
         db: sqlite3.Connection | None = None
         try:
             # Used by the loop thread at start-up and by the writer thread afterwards, never both at once.
@@ -192,6 +197,17 @@ class SqliteStore:
             if isinstance(error, sqlite3.DatabaseError):
                 raise StorageError(f"{self.path} is not a usable WarrenMQ store: {error}") from error
             raise
+
+    @property
+    def streams(self) -> StreamFiles:
+        """The stream segment files, loaded with the first stream: a broker without streams never imports
+        them (issue #29)."""
+        with self._streams_lock:
+            if self._streams is None:
+                from broker.storage.stream_files import StreamFiles
+
+                self._streams = StreamFiles(self.streams_root, fsync=self._streams_fsync)
+            return self._streams
 
     def _lock_directory(self) -> Any:
         """One broker per data directory: a second one would interleave writes with the first."""
@@ -272,7 +288,8 @@ class SqliteStore:
     def max_queue_id(self) -> int:
         row = self.db.execute("SELECT max(id) FROM queues").fetchone()
         top_message = self.db.execute("SELECT max(key) FROM messages").fetchone()
-        return max(row[0] or 0, (top_message[0] or 0) >> KEY_SEQ_BITS, self.streams.max_queue_id())
+        streams = self.streams.max_queue_id() if self.streams_root.is_dir() else 0
+        return max(row[0] or 0, (top_message[0] or 0) >> KEY_SEQ_BITS, streams)
 
     def begin(self) -> bool:
         db = self.db
@@ -295,6 +312,8 @@ class SqliteStore:
         return self.streams.segments(queue_id)
 
     def stream_disk(self, queue_id: int) -> StreamDisk | None:
+        from broker.storage.stream_reader import SegmentFilesDisk
+
         written = self.streams.written
         return SegmentFilesDisk(self.streams.directory(queue_id), lambda: written.get(queue_id, 0))
 
@@ -315,7 +334,10 @@ class SqliteStore:
         ):
             self._apply_rows(batch, stale_streams, gone_streams)
         # Stream files after the commit: a crash in between leaves the queue without the entries of this
-        # batch, which nobody was told were confirmed.
+        # batch, which nobody was told were confirmed. No stream ever written: nothing to drop either.
+        streamed = batch.stream_appends or batch.stream_rolls or batch.stream_dropped
+        if not (streamed or self._streams is not None or self.streams_root.is_dir()):
+            return
         streams = self.streams
         for queue_id in stale_streams:
             streams.drop_queue(queue_id)
@@ -379,7 +401,8 @@ class SqliteStore:
 
     def close(self, clean: bool = True) -> None:
         try:
-            self.streams.close()
+            if self._streams is not None:
+                self._streams.close()
             if clean:
                 try:
                     self.db.execute("INSERT OR REPLACE INTO meta VALUES ('clean', 1)")

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from broker.core.model.message import Message
+from broker.storage.stored_message import message_of
 from broker.storage.stream_files import (
     CHUNK,
     INDEX_ENTRY,
@@ -21,7 +22,6 @@ from broker.storage.stream_files import (
     decode_chunks,
     segment_name,
 )
-from protocol.content_header import parse_content_header
 
 
 class SegmentFilesDisk:
@@ -64,21 +64,6 @@ class SegmentFilesDisk:
     def offset_at(self, segment_first: int, timestamp_ms: int) -> int | None:
         records = SegmentReader(self._path(segment_first)).read_from_timestamp(timestamp_ms, 1)
         return records[0][0] if records else None
-
-
-def message_of(exchange: str, routing_key: str, header: bytes, body: bytes) -> Message:
-    """A stored entry as a message (parse_content_header caches the parse of a repeated header)."""
-    info = parse_content_header(header)
-    return Message(
-        exchange,
-        routing_key,
-        header,
-        body,
-        info.headers,
-        info.delivery_mode or 1,
-        info.priority,
-        info.expiration,
-    )
 
 
 class SegmentReader:

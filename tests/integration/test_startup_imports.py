@@ -48,6 +48,16 @@ UNUSED = (
     "asyncpg",
     "broker.storage.postgres",
     "broker.ha",
+    # Streams and the plugin exchange types load with the first queue or exchange of theirs.
+    "broker.core.streams.stream_queue",
+    "broker.core.streams.stream_log",
+    "broker.storage.stream_files",
+    "broker.storage.stream_reader",
+    "broker.storage.stream_recovery",
+    "broker.core.exchanges.consistent_hash",
+    "broker.core.exchanges.modulus_hash",
+    "broker.core.exchanges.recent_history",
+    "broker.core.exchanges.x_random",
 )
 
 

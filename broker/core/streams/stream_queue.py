@@ -17,7 +17,6 @@ from protocol.errors import ChannelError, HardError, ReplyCode
 if TYPE_CHECKING:
     from broker.core.queues.queue import Consumer, Queue, QueueHost
     from broker.core.queues.queue_settings import QueueSettings
-    from broker.core.queues.unacked import Delivery
 
 # Sets the x-stream-offset header on a copy of a message (the vhost's header rewriter).
 Stamp = Callable[["Message", int], "Message"]
@@ -334,10 +333,3 @@ class StreamPath:
         self.filters.clear()
         self.read_ahead.clear()
 
-
-def refuse_stream_settle(deliveries: Iterable[Delivery]) -> None:
-    """basic.reject and basic.nack, requeue or not, on a stream delivery: rabbit_stream_queue:settle refuses
-    every outcome but ack (540, the connection closes)."""
-    for delivery in deliveries:
-        if isinstance(delivery.queue.features, StreamPath):
-            raise not_supported(delivery.queue, "basic.nack and basic.reject")

@@ -14,7 +14,6 @@ from broker.core.policies.policy_apply import apply_to_queue
 from broker.core.queues.queue import Queue, QueueHost
 from broker.core.queues.queue_features import QueueFeatures
 from broker.core.queues.queue_settings import CLASSIC, PLAIN, STREAM, compile_settings
-from broker.core.streams.stream_queue import StreamPath
 from broker.core.topology.persistence import Persistence, is_durable_queue
 from protocol.errors import ChannelError, HardError, ReplyCode
 
@@ -97,6 +96,8 @@ def new_queue(
     queue.events = vhost.events
     queue.host = vhost
     if settings.queue_type == STREAM:
+        from broker.core.streams.stream_queue import StreamPath  # with the first stream (issue #29)
+
         queue.features = StreamPath(queue, settings, vhost, vhost.with_stream_offset)
     elif settings is not PLAIN:
         queue.features = QueueFeatures(queue, settings, vhost)

@@ -4,15 +4,15 @@ committed_offset, first_offset, segments, readers) for streams only."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.core.queues.queue import Queue
-from broker.core.streams.stream_queue import StreamPath
+from broker.core.streams.lookup import stream_of
 
+if TYPE_CHECKING:
+    from broker.core.streams.stream_queue import StreamPath
 
-def stream_of(queue: Queue) -> StreamPath | None:
-    features = queue.features
-    return features if isinstance(features, StreamPath) else None
+__all__ = ["ready_messages", "stream_bytes", "stream_keys", "stream_of"]
 
 
 def ready_messages(queue: Queue) -> int:

@@ -15,7 +15,7 @@ from broker.core.queues.queue_admin import add_consumer, basic_get, remove_consu
 from broker.core.queues.queue_features import TimedEnvelope
 from broker.core.queues.queue_settings import QUORUM, STREAM
 from broker.core.queues.unacked import Delivery, requeue_deliveries
-from broker.core.streams.stream_queue import StreamPath
+from broker.core.streams.lookup import stream_of
 from broker.session import direct_reply
 from broker.session.access_checks import check
 from broker.session.fates import delivered_event, settled_events, stored_delivery
@@ -67,9 +67,10 @@ def consume(channel: ChannelPort, method: commands.Basic.Consume) -> None:
     check(channel, "queue", name, "read")
     queue = _vhost(channel).queue(name, conn)
     _check_consumer_priority(queue, method.arguments)
-    stream = isinstance(queue.features, StreamPath)
-    if isinstance(queue.features, StreamPath):
-        queue.features.check_consume(channel.prefetch_count, method.no_ack, method.arguments or {})
+    stream_path = stream_of(queue)
+    stream = stream_path is not None
+    if stream_path is not None:
+        stream_path.check_consume(channel.prefetch_count, method.no_ack, method.arguments or {})
     consumer = Consumer(
         tag,
         queue,

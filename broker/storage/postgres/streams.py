@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from broker.core.model.message import Message
 from broker.core.streams.stream_file_bytes import EntrySizer
 from broker.core.streams.stream_log import ClosedSegmentMeta
+from broker.storage.stored_message import message_of
 from broker.storage.stream_files import (
     SegmentTotals,
     StoredSegment,
@@ -28,7 +29,6 @@ from broker.storage.stream_files import (
     encode_chunk,
     snapshot_offsets,
 )
-from broker.storage.stream_reader import message_of
 
 if TYPE_CHECKING:
     pass
