@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import structlog
@@ -122,12 +121,19 @@ def _malloc_trim() -> Callable[[], None]:
     return run
 
 
-@dataclass
 class AlarmSources:
-    """Where the monitor reads its figures; tests give their own to drive the alarm states."""
+    """Where the monitor reads its figures; tests give their own to drive the alarm states. (A plain class,
+    not a dataclass: a dataclass's methods are compiled at every start, issue #29.)"""
 
-    rss_bytes: Callable[[], int] = process_rss_bytes
-    disk_free_bytes: Callable[[str], int] = disk_free_bytes
+    __slots__ = ("disk_free_bytes", "rss_bytes")
+
+    def __init__(
+        self,
+        rss_bytes: Callable[[], int] = process_rss_bytes,
+        disk_free_bytes: Callable[[str], int] = disk_free_bytes,
+    ) -> None:
+        self.rss_bytes = rss_bytes
+        self.disk_free_bytes = disk_free_bytes
 
 
 class ResourceAlarms:

@@ -3,7 +3,6 @@ Prometheus and the CLI channel read): its role, the epoch it was elected with, t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 
 
@@ -12,11 +11,14 @@ class NodeRole(Enum):
     STANDBY = "standby"  # waits for the lease: no AMQP listener, health checks 503
 
 
-@dataclass(slots=True)
 class HAStatus:
-    lease_s: float
-    role: NodeRole = NodeRole.STANDBY
-    epoch: int | None = None  # the epoch this node was elected with (None while standby)
+    # A plain class, not a dataclass: a dataclass's methods are compiled at every start (issue #29).
+    __slots__ = ("epoch", "lease_s", "role")
+
+    def __init__(self, lease_s: float, role: NodeRole = NodeRole.STANDBY, epoch: int | None = None) -> None:
+        self.lease_s = lease_s
+        self.role = role
+        self.epoch = epoch  # the epoch this node was elected with (None while standby)
 
     @property
     def active(self) -> bool:
