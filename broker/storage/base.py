@@ -9,7 +9,6 @@ writer thread without copying.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from broker.core.queues.stream_disk import StreamDisk
@@ -45,37 +44,63 @@ def queue_key_range(queue_id: int) -> tuple[int, int]:
     return queue_id << KEY_SEQ_BITS, (queue_id + 1) << KEY_SEQ_BITS
 
 
-@dataclass(eq=False)
 class Batch:
     """Everything one loop turn (or more, while the writer is busy) changed; applied as one transaction.
 
     Apply order: topology in call order, then message inserts, delivered marks, deletes, and last the
     messages of queues deleted in this batch (so an insert for a queue deleted later in the batch cannot
-    survive it)."""
+    survive it).
 
-    id: int
-    topology: list[TopologyOp] = field(default_factory=list)
-    added: dict[int, MessageRow] = field(default_factory=dict)
-    delivered: list[int] = field(default_factory=list)
-    removed: list[int] = field(default_factory=list)
-    dropped_queues: list[int] = field(default_factory=list)
-    # Stream logs (broker.storage.stream_files): appended entries in order, segments opened with no entry
-    # yet (a roll while a reader waits at the tail), and retention's dropped segments, each as (queue id,
-    # segment first offset). Applied after the messages, in that order, before the dropped queues.
-    stream_appends: list[StreamRow] = field(default_factory=list)
-    stream_rolls: list[tuple[int, int]] = field(default_factory=list)
-    stream_dropped: list[tuple[int, int]] = field(default_factory=list)
-    # Quorum returns: message key -> (its delivery count (x-delivery-count), delivered mark): a return clears
-    # the mark (the message is back in the queue), a delivery after it in the same batch sets it again.
-    # Applied after the inserts and delivered marks, so it wins over a mark made earlier in the batch.
-    counted: dict[int, tuple[int, int]] = field(default_factory=dict)
-    # Delayed messages (DelayedRow by key) and the keys of those that came due or went with their exchange.
-    # Applied after the topology, so that an exchange deleted and declared again in one batch keeps only
-    # the messages held after the declare (the writer drops the earlier ones from ``delayed_added``).
-    delayed_added: dict[int, DelayedRow] = field(default_factory=dict)
-    delayed_removed: list[int] = field(default_factory=list)
-    waiters: dict[CommitWaiter, None] = field(default_factory=dict)
-    committed: bool = False  # set by whoever applied it, so shutdown never applies it twice
+    A plain class, as the rows below are named tuples: a dataclass's methods are compiled at every start
+    (issue #29). Compared by identity."""
+
+    __slots__ = (
+        "added", "committed", "counted", "delayed_added", "delayed_removed", "delivered", "dropped_queues",
+        "id", "removed", "stream_appends", "stream_dropped", "stream_rolls", "topology", "waiters",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        id: int,
+        topology: list[TopologyOp] | None = None,
+        added: dict[int, MessageRow] | None = None,
+        delivered: list[int] | None = None,
+        removed: list[int] | None = None,
+        dropped_queues: list[int] | None = None,
+        stream_appends: list[StreamRow] | None = None,
+        stream_rolls: list[tuple[int, int]] | None = None,
+        stream_dropped: list[tuple[int, int]] | None = None,
+        counted: dict[int, tuple[int, int]] | None = None,
+        delayed_added: dict[int, DelayedRow] | None = None,
+        delayed_removed: list[int] | None = None,
+        waiters: dict[CommitWaiter, None] | None = None,
+        committed: bool = False,
+    ) -> None:
+        self.id = id
+        self.topology: list[TopologyOp] = [] if topology is None else topology
+        self.added: dict[int, MessageRow] = {} if added is None else added
+        self.delivered: list[int] = [] if delivered is None else delivered
+        self.removed: list[int] = [] if removed is None else removed
+        self.dropped_queues: list[int] = [] if dropped_queues is None else dropped_queues
+        # Stream logs (broker.storage.stream_files): appended entries in order, segments opened with no
+        # entry yet (a roll while a reader waits at the tail), and retention's dropped segments, each as
+        # (queue id, segment first offset). Applied after the messages, in that order, before the dropped
+        # queues.
+        self.stream_appends: list[StreamRow] = [] if stream_appends is None else stream_appends
+        self.stream_rolls: list[tuple[int, int]] = [] if stream_rolls is None else stream_rolls
+        self.stream_dropped: list[tuple[int, int]] = [] if stream_dropped is None else stream_dropped
+        # Quorum returns: message key -> (its delivery count (x-delivery-count), delivered mark): a return
+        # clears the mark (the message is back in the queue), a delivery after it in the same batch sets it
+        # again. Applied after the inserts and delivered marks, so it wins over a mark made earlier.
+        self.counted: dict[int, tuple[int, int]] = {} if counted is None else counted
+        # Delayed messages (DelayedRow by key) and the keys of those that came due or went with their
+        # exchange. Applied after the topology, so that an exchange deleted and declared again in one batch
+        # keeps only the messages held after the declare (the writer drops the earlier ones from
+        # ``delayed_added``).
+        self.delayed_added: dict[int, DelayedRow] = {} if delayed_added is None else delayed_added
+        self.delayed_removed: list[int] = [] if delayed_removed is None else delayed_removed
+        self.waiters: dict[CommitWaiter, None] = {} if waiters is None else waiters
+        self.committed = committed  # set by whoever applied it, so shutdown never applies it twice
 
     def empty(self) -> bool:
         return not (
@@ -157,19 +182,37 @@ class ParameterRow(NamedTuple):
     value: str  # JSON
 
 
-@dataclass
 class Definitions:
     """The durable topology a store holds, in the order recovery applies it."""
 
-    vhosts: list[str] = field(default_factory=list)
-    users: list[UserRow] = field(default_factory=list)
-    exchanges: list[ExchangeRow] = field(default_factory=list)
-    queues: list[QueueRow] = field(default_factory=list)
-    bindings: list[BindingRow] = field(default_factory=list)
-    parameters: list[ParameterRow] = field(default_factory=list)
-    permissions: list[PermissionRow] = field(default_factory=list)
-    topic_permissions: list[TopicPermissionRow] = field(default_factory=list)
-    vhost_metadata: dict[str, str] = field(default_factory=dict)  # name -> metadata JSON
+    __slots__ = (
+        "bindings", "exchanges", "parameters", "permissions", "queues", "topic_permissions", "users",
+        "vhost_metadata", "vhosts",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        vhosts: list[str] | None = None,
+        users: list[UserRow] | None = None,
+        exchanges: list[ExchangeRow] | None = None,
+        queues: list[QueueRow] | None = None,
+        bindings: list[BindingRow] | None = None,
+        parameters: list[ParameterRow] | None = None,
+        permissions: list[PermissionRow] | None = None,
+        topic_permissions: list[TopicPermissionRow] | None = None,
+        vhost_metadata: dict[str, str] | None = None,  # name -> metadata JSON
+    ) -> None:
+        self.vhosts: list[str] = [] if vhosts is None else vhosts
+        self.users: list[UserRow] = [] if users is None else users
+        self.exchanges: list[ExchangeRow] = [] if exchanges is None else exchanges
+        self.queues: list[QueueRow] = [] if queues is None else queues
+        self.bindings: list[BindingRow] = [] if bindings is None else bindings
+        self.parameters: list[ParameterRow] = [] if parameters is None else parameters
+        self.permissions: list[PermissionRow] = [] if permissions is None else permissions
+        self.topic_permissions: list[TopicPermissionRow] = (
+            [] if topic_permissions is None else topic_permissions
+        )
+        self.vhost_metadata: dict[str, str] = {} if vhost_metadata is None else vhost_metadata
 
 
 class StorageError(Exception):

@@ -5,17 +5,18 @@ confirm latency."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 # Upper bounds in seconds (Prometheus' default histogram buckets, from 1 ms).
 BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
-@dataclass(slots=True)
 class CommitTimes:
-    counts: list[int] = field(default_factory=lambda: [0] * len(BUCKETS_S))  # per bucket, not cumulative
-    commits: int = 0
-    seconds: float = 0.0
+    # A plain class, not a dataclass: a dataclass's methods are compiled at every start (issue #29).
+    __slots__ = ("commits", "counts", "seconds")
+
+    def __init__(self) -> None:
+        self.counts = [0] * len(BUCKETS_S)  # per bucket, not cumulative
+        self.commits = 0
+        self.seconds = 0.0
 
     def record(self, elapsed_s: float) -> None:
         for index, bound in enumerate(BUCKETS_S):

@@ -14,7 +14,6 @@ next start with a fitting configuration gets it back.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import structlog
 
@@ -50,20 +49,57 @@ log = structlog.get_logger("warrenmq.storage")
 _SEQ_MASK = (1 << KEY_SEQ_BITS) - 1
 
 
-@dataclass
 class RecoveryReport:
-    vhosts: int = 0
-    exchanges: int = 0
-    queues: int = 0
-    bindings: int = 0
-    messages: int = 0
-    redelivered: int = 0
-    delayed: int = 0
-    skipped: int = 0
-    auto_deleted: int = 0
+    """What recovery brought back, for the ``recovered`` log line and the readiness line. (A plain class, not
+    a dataclass: a dataclass's methods are compiled at every start, issue #29.)"""
+
+    __slots__ = (
+        "auto_deleted", "bindings", "delayed", "exchanges", "messages", "queues", "redelivered", "skipped",
+        "vhosts",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        vhosts: int = 0,
+        exchanges: int = 0,
+        queues: int = 0,
+        bindings: int = 0,
+        messages: int = 0,
+        redelivered: int = 0,
+        delayed: int = 0,
+        skipped: int = 0,
+        auto_deleted: int = 0,
+    ) -> None:
+        self.vhosts = vhosts
+        self.exchanges = exchanges
+        self.queues = queues
+        self.bindings = bindings
+        self.messages = messages
+        self.redelivered = redelivered
+        self.delayed = delayed
+        self.skipped = skipped
+        self.auto_deleted = auto_deleted
+
+    def __eq__(self, other: object) -> bool:  # the recovery tests compare whole reports
+        if not isinstance(other, RecoveryReport):
+            return NotImplemented
+        return self.fields() == other.fields()
+
+    def __repr__(self) -> str:
+        return "RecoveryReport(" + ", ".join(f"{key}={value}" for key, value in self.fields().items()) + ")"
 
     def fields(self) -> dict[str, int]:
-        return dict(self.__dict__)
+        return {
+            "vhosts": self.vhosts,
+            "exchanges": self.exchanges,
+            "queues": self.queues,
+            "bindings": self.bindings,
+            "messages": self.messages,
+            "redelivered": self.redelivered,
+            "delayed": self.delayed,
+            "skipped": self.skipped,
+            "auto_deleted": self.auto_deleted,
+        }
 
 
 def recover_access(broker: Broker, definitions: Definitions, report: RecoveryReport) -> None:
