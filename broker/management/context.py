@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import socket
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from broker.core.broker import Broker
@@ -23,32 +22,45 @@ def default_node_name() -> str:
     return f"warrenmq@{socket.gethostname().split('.')[0] or 'localhost'}"
 
 
-@dataclass
 class ManagementContext:
-    server: Server
-    node: str = field(default_factory=default_node_name)
-    http_port: int = 0
-    https_port: int = 0  # management.ssl.port once bound; 0: no HTTPS listener
-    dist_port: int = 0  # the CLI channel's port once bound (broker/management/control.py); 0: none
-    http_host: str = ""
-    started_monotonic_s: float = field(default_factory=time.monotonic)
-    cluster_name: str = ""
-    os_pid: str = field(default_factory=lambda: str(os.getpid()))
-    # The plugins running (started at boot, then switched by rabbitmq-plugins): /api/warrenmq/plugins.
-    running_plugins: list[str] = field(default_factory=list)
-    # Statistics sampling interval: rabbitmq.conf collect_statistics_interval (ms), 5 s by default.
-    collect_statistics_interval_s: float = DEFAULT_INTERVAL_S
-    sampler: StatsSampler = field(init=False)
+    # A plain class, not a dataclass: a dataclass's methods are compiled at every start (issue #29).
+    __slots__ = (
+        "cluster_name", "collect_statistics_interval_s", "dist_port", "http_host", "http_port", "https_port",
+        "node", "os_pid", "running_plugins", "sampler", "server", "started_monotonic_s",
+    )  # fmt: skip
 
-    def __post_init__(self) -> None:
-        if not self.cluster_name:
+    def __init__(
+        self,
+        server: Server,
+        node: str | None = None,  # None: default_node_name()
+        http_port: int = 0,
+        https_port: int = 0,
+        dist_port: int = 0,
+        http_host: str = "",
+        cluster_name: str = "",
+        running_plugins: list[str] | None = None,
+    ) -> None:
+        self.server = server
+        self.node = default_node_name() if node is None else node
+        self.http_port = http_port
+        self.https_port = https_port  # management.ssl.port once bound; 0: no HTTPS listener
+        self.dist_port = (
+            dist_port  # the CLI channel's port once bound (broker/management/control.py); 0: none
+        )
+        self.http_host = http_host
+        self.started_monotonic_s = time.monotonic()
+        self.os_pid = str(os.getpid())
+        # The plugins running (started at boot, then switched by rabbitmq-plugins): /api/warrenmq/plugins.
+        self.running_plugins: list[str] = [] if running_plugins is None else running_plugins
+        if not cluster_name:
             # A cluster_name global parameter (definitions, the store) names the cluster, as in RabbitMQ.
-            stored = self.server.broker.parameters.global_parameters.get("cluster_name")
-            self.cluster_name = stored if isinstance(stored, str) else self.node
-        interval_ms = getattr(self.server.config, "collect_statistics_interval_ms", None)
-        if interval_ms:
-            self.collect_statistics_interval_s = interval_ms / 1000.0
-        self.sampler = StatsSampler(self.server, self.collect_statistics_interval_s)
+            stored = server.broker.parameters.global_parameters.get("cluster_name")
+            cluster_name = stored if isinstance(stored, str) else self.node
+        self.cluster_name = cluster_name
+        # Statistics sampling interval: rabbitmq.conf collect_statistics_interval (ms), 5 s by default.
+        interval_ms = getattr(server.config, "collect_statistics_interval_ms", None)
+        self.collect_statistics_interval_s = interval_ms / 1000.0 if interval_ms else DEFAULT_INTERVAL_S
+        self.sampler = StatsSampler(server, self.collect_statistics_interval_s)
 
     @property
     def broker(self) -> Broker:
