@@ -85,6 +85,8 @@ class RecoveryReport:
             return NotImplemented
         return self.fields() == other.fields()
 
+    __hash__ = None  # type: ignore[assignment]  # mutable: unhashable, as the dataclass was
+
     def __repr__(self) -> str:
         return "RecoveryReport(" + ", ".join(f"{key}={value}" for key, value in self.fields().items()) + ")"
 
