@@ -9,11 +9,13 @@ writer thread without copying.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from broker.core.queues.stream_disk import StreamDisk
 from broker.core.topology.persistence import CommitWaiter
-from broker.storage.stream_files import StoredSegment, StreamRow
+
+if TYPE_CHECKING:  # the stream files load with the first stream (issue #29)
+    from broker.storage.stream_files import StoredSegment, StreamRow
 
 KEY_SEQ_BITS = 40  # 10^12 messages per queue before a key would spill into the queue id
 

@@ -19,7 +19,6 @@ import structlog
 
 from broker.core.access.access import ADMINISTRATOR, AccessError
 from broker.core.broker import Broker
-from broker.core.model.message import Message
 from broker.core.model.typed_json import decode_table
 from broker.core.policies.policies import PolicyError, parse_policy
 from broker.core.policies.runtime_parameters import ParameterError
@@ -27,8 +26,7 @@ from broker.core.queues.queue import Envelope, Queue
 from broker.core.queues.queue_admin import recover_messages
 from broker.core.queues.queue_features import TimedEnvelope
 from broker.core.queues.queue_settings import QUORUM
-from broker.core.streams.stream_log import ClosedSegmentMeta
-from broker.core.streams.stream_queue import StreamPath
+from broker.core.streams.lookup import stream_of
 from broker.storage.base import (
     KEY_SEQ_BITS,
     BindingRow,
@@ -40,7 +38,7 @@ from broker.storage.base import (
 )
 from broker.storage.delayed_recovery import recover_delayed
 from broker.storage.quorum_recovery import quorum_envelopes
-from broker.storage.stream_reader import message_of
+from broker.storage.stored_message import message_of
 from broker.storage.writer import StoreWriter
 from protocol.errors import AMQPError
 
@@ -225,8 +223,11 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
         writer.replaying = False
     store_configured_grants(broker, definitions)
     for queue, row in queues:
-        if isinstance(queue.features, StreamPath):
-            report.messages += _recover_stream(queue, queue.features, store, writer)
+        stream = stream_of(queue)
+        if stream is not None:
+            from broker.storage.stream_recovery import recover_stream  # with the first stream (issue #29)
+
+            report.messages += recover_stream(queue, stream, store, writer)
             continue
         quorum = queue.features is not None and queue.features.settings.queue_type == QUORUM
         rows = list(store.messages(row.id))
@@ -271,53 +272,6 @@ def _restore_parameter(broker: Broker, row: ParameterRow) -> None:
             name=row.name,
             error=str(error),
         )
-
-
-def _recover_stream(queue: Queue, stream: StreamPath, store: Store, writer: StoreWriter) -> int:
-    """A stream's segments, read back from its segment files; returns how many entries it holds."""
-    segments: list[tuple[int, int, list[tuple[Message, int]] | ClosedSegmentMeta]] = []
-    for first_offset, skipped, records in store.stream_segments(queue.store_id):
-        if isinstance(records, ClosedSegmentMeta):  # a closed segment: its entries stay in its file
-            segments.append((first_offset, skipped, records))
-            continue
-        entries = [
-            (message_of(exchange, key, header, body), ts) for _o, ts, exchange, key, header, body in records
-        ]
-        segments.append((first_offset, skipped, entries))
-    legacy = list(store.messages(queue.store_id))
-    if legacy and not segments:
-        segments.extend(_legacy_segments(legacy))
-    stream.recover_segments(segments)
-    if legacy:
-        _migrate_legacy(queue, stream, legacy, writer)
-    return stream.log.message_count
-
-
-def _legacy_segments(rows: list[MessageRow]) -> list[tuple[int, int, list[tuple[Message, int]]]]:
-    """A stream stored as message rows (before segment files): the row key's seq is offset + 1 and the
-    append time rode in expires_at. Each run of consecutive offsets becomes a segment (the log keeps what
-    follows a gap, as it did)."""
-    segments: list[tuple[int, int, list[tuple[Message, int]]]] = []
-    for key, exchange, routing_key, header, body, appended_ms, _delivered in rows:
-        offset = (key & _SEQ_MASK) - 1
-        if not segments or segments[-1][0] + len(segments[-1][2]) != offset:
-            segments.append((offset, 0, []))
-        segments[-1][2].append((message_of(exchange, routing_key, header, body), appended_ms or 0))
-    return segments
-
-
-def _migrate_legacy(queue: Queue, stream: StreamPath, rows: list[MessageRow], writer: StoreWriter) -> None:
-    """Write a row-stored stream out as segment files and delete its rows, in the first commit."""
-    for segment in stream.log.segments:
-        pairs = zip(segment.messages, segment.timestamps_ms, strict=True)
-        for index, (message, appended_ms) in enumerate(pairs):
-            writer.stream_appended(
-                queue, segment.first_offset, segment.entries_first + index, appended_ms, message
-            )
-    # messages_removed names rows through persistent envelopes (it skips transient ones, which a classic
-    # queue never stores; a stream stored every message).
-    stand_in = Message("", "", b"", b"", None, 2)
-    writer.messages_removed(queue, [Envelope(row[0] & _SEQ_MASK, stand_in) for row in rows])
 
 
 def _envelope(row: MessageRow, clean: bool) -> Envelope:
