@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from broker.cli import build_parser
+from broker.cli import build_parser, terminal_columns
 
 SERVE_LINES = [
     ["serve"],
@@ -47,3 +47,25 @@ def test_serve_sets_its_gc_thresholds_before_structlog_and_asyncio_load() -> Non
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["True", "False", "False"]
+
+
+def test_help_takes_the_width_shutil_would_give(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The formatter finds the width without shutil (issue #29), the same way: $COLUMNS, else the
+    terminal on standard output, else 80."""
+    import shutil
+
+    for columns in ("100", "", "junk", "0"):
+        monkeypatch.setenv("COLUMNS", columns)
+        assert terminal_columns() == shutil.get_terminal_size().columns
+    monkeypatch.setenv("COLUMNS", "60")
+    usage = build_parser(serving=True).format_help()
+    assert max(len(line) for line in usage.splitlines()) <= 58
+
+
+def test_building_the_serve_parser_does_not_import_shutil() -> None:
+    code = (
+        "import sys; from broker.cli import build_parser; build_parser(serving=True);"
+        "print('shutil' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False"]
