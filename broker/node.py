@@ -29,7 +29,6 @@ from broker.server.clock import LoopClock
 from broker.server.runtime import pid_file, tune_for_serving
 from broker.server.server import Addon, Server, StartupError
 from broker.server.sockets import display_host
-from broker.session.event_exchange import EventExchange
 from protocol import compiled
 from protocol.header_rewrite import rewrite_content_header
 
@@ -131,6 +130,8 @@ def build_node(
 
         node.journal = JournalService(config.journal, broker.events, loop)
     if plugin_enabled(config.enabled_plugins, EVENT_EXCHANGE):
+        from broker.session.event_exchange import EventExchange  # only when enabled (issue #29)
+
         node.event_exchange = EventExchange(broker, clock, config.event_exchange_vhost, config.node_name)
     return node
 

@@ -58,6 +58,8 @@ UNUSED = (
     "broker.core.exchanges.modulus_hash",
     "broker.core.exchanges.recent_history",
     "broker.core.exchanges.x_random",
+    # rabbitmq_event_exchange: off unless enabled, as on RabbitMQ.
+    "broker.session.event_exchange",
 )
 
 
