@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.machinery
-import importlib.util
 import json
 import os
 import sys
@@ -75,6 +74,8 @@ class SourceFinder:
         source = self.sources.get(fullname)
         if source is None:
             return None
+        import importlib.util  # the pure variant only: not on every start (issue #29)
+
         return importlib.util.spec_from_file_location(fullname, source)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 from pathlib import Path
 
 # A segment is closed for writing past this size; a token is (segment number << OFFSET_BITS) | offset.
@@ -30,12 +29,31 @@ class SpillDirectory:
 
     def __init__(self, data_dir: str) -> None:
         self.path = Path(data_dir) / "spill"
-        shutil.rmtree(self.path, ignore_errors=True)  # left by a previous run: nothing in it is needed
+        _clear(self.path)  # left by a previous run: nothing in it is needed
         self.path.mkdir(parents=True, exist_ok=True)
         self._numbers = itertools.count(1)
 
     def new_spill(self) -> SpillFile:
         return SpillFile(self.path / f"q{next(self._numbers)}")
+
+
+def _clear(directory: Path) -> None:
+    """Empties ``directory`` of a previous run's spill files (flat files): what shutil.rmtree would do for
+    them, without importing shutil, and its zlib, bz2 and lzma, into every start (issue #29)."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                import shutil  # not ours: whatever put it there
+
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass
 
 
 class SpillFile:

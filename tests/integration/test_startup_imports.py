@@ -60,6 +60,9 @@ UNUSED = (
     "broker.core.exchanges.x_random",
     # rabbitmq_event_exchange: off unless enabled, as on RabbitMQ.
     "broker.session.event_exchange",
+    # The standard library's archive support (zlib, bz2, lzma) comes with shutil: neither argparse's help
+    # formatter, the disk alarm nor the spill directory needs it (broker.cli, server.alarms, storage.spill).
+    "shutil",
 )
 
 

@@ -35,3 +35,9 @@ def test_a_new_spill_directory_starts_empty(tmp_path: Path) -> None:
     spills.new_spill().write(b"left by a crashed run")
     assert SpillDirectory(str(tmp_path)).path.exists()
     assert list((tmp_path / "spill").iterdir()) == []
+
+
+def test_a_new_spill_directory_drops_whatever_else_is_in_it(tmp_path: Path) -> None:
+    (tmp_path / "spill" / "stray").mkdir(parents=True)
+    (tmp_path / "spill" / "stray" / "file").write_bytes(b"not ours")
+    assert list(SpillDirectory(str(tmp_path)).path.iterdir()) == []
