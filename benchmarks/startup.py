@@ -19,6 +19,7 @@ and how much memory it holds once ready.
 
 Usage: .venv/bin/python benchmarks/startup.py [--runs 7] [--import-runs 3] [--markdown] [--in-process]
        [--instructions] [--tree /tmp/old-tree]   # another tree (e.g. `git archive` of an earlier commit)
+       [--python /tmp/wq-deb/bin/python]        # another interpreter with WarrenMQ installed
 Target (issues #6, #29): the median to the first handshake under 200 ms with the default configuration, on an
 idle machine (the load average is printed with the results, before and after).
 """
@@ -72,6 +73,7 @@ CHILD_ENV = {
     },
     "PYTHONPYCACHEPREFIX": os.path.join(tempfile.gettempdir(), "warrenmq-startup-pycache"),
 }
+CHILD_CWD: str | None = None  # None: this process's working directory (the source tree, for `make`)
 IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)$")
 
 
@@ -92,8 +94,9 @@ def spawned(
     with tempfile.TemporaryDirectory(prefix="warrenmq-startup-") as data_dir:
         data = [] if "--data-dir" in extra else ["--data-dir", data_dir]
         command = [BASE[0], *python_flags, *BASE[1:], *extra, *data]
-        # `-m` puts the working directory first on sys.path: run in the tree under test (--tree).
-        cwd = CHILD_ENV.get("PYTHONPATH")
+        # `-m` puts the working directory first on sys.path: run in the tree under test (--tree), or
+        # outside any tree for another interpreter's installed WarrenMQ (--python).
+        cwd = CHILD_ENV.get("PYTHONPATH") or CHILD_CWD
         proc = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=CHILD_ENV, cwd=cwd
         )
@@ -157,7 +160,7 @@ FLOOR = (
 
 def floor_s() -> float:
     began = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", FLOOR], stdout=subprocess.PIPE, text=True, env=CHILD_ENV)
+    proc = subprocess.Popen([BASE[0], "-c", FLOOR], stdout=subprocess.PIPE, text=True, env=CHILD_ENV)
     assert proc.stdout is not None
     proc.stdout.readline()
     elapsed = time.perf_counter() - began
@@ -227,14 +230,14 @@ def instructions(extra: list[str]) -> int:
             "valgrind",
             "--tool=callgrind",
             f"--callgrind-out-file={os.path.join(scratch, 'callgrind.out')}",
-            sys.executable,
+            BASE[0],
             "-c",
             TO_READY,
             *BASE[3:],
             *extra,
             *data,
         ]
-        cwd = CHILD_ENV.get("PYTHONPATH")
+        cwd = CHILD_ENV.get("PYTHONPATH") or CHILD_CWD
         done = subprocess.run(command, capture_output=True, text=True, env=CHILD_ENV, cwd=cwd, check=False)
     collected = re.search(r"Collected : (\d+)", done.stderr)
     if collected is None or '"ready"' not in done.stdout:
@@ -365,6 +368,11 @@ def main() -> None:
     parser.add_argument("--import-runs", type=int, default=3, help="-X importtime starts per configuration")
     parser.add_argument("--markdown", action="store_true", help="tables for docs/benchmarks.md")
     parser.add_argument("--tree", help="a WarrenMQ source tree to start instead of the installed one")
+    parser.add_argument(
+        "--python",
+        help="start the broker with this interpreter, whose environment has WarrenMQ installed (a venv made "
+        "from Debian's python3.11, as the image's; the floor runs on it too)",
+    )
     parser.add_argument("--in-process", action="store_true", help="also the embedded and thread starts")
     parser.add_argument(
         "--instructions", action="store_true", help="only count instructions to ready (valgrind), 3 runs"
@@ -373,6 +381,10 @@ def main() -> None:
     if args.tree:
         # Ahead of the editable install's finder: the tree's own packages and extensions serve.
         CHILD_ENV["PYTHONPATH"] = os.path.abspath(args.tree)
+    if args.python:
+        global CHILD_CWD
+        BASE[0] = args.python
+        CHILD_CWD = tempfile.mkdtemp(prefix="warrenmq-startup-cwd-")
     if args.instructions:
         report_instructions(3)
         return
