@@ -222,21 +222,20 @@ runpy.run_module("broker", run_name="__main__", alter_sys=True)
 """
 
 
-def instructions(extra: list[str]) -> int:
-    """Instructions executed from the process's start to its readiness line (valgrind --tool=callgrind)."""
+def instructions(extra: list[str] | None) -> int:
+    """Instructions executed from the process's start to its readiness line (valgrind --tool=callgrind);
+    ``None``: the floor's, to its line."""
     with tempfile.TemporaryDirectory(prefix="warrenmq-callgrind-") as scratch:
-        data = [] if "--data-dir" in extra else ["--data-dir", os.path.join(scratch, "data")]
-        command = [
+        valgrind = [
             "valgrind",
             "--tool=callgrind",
             f"--callgrind-out-file={os.path.join(scratch, 'callgrind.out')}",
-            BASE[0],
-            "-c",
-            TO_READY,
-            *BASE[3:],
-            *extra,
-            *data,
         ]
+        if extra is None:
+            command = [*valgrind, BASE[0], "-c", FLOOR.replace("'ready'", '\'{"event": "ready"}\'')]
+        else:
+            data = [] if "--data-dir" in extra else ["--data-dir", os.path.join(scratch, "data")]
+            command = [*valgrind, BASE[0], "-c", TO_READY, *BASE[3:], *extra, *data]
         cwd = CHILD_ENV.get("PYTHONPATH") or CHILD_CWD
         done = subprocess.run(command, capture_output=True, text=True, env=CHILD_ENV, cwd=cwd, check=False)
     collected = re.search(r"Collected : (\d+)", done.stderr)
@@ -246,7 +245,7 @@ def instructions(extra: list[str]) -> int:
 
 
 def report_instructions(runs: int) -> None:
-    for name, extra in {"default": DEFAULT, "all off": OFF}.items():
+    for name, extra in {"default": DEFAULT, "all off": OFF, "floor": None}.items():
         instructions(extra)  # the bytecode cache
         counts = sorted(instructions(extra) for _ in range(runs))
         print(f"{name}: instructions to the readiness line  {statistics.median(counts) / 1e6:,.1f} M", end="")
