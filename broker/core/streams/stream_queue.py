@@ -332,4 +332,3 @@ class StreamPath:
         self.cursors.clear()
         self.filters.clear()
         self.read_ahead.clear()
-
