@@ -7,7 +7,6 @@ lists as lists, atoms as ``Atom``, strings and binaries as ``str``."""
 from __future__ import annotations
 
 import re
-from functools import cache
 from typing import Any
 
 
@@ -21,12 +20,8 @@ class TermError(ValueError):
     """Text that is not a term this reader takes; the message says where."""
 
 
-@cache
-def _token() -> re.Pattern[str]:
-    """Compiled on first use: without advanced.config or start arguments it is never needed (start-up cost,
-    issue #29)."""
-    return re.compile(
-        r"""\s*(?:
+# A pattern string: re compiles it at its first use and caches it, so it never compiles at import (issue #29).
+_TOKEN = r"""\s*(?:
       (?P<comment>%[^\n]*)
     | (?P<float>-?\d+\.\d+(?:[eE][-+]?\d+)?)
     | (?P<int>-?\d+)
@@ -34,9 +29,7 @@ def _token() -> re.Pattern[str]:
     | (?P<quoted>'(?:[^'\\]|\\.)*')
     | (?P<atom>[a-z][A-Za-z0-9_@]*)
     | (?P<punct><<|>>|[\[\]{},.])
-    )""",
-        re.VERBOSE,
-    )
+    )"""
 
 
 def _unescape(body: str) -> str:
@@ -57,7 +50,7 @@ class _Reader:
         while True:
             if self.text[position:].strip() == "":
                 return None
-            match = _token().match(self.text, position)
+            match = re.compile(_TOKEN, re.VERBOSE).match(self.text, position)
             if match is None or match.lastgroup is None:
                 raise TermError(f"unexpected {self.text[position:].strip()[:20]!r} at offset {position}")
             if match.lastgroup != "comment":

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from functools import cache
 
 from broker.config.sysctl import ConfigFileError
 
@@ -86,10 +85,8 @@ CATALOGUE = (
 PENDING = frozenset({PROMETHEUS})
 
 
-@cache
-def _atom() -> re.Pattern[str]:
-    """Compiled on first use: with no enabled_plugins file it is never needed (start-up cost, issue #29)."""
-    return re.compile(r"\s*(?:([a-z][A-Za-z0-9_@]*)|'((?:[^'\\]|\\.)*)')\s*")
+# A pattern string: re compiles it at its first use and caches it, so it never compiles at import (issue #29).
+_ATOM = r"\s*(?:([a-z][A-Za-z0-9_@]*)|'((?:[^'\\]|\\.)*)')\s*"
 
 
 def _strip_comments(text: str) -> str:
@@ -112,7 +109,7 @@ def parse_enabled_plugins(text: str, path: str) -> tuple[str, ...]:
         return ()
     plugins: list[str] = []
     for item in inner.split(","):
-        match = _atom().fullmatch(item)
+        match = re.fullmatch(_ATOM, item)
         if match is None:
             line = _line_of(text, item.strip())
             raise ConfigFileError(path, line, f"syntax error: {item.strip()!r} is not a plugin name")

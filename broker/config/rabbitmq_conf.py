@@ -8,7 +8,6 @@ fail on a file written for RabbitMQ). A bad value for a key it has stops the bro
 from __future__ import annotations
 
 import re
-from functools import cache
 from typing import Any
 
 from broker.config.model import Watermark
@@ -47,21 +46,14 @@ _STRING_KEYS = {
 }
 
 
-# Patterns compiled on first use, not at import: without a configuration file they are never needed
-# (start-up cost, issue #29).
-@cache
-def _accepted() -> re.Pattern[str]:
-    """Known to RabbitMQ and understood here, but with nothing to configure in WarrenMQ: accepted silently."""
-    return re.compile(
-        r"log\.(console|file|exchange|journald|syslog)(\.[a-z_.]+)?|log\.[a-z_]+\.level"
-        r"|num_acceptors\.(tcp|ssl)|handshake_timeout|reverse_dns_lookups"
-        r"|management_agent\.disable_metrics_collector"
-    )
-
-
-@cache
-def _listener_pattern() -> re.Pattern[str]:
-    return re.compile(r"(?:(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]+|[A-Za-z0-9.\-]+):)?(\d+)")
+# Pattern strings: re compiles each at its first use and caches it, so none compiles at import (issue #29).
+# Known to RabbitMQ and understood here, but with nothing to configure in WarrenMQ: accepted silently.
+_ACCEPTED = (
+    r"log\.(console|file|exchange|journald|syslog)(\.[a-z_.]+)?|log\.[a-z_]+\.level"
+    r"|num_acceptors\.(tcp|ssl)|handshake_timeout|reverse_dns_lookups"
+    r"|management_agent\.disable_metrics_collector"
+)
+_LISTENER = r"(?:(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]+|[A-Za-z0-9.\-]+):)?(\d+)"
 
 
 class FileSettings:
@@ -131,7 +123,7 @@ def _boolean(entry: Entry) -> bool:
 
 def _listener(entry: Entry, settings: FileSettings) -> None:
     """listeners.tcp.NAME = PORT | IP:PORT ([::1]:5672 or ::1:5672 for IPv6); WarrenMQ binds one."""
-    match = _listener_pattern().fullmatch(entry.value)
+    match = re.fullmatch(_LISTENER, entry.value)
     if match is None or not 0 <= int(match.group(2)) <= 65535:
         raise ConfigFileError(
             entry.path, entry.line, f"{entry.key}: expected PORT or IP:PORT, got {entry.value!r}"
@@ -196,7 +188,7 @@ def _tls_entry(entry: Entry, settings: FileSettings) -> bool:
     """The TLS keys of the core and of rabbitmq_auth_mechanism_ssl / the management plugin; False: not one."""
     key = entry.key
     if key.startswith("listeners.ssl."):
-        match = _listener_pattern().fullmatch(entry.value)
+        match = re.fullmatch(_LISTENER, entry.value)
         if match is None or not 0 <= int(match.group(2)) <= 65535:
             raise ConfigFileError(
                 entry.path, entry.line, f"{entry.key}: expected PORT or IP:PORT, got {entry.value!r}"
@@ -277,5 +269,5 @@ def apply_entry(entry: Entry, settings: FileSettings) -> None:
         _family(entry, settings)
     elif _tls_entry(entry, settings):
         pass
-    elif not _accepted().fullmatch(key):
+    elif not re.fullmatch(_ACCEPTED, key):
         settings.warnings.append(f"{entry.where()}: unknown setting {key!r} ignored")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator, Mapping
-from functools import cache
 from pathlib import Path
 
 from broker.config.sysctl import ConfigFileError
@@ -19,16 +18,9 @@ PREFIX = "RABBITMQ_"
 ENV_FILE = "RABBITMQ_CONF_ENV_FILE"
 
 
-# Patterns compiled on first use, not at import: with no file to read they are never needed (start-up
-# cost, issue #29).
-@cache
-def _assignment() -> re.Pattern[str]:
-    return re.compile(r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)")
-
-
-@cache
-def _reference() -> re.Pattern[str]:
-    return re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+# Pattern strings: re compiles each at its first use and caches it, so none compiles at import (issue #29).
+_ASSIGNMENT = r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)"
+_REFERENCE = r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"
 
 
 class MergedEnviron(Mapping[str, str]):
@@ -66,7 +58,7 @@ def conf_env_file_path(environ: Mapping[str, str]) -> str:
 
 
 def _expand(text: str, known: Mapping[str, str]) -> str:
-    return _reference().sub(lambda m: known.get(m.group(1) or m.group(2), ""), text)
+    return re.sub(_REFERENCE, lambda m: known.get(m.group(1) or m.group(2), ""), text)
 
 
 def read_conf_env_file(path: str, environ: Mapping[str, str]) -> dict[str, tuple[str, str]]:
@@ -84,7 +76,7 @@ def read_conf_env_file(path: str, environ: Mapping[str, str]) -> dict[str, tuple
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        match = _assignment().fullmatch(line)
+        match = re.fullmatch(_ASSIGNMENT, line)
         if match is None:
             continue  # other shell (conditionals, commands): RabbitMQ runs it, WarrenMQ does not
         name, value = match.group(1), match.group(2)

@@ -9,20 +9,11 @@ else stops RabbitMQ at boot, and stops WarrenMQ with the file, the line and the 
 from __future__ import annotations
 
 import re
-from functools import cache
 from typing import NamedTuple
 
-
-# Patterns compiled on first use, not at import: without a configuration file they are never needed
-# (start-up cost, issue #29).
-@cache
-def _key() -> re.Pattern[str]:
-    return re.compile(r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-@$/:*]+)*")
-
-
-@cache
-def _size() -> re.Pattern[str]:
-    return re.compile(r"(\d+)\s*([A-Za-z]*)")
+# Pattern strings: re compiles each at its first use and caches it, so none compiles at import (issue #29).
+_KEY = r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-@$/:*]+)*"
+_SIZE = r"(\d+)\s*([A-Za-z]*)"
 
 
 # Information units as rabbitmq.conf accepts them (configure.html "memory threshold"): powers of two for
@@ -76,7 +67,7 @@ def parse_sysctl(text: str, path: str) -> list[Entry]:
         value = rest.split("#", 1)[0].strip()
         if not sep:
             raise ConfigFileError(path, number, f"syntax error: expected 'key = value', got {line!r}")
-        if not _key().fullmatch(key):
+        if not re.fullmatch(_KEY, key):
             raise ConfigFileError(path, number, f"syntax error: invalid key {key!r}")
         if not value:
             raise ConfigFileError(path, number, f"syntax error: no value for {key!r}")
@@ -86,7 +77,7 @@ def parse_sysctl(text: str, path: str) -> list[Entry]:
 
 def parse_size(text: str) -> int | None:
     """Bytes from ``1073741824``, ``2GB``, ``512MiB``; None when the text is not a size."""
-    match = _size().fullmatch(text.strip())
+    match = re.fullmatch(_SIZE, text.strip())
     if match is None:
         return None
     factor = _UNITS.get(match.group(2).lower())
