@@ -33,85 +33,18 @@ from broker.storage.base import (
     UserRow,
     queue_key_range,
 )
+from broker.storage.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from broker.storage.stream_files import StoredSegment, StreamFiles
 
 DB_NAME = "warrenmq.db"
 STREAMS_DIR = "streams"  # stream queues' segment files (broker.storage.stream_files), one directory each
-APPLICATION_ID = 0x57524D51  # "WRMQ"
 # fsync policy -> PRAGMA synchronous. always: each group commit is fsynced before its confirms go out.
 # batch: WAL with synchronous=NORMAL, fsync at checkpoints; a process crash loses nothing committed, a power
 # loss may lose the last commits. never: leave flushing to the OS.
 SYNCHRONOUS = {"always": "FULL", "batch": "NORMAL", "never": "OFF"}
 
-# Schema migrations: MIGRATIONS[n] brings user_version n to n + 1. Never edit a released step; append.
-MIGRATIONS: list[str] = [
-    """
-    CREATE TABLE vhosts (name TEXT PRIMARY KEY) WITHOUT ROWID;
-    CREATE TABLE users (
-        name TEXT PRIMARY KEY, password TEXT, password_hash TEXT, algorithm TEXT
-    ) WITHOUT ROWID;
-    CREATE TABLE exchanges (
-        vhost TEXT NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL,
-        auto_delete INTEGER NOT NULL, internal INTEGER NOT NULL, arguments TEXT,
-        PRIMARY KEY (vhost, name)
-    ) WITHOUT ROWID;
-    CREATE TABLE queues (
-        id INTEGER PRIMARY KEY, vhost TEXT NOT NULL, name TEXT NOT NULL,
-        auto_delete INTEGER NOT NULL, arguments TEXT, had_consumer INTEGER NOT NULL DEFAULT 0,
-        UNIQUE (vhost, name)
-    );
-    CREATE TABLE bindings (
-        vhost TEXT NOT NULL, source TEXT NOT NULL, destination_type TEXT NOT NULL,
-        destination TEXT NOT NULL, routing_key TEXT NOT NULL, arguments TEXT NOT NULL,
-        PRIMARY KEY (vhost, source, destination_type, destination, routing_key, arguments)
-    ) WITHOUT ROWID;
-    CREATE TABLE messages (
-        key INTEGER PRIMARY KEY, exchange TEXT NOT NULL, routing_key TEXT NOT NULL,
-        header BLOB NOT NULL, body BLOB NOT NULL, expires_at INTEGER, delivered INTEGER NOT NULL
-    );
-    """,
-    # Runtime parameters (policies, operator policies, limits, global parameters), keyed as RabbitMQ keys
-    # them. IF NOT EXISTS: this step may be renumbered when merged with other steps.
-    """
-    CREATE TABLE IF NOT EXISTS runtime_parameters (
-        vhost TEXT NOT NULL, component TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,
-        PRIMARY KEY (vhost, component, name)
-    ) WITHOUT ROWID;
-    """,
-    # 3: users' tags, vhost and topic permissions, vhost metadata. A store written before kept neither tags
-    # nor permissions and enforced none: its users become administrators with full permissions in every
-    # stored vhost (what they could do), and its deleted users (rows with an empty hash) go.
-    """
-    ALTER TABLE vhosts ADD COLUMN metadata TEXT;
-    ALTER TABLE users ADD COLUMN tags TEXT;
-    DELETE FROM users WHERE password_hash = '';
-    UPDATE users SET tags = '["administrator"]';
-    CREATE TABLE permissions (
-        user TEXT NOT NULL, vhost TEXT NOT NULL, configure TEXT NOT NULL, write TEXT NOT NULL,
-        read TEXT NOT NULL, PRIMARY KEY (user, vhost)
-    ) WITHOUT ROWID;
-    CREATE TABLE topic_permissions (
-        user TEXT NOT NULL, vhost TEXT NOT NULL, exchange TEXT NOT NULL, write TEXT NOT NULL,
-        read TEXT NOT NULL, PRIMARY KEY (user, vhost, exchange)
-    ) WITHOUT ROWID;
-    INSERT INTO permissions SELECT users.name, vhosts.name, '.*', '.*', '.*' FROM users, vhosts;
-    """,
-    # 4: quorum delivery counts, the messages durable x-delayed-message exchanges hold (the plugin keeps them
-    # in a disc table), and the clean-shutdown mark ("meta" clean = 1 only between a clean stop and the next
-    # start; a store that never had it is treated as crashed: every recovered message is redelivered).
-    """
-    ALTER TABLE messages ADD COLUMN delivery_count INTEGER NOT NULL DEFAULT 0;
-    CREATE TABLE delayed_messages (
-        key INTEGER PRIMARY KEY, vhost TEXT NOT NULL, holder TEXT NOT NULL, due_ms INTEGER NOT NULL,
-        exchange TEXT NOT NULL, routing_key TEXT NOT NULL, header BLOB NOT NULL, body BLOB NOT NULL
-    );
-    CREATE INDEX delayed_messages_holder ON delayed_messages (vhost, holder);
-    CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-    """,
-]
-SCHEMA_VERSION = len(MIGRATIONS)
 
 _TOPOLOGY_SQL = {
     "vhost+": "INSERT OR IGNORE INTO vhosts (name) VALUES (?)",
@@ -184,6 +117,8 @@ class SqliteStore:
         self._streams: StreamFiles | None = None
         self._streams_fsync = fsync == "always"
         self._streams_lock = threading.Lock()  # the loop (stream_disk) or the writer may load it first
+        if self.streams_root.is_dir():  # streams were written here: recovery and stale drops need the files
+            self._streams = self.streams
         db: sqlite3.Connection | None = None
         try:
             # Used by the loop thread at start-up and by the writer thread afterwards, never both at once.
@@ -288,7 +223,7 @@ class SqliteStore:
     def max_queue_id(self) -> int:
         row = self.db.execute("SELECT max(id) FROM queues").fetchone()
         top_message = self.db.execute("SELECT max(key) FROM messages").fetchone()
-        streams = self.streams.max_queue_id() if self.streams_root.is_dir() else 0
+        streams = 0 if self._streams is None else self._streams.max_queue_id()
         return max(row[0] or 0, (top_message[0] or 0) >> KEY_SEQ_BITS, streams)
 
     def begin(self) -> bool:
@@ -334,9 +269,9 @@ class SqliteStore:
         ):
             self._apply_rows(batch, stale_streams, gone_streams)
         # Stream files after the commit: a crash in between leaves the queue without the entries of this
-        # batch, which nobody was told were confirmed. No stream ever written: nothing to drop either.
-        streamed = batch.stream_appends or batch.stream_rolls or batch.stream_dropped
-        if not (streamed or self._streams is not None or self.streams_root.is_dir()):
+        # batch, which nobody was told were confirmed. No stream files (none at open, none since): nothing to
+        # drop either.
+        if self._streams is None and not (batch.stream_appends or batch.stream_rolls or batch.stream_dropped):
             return
         streams = self.streams
         for queue_id in stale_streams:
