@@ -17,7 +17,8 @@ from broker.core.queues.queue_features import TimedEnvelope
 from broker.core.topology.vhost import VirtualHost
 from broker.session.fates import stored_delivery
 from broker.storage.base import Store, message_key
-from broker.storage.sqlite import APPLICATION_ID, DB_NAME, MIGRATIONS, SqliteStore
+from broker.storage.sqlite import DB_NAME, SqliteStore
+from broker.storage.sqlite_schema import APPLICATION_ID, MIGRATIONS
 from tests.unit.storage.helpers import abandon, make_message
 from tests.unit.storage.test_recovery import Node
 

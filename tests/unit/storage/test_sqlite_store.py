@@ -14,7 +14,8 @@ import pytest
 
 from broker.storage.base import Batch, MessageRow, PermissionRow, StorageError, UserRow, message_key
 from broker.storage.memory import MemoryStore
-from broker.storage.sqlite import APPLICATION_ID, DB_NAME, MIGRATIONS, SCHEMA_VERSION, SqliteStore
+from broker.storage.sqlite import DB_NAME, SqliteStore
+from broker.storage.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from tests.unit.storage.helpers import snapshot
 
 
