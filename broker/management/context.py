@@ -44,9 +44,8 @@ class ManagementContext:
         self.node = default_node_name() if node is None else node
         self.http_port = http_port
         self.https_port = https_port  # management.ssl.port once bound; 0: no HTTPS listener
-        self.dist_port = (
-            dist_port  # the CLI channel's port once bound (broker/management/control.py); 0: none
-        )
+        # The CLI channel's port once bound (broker/management/control.py); 0: none.
+        self.dist_port = dist_port
         self.http_host = http_host
         self.started_monotonic_s = time.monotonic()
         self.os_pid = str(os.getpid())

@@ -12,8 +12,6 @@ from broker.core.streams.lookup import stream_of
 if TYPE_CHECKING:
     from broker.core.streams.stream_queue import StreamPath
 
-__all__ = ["ready_messages", "stream_bytes", "stream_keys", "stream_of"]
-
 
 def ready_messages(queue: Queue) -> int:
     """Messages in the queue not awaiting an ack: a stream's whole log (acks remove nothing from it)."""

@@ -10,9 +10,10 @@ from broker.core.exchanges.exchange import Exchange
 from broker.core.policies.policies import effective_definition
 from broker.core.queues import queue_bytes
 from broker.core.queues.queue import Queue
+from broker.core.streams.lookup import stream_of
 from broker.core.streams.stream_queue import StreamPath
 from broker.core.topology.vhost import VirtualHost
-from broker.management.stats.stream_info import ready_messages, stream_bytes, stream_keys, stream_of
+from broker.management.stats.stream_info import ready_messages, stream_bytes, stream_keys
 from broker.management.views.binding_key import properties_key
 
 RATE = {"rate": 0.0}
