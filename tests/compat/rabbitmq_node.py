@@ -56,6 +56,8 @@ class RabbitMQNode:
     process: subprocess.Popen[bytes] | None = None
     # Plugins to enable (e.g. "rabbitmq_consistent_hash_exchange"); none by default.
     plugins: tuple[str, ...] = ()
+    # Extra emulator flags, e.g. ("-rabbit", "default_worker_pool_size", "1") to set an application env.
+    erl_args: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -85,7 +87,9 @@ class RabbitMQNode:
             "RABBITMQ_CONFIG_FILE": str(d / "rabbitmq"),
             "RABBITMQ_PID_FILE": str(d / "pid"),
             "RABBITMQ_ENABLED_PLUGINS": ",".join(self.plugins),
-            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": " ".join(
+                ("-kernel", "inet_dist_use_interface", "{127,0,0,1}", *self.erl_args)
+            ),
         }
 
     def ctl(self, *args: str, timeout_s: float = 60.0) -> str:
