@@ -129,8 +129,11 @@ def _run(side: Side) -> dict[str, Any]:
     seen["kill: segments"] = _settled(side)
     seen["kill: deliveries"] = _indexed(side)
     seen["kill: next"] = _next_gets_the_new_message(side, 29)
-    # Settled first, as after every other publish: the oracle's retention may still be deleting the segment
-    # this publish closed (CI once read its five messages on RabbitMQ only).
+    # That publish filled segment 29. osiris rolls it (and retention drops segment 17) only at the next write
+    # or reader attach, not at the write itself as WarrenMQ does: a reader attaches first, then the segments
+    # settle, so the deliveries read are the rolled stream's on both (CI once raced the roll: 15-19 on
+    # RabbitMQ only).
+    seen["kill, publish: reader"] = _attach(side.url(), "last")
     seen["kill, publish: segments"] = _settled(side)
     seen["kill, publish: deliveries"] = _indexed(side)
     seen["kill, publish: attach"] = _attachments(side, seen["kill, publish: segments"])
