@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 from broker.core.model.clock import TimerHandle
 from broker.server.flow_control import ConnectionThrottle, FlowControl
 from broker.server.runtime import connection_closed
+from broker.server.sockets import unread_bytes
 from broker.session.config import FLOW_MORE_CREDIT
 from broker.session.connection_session import ConnectionSession
 from broker.session.lifecycle_events import Endpoint
@@ -80,6 +81,7 @@ class AMQPProtocol(asyncio.Protocol):
         # Connection statistics as RabbitMQ's (recv_oct/recv_cnt: bytes and socket reads; send_*: writes).
         self.recv_oct = self.recv_cnt = self.send_oct = self.send_cnt = 0
         self.connected_at_ms = 0
+        self._fd = -1  # the socket's descriptor, for the heartbeat receiver's look at unread input
 
     # -- asyncio callbacks
 
@@ -88,6 +90,8 @@ class AMQPProtocol(asyncio.Protocol):
         transport = cast(asyncio.Transport, transport)
         self.transport = transport
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
+        sock = transport.get_extra_info("socket")
+        self._fd = sock.fileno() if sock is not None else -1
         peer = transport.get_extra_info("peername")
         peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.session = ConnectionSession(self.server.broker, self.server.config.session, self, peer_text)
@@ -264,9 +268,14 @@ class AMQPProtocol(asyncio.Protocol):
     def _heartbeat_tick(self) -> None:
         if self.session is None or self._closing:
             return
+        heartbeat = self.session.heartbeat
         if self._read_pauses:
             # Unread input is not silence: RabbitMQ pauses its heartbeat monitor while a connection is
             # blocked.
-            self.session.heartbeat.received = True
+            heartbeat.received = True
+        elif not heartbeat.received and unread_bytes(self._fd):
+            # Nor is input the loop has not read yet (a loop behind its timers: a busy node, thousands of
+            # handshakes): rabbit_heartbeat checks the socket's recv_oct, what the kernel received.
+            heartbeat.received = True
         self.session.heartbeat_tick()
         self._schedule_heartbeat()

@@ -6,7 +6,10 @@ handed to ``create_server(sock=...)`` / aiohttp's ``SockSite``."""
 
 from __future__ import annotations
 
+import fcntl
 import socket
+import struct
+import termios
 
 # The wildcard addresses; "::" is RabbitMQ's default (listeners.tcp.default = 5672 listens on [::]).
 WILDCARDS = frozenset({"", "::", "0.0.0.0", "[::]"})
@@ -72,3 +75,14 @@ def _host_bytes(address: str) -> str | bytes:
 def display_host(host: str) -> str:
     """An address as it goes into a URL: IPv6 literals in brackets."""
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def unread_bytes(fd: int) -> int:
+    """Bytes the kernel holds for ``fd`` that the broker has not read yet (FIONREAD; 0 when unknown)."""
+    if fd < 0:
+        return 0
+    try:
+        (count,) = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))
+    except OSError:
+        return 0
+    return int(count)

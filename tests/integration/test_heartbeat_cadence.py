@@ -6,6 +6,7 @@ RabbitMQ 3.10.8 at heartbeat=2, and live in tests/compat/test_wire_fidelity.py).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -50,3 +51,20 @@ def test_a_silent_peer_is_dropped_three_intervals_after_its_last_frame(
     broker.advance_clock(0.1)
     with pytest.raises(SocketClosed):
         client.frame()  # closed at once: no heartbeat and no connection.close first
+
+
+def test_input_the_loop_has_not_read_yet_is_not_silence(clocked: tuple[BrokerThread, WireClient]) -> None:
+    """A loop behind its timers: the client's heartbeat reached the broker's socket, but two receiver checks
+    run before the loop reads it. rabbit_heartbeat counts what the kernel received (recv_oct), so RabbitMQ
+    keeps such a peer; WarrenMQ looks at the socket's unread bytes."""
+    broker, client = clocked
+
+    def behind_its_timers() -> None:
+        # On the broker's loop, in one callback: no read can run between the send and the ticks.
+        client.send_bytes(bytes((FRAME_HEARTBEAT, 0, 0, 0, 0, 0, 0, 0xCE)))
+        time.sleep(0.05)  # loopback delivery into the broker's receive buffer (another thread's socket)
+        # The check at 2 s finds the handshake; at 4 and 6 s only the unread heartbeat is there.
+        broker.embedded.advance_clock(3 * HEARTBEAT_S)
+
+    broker.call(behind_its_timers)
+    client.open_channel()  # channel.open-ok: the connection is still there
