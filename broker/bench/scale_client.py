@@ -171,7 +171,11 @@ class Fleet:
                 try:
                     conn = await asyncio.wait_for(self._connect(loop, source), self.plan.connect_timeout_s)
                 except (OSError, ConnectionError, TimeoutError) as error:
-                    reason = type(error).__name__ + (f" {error.errno}" if isinstance(error, OSError) else "")
+                    reason = type(error).__name__
+                    if type(error) is ConnectionError:  # ours: how the broker ended it ("lost", a close)
+                        reason += f" {str(error)[:40]}"
+                    elif isinstance(error, OSError):
+                        reason += f" {error.errno}"
                     self.failures[reason] = self.failures.get(reason, 0) + 1
                     return
                 self.conns.append(conn)
