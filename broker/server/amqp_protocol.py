@@ -145,8 +145,9 @@ class AMQPProtocol(asyncio.Protocol):
         self._out.clear()
         if self.session is not None:
             self.session.connection_lost()
-        self.server.connections.discard(self)
-        connection_closed()  # its objects sit in reference cycles (see broker.server.runtime)
+        connections = self.server.connections
+        connections.discard(self)
+        connection_closed(len(connections))  # its objects sit in reference cycles (see broker.server.runtime)
 
     def pause_writing(self) -> None:
         # The peer is not reading: stop deliveries to it and stop reading its input until its buffer drains.

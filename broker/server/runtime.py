@@ -22,6 +22,12 @@ GC_THRESHOLDS = (100_000, 50, 100)
 # connection a second grew ~0.8 MB a minute. A full collection every CLOSES_PER_COLLECTION closed
 # connections bounds that garbage (~1 MB) at a cost paid per connection, never per message.
 CLOSES_PER_COLLECTION = 200
+# A full collection walks every live object, so its cost grows with the connections still open: at one per
+# 200 closes, 20,000 clients leaving at once cost 100 collections of the whole heap (~50 s of CPU, during
+# which the listener could not keep up). As CPython's own full collections wait for long-lived objects to
+# grow by a quarter, the next one waits for a quarter of the open connections to close: the cost per close
+# stays flat, and the garbage stays under a quarter of what the open connections hold.
+OPEN_FRACTION_PER_COLLECTION = 4
 _closes_left = [0]  # 0: not serving (an embedded broker leaves its host's collector alone)
 
 
@@ -32,13 +38,14 @@ def tune_for_serving() -> None:
     raise_fd_limit()
 
 
-def connection_closed() -> None:
-    """A client connection is gone: every CLOSES_PER_COLLECTION of them, collect what they left in cycles."""
+def connection_closed(open_connections: int) -> None:
+    """A client connection is gone: every CLOSES_PER_COLLECTION of them (or a quarter of the
+    ``open_connections`` left, when more), collect what they left in cycles."""
     left = _closes_left[0]
     if left:
         if left == 1:
             gc.collect()
-            left = CLOSES_PER_COLLECTION + 1
+            left = max(CLOSES_PER_COLLECTION, open_connections // OPEN_FRACTION_PER_COLLECTION) + 1
         _closes_left[0] = left - 1
 
 

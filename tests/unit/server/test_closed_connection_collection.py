@@ -32,12 +32,31 @@ def test_a_full_collection_runs_once_per_closes_per_collection_closed_connection
 ) -> None:
     monkeypatch.setattr(runtime, "_closes_left", [runtime.CLOSES_PER_COLLECTION])  # as tune_for_serving
     for _ in range(runtime.CLOSES_PER_COLLECTION - 1):
-        runtime.connection_closed()
+        runtime.connection_closed(0)
     assert collections == []
-    runtime.connection_closed()
+    runtime.connection_closed(0)
     assert collections == [2]
     for _ in range(runtime.CLOSES_PER_COLLECTION * 2):
-        runtime.connection_closed()
+        runtime.connection_closed(0)
+    assert collections == [2, 2, 2]
+
+
+def test_with_many_connections_open_the_next_collection_waits_for_a_quarter_of_them_to_close(
+    collections: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full collection walks the whole heap: 20,000 clients leaving at once must not pay one per 200."""
+    monkeypatch.setattr(runtime, "_closes_left", [1])
+    runtime.connection_closed(20_000)
+    assert collections == [2]
+    for _ in range(20_000 // 4 - 1):
+        runtime.connection_closed(19_000)  # the open count at the collection decided the wait
+    assert collections == [2]
+    runtime.connection_closed(100)  # few left open: back to one per CLOSES_PER_COLLECTION
+    assert collections == [2, 2]
+    for _ in range(runtime.CLOSES_PER_COLLECTION - 1):
+        runtime.connection_closed(100)
+    assert collections == [2, 2]
+    runtime.connection_closed(100)
     assert collections == [2, 2, 2]
 
 
@@ -46,13 +65,13 @@ def test_an_embedded_broker_leaves_its_hosts_collector_alone(
 ) -> None:
     monkeypatch.setattr(runtime, "_closes_left", [0])  # tune_for_serving never ran
     for _ in range(runtime.CLOSES_PER_COLLECTION * 2):
-        runtime.connection_closed()
+        runtime.connection_closed(0)
     assert collections == []
 
 
 def test_every_closed_client_connection_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
     closed: list[None] = []
-    monkeypatch.setattr(amqp_protocol, "connection_closed", lambda: closed.append(None))
+    monkeypatch.setattr(amqp_protocol, "connection_closed", lambda open_connections: closed.append(None))
     with BrokerThread(record_history=False) as broker:
         for _ in range(3):
             pika.BlockingConnection(pika.URLParameters(broker.url)).close()
