@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from broker.server.amqp_protocol import AMQPProtocol, ConnectionHost
-from broker.server.sockets import listen_socket
+from broker.server.sockets import LISTEN_BACKLOG, listen_socket
 
 if TYPE_CHECKING:
     from broker.config import ServerConfig
@@ -36,7 +36,9 @@ class AMQPListener:
         """Listen on the AMQP port (then the AMQPS one); the bound host and AMQP port."""
         loop = self.host.loop
         self._server = await loop.create_server(
-            lambda: AMQPProtocol(self.host), sock=listen_socket(self.config.host, self.config.port)
+            lambda: AMQPProtocol(self.host),
+            sock=listen_socket(self.config.host, self.config.port),
+            backlog=LISTEN_BACKLOG,  # create_server listens again, with its own default (100) unless told
         )
         host, port = self._server.sockets[0].getsockname()[:2]
         self.port = int(port)
@@ -57,6 +59,7 @@ class AMQPListener:
         self._tls_server = await self.host.loop.create_server(
             lambda: AMQPProtocol(self.host),
             sock=listen_socket(self.config.host, self.config.ssl_port),
+            backlog=LISTEN_BACKLOG,
             ssl=context,
             ssl_handshake_timeout=self.config.ssl_handshake_timeout_s,
         )

@@ -42,7 +42,14 @@ def effective_host(host: str) -> str:
     return host
 
 
-def listen_socket(host: str, port: int, backlog: int = 1024) -> socket.socket:
+# Connections the kernel completes before the broker accepts them. RabbitMQ's default is 128 and its
+# networking guide raises it to 4096 for connection storms; with asyncio's 100, 400 clients connecting at
+# once overflowed it: SYN cookies, retransmits and handshakes tens of seconds late (tests/integration/
+# test_scale.py). The kernel caps it at net.core.somaxconn.
+LISTEN_BACKLOG = 1024
+
+
+def listen_socket(host: str, port: int, backlog: int = LISTEN_BACKLOG) -> socket.socket:
     """A bound, listening, non-blocking TCP socket (SO_REUSEADDR, as RabbitMQ's listeners); OSError when the
     address is taken or not local."""
     address = effective_host(host)
