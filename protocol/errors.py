@@ -61,12 +61,17 @@ class AMQPError(Exception):
     did not know them.
     """
 
-    def __init__(self, code: ReplyCode, text: str, class_id: int = 0, method_id: int = 0) -> None:
+    def __init__(
+        self, code: ReplyCode, text: str, class_id: int = 0, method_id: int = 0, *, names_method: bool = True
+    ) -> None:
         super().__init__(f"{code.name} - {text}")
         self.code = code
         self.text = text
         self.class_id = class_id
         self.method_id = method_id
+        # False for an error RabbitMQ raises with method 'none' (rabbit_reader's channel_max refusal): the
+        # boundary leaves its class and method 0 instead of naming the frame that caused it.
+        self.names_method = names_method
 
     @property
     def reply_text(self) -> str:

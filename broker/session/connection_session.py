@@ -156,7 +156,12 @@ class ConnectionSession:
                     return
                 channel.close_with_error(error)
             except HardError as error:
-                if channel_id and not error.class_id and error.code not in _READER_ERRORS:
+                if (
+                    channel_id
+                    and not error.class_id
+                    and error.names_method
+                    and error.code not in _READER_ERRORS
+                ):
                     # A connection error raised past the handlers' table (a stream's nack or reject: 540)
                     # names its method too; the reader's own errors and crashes keep 0/0, as RabbitMQ's.
                     error.class_id, error.method_id = failing_method(frame_type, payload)

@@ -84,12 +84,27 @@ def test_oversized_message_is_406_from_the_header_alone() -> None:
     assert client.session.state is ConnectionState.OPEN
 
 
-def test_channel_number_above_channel_max_is_530() -> None:
+def test_channel_number_above_channel_max_opens_while_fewer_channels_are_open() -> None:
+    # rabbit_reader counts open channels against channel_max, whatever number the client picks.
     client = Client(config=SessionConfig(channel_max=2))
     client.handshake()
-    client.open_channel(2)
-    client.send(3, commands.Channel.Open())
-    assert close_of(client.received())[1] == 530
+    client.open_channel(65535)
+    client.open_channel(3)
+    assert client.session.state is ConnectionState.OPEN
+
+
+def test_channel_open_past_channel_max_open_channels_is_530_with_the_count() -> None:
+    client = Client(config=SessionConfig(channel_max=2))
+    client.handshake()
+    client.open_channel(7)
+    client.open_channel(9)
+    client.send(1, commands.Channel.Open())
+    close = close_of(client.received())
+    assert close == (
+        0,
+        530,
+        "NOT_ALLOWED - number of channels opened (2) has reached the negotiated channel_max (2)",
+    )
 
 
 def test_tune_ok_channel_max_zero_is_refused_silently_when_the_server_has_a_limit() -> None:

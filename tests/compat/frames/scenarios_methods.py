@@ -92,6 +92,19 @@ def channel_class(open_client: Open, prefix: str) -> None:
     client.close()
     _fatal(open_client, method(1, c.Channel.Flow(active=False)))  # 540 NOT_IMPLEMENTED, a hard error
     _fatal(open_client, method(1, c.Channel.Open()))  # second channel.open: 504, a hard error
+    # channel_max counts the channels open, not the number picked: 65535 opens under channel_max 2; a
+    # closed channel frees its place; the third open channel is refused (530, class and method 0).
+    limited = open_client()
+    limited.handshake(channel_max=2)
+    limited.open_channel(65535)
+    limited.open_channel(1)
+    limited.step(
+        method(1, c.Channel.Close(reply_code=200, reply_text="bye", class_id=0, method_id=0)),
+        until=[CLOSE_OK],
+    )
+    limited.open_channel(2)
+    limited.step(method(3, c.Channel.Open()), until=["Connection.Close"])
+    limited.step(method(0, c.Connection.CloseOk()), closed=True)
 
 
 @raw_scenario
