@@ -8,6 +8,7 @@ two sides can be compared for equality.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,8 @@ PERMISSIONS: dict[str, tuple[str, str, str]] = {
     "no-configure": ("^$", ".*", ".*"),
     # may use what guest set up only through reading (dead-lettering is not checked against it).
     "reader": ("^$", "^$", ".*"),
+    # Bunny's read-only consumer (its CI's bunny_reader): patterns that match no name, read on everything.
+    "bunny-reader": ("^---$", "^---$", ".*"),
     # write on exchanges whose name ends in "-main" only (alternate and bound exchanges are not checked).
     "main-writer": ("^$", "-main$", "^$"),
     "topic": (".*", ".*", ".*"),
@@ -76,6 +79,27 @@ def _as(ctx: Ctx, user: str, fn: Callable[[Any], object], confirm: bool = False)
     if connection is not None and connection.is_open:
         connection.close()
     return result
+
+
+def _consume_published(ch: Any, publisher: Any, queue: str) -> None:
+    """Bunny's read-only consumer: a passive declare of a queue another user declared, a consumer with
+    manual acks, a message published by that other user, received and acked, the consumer cancelled."""
+    ch.queue_declare(queue, passive=True)
+    ch.basic_qos(prefetch_count=1)
+    received: list[bytes] = []
+
+    def on_message(channel: Any, method: Any, _properties: Any, body: bytes) -> None:
+        received.append(body)
+        channel.basic_ack(method.delivery_tag)
+
+    tag = ch.basic_consume(queue, on_message)
+    publisher.basic_publish("", queue, b"for the reader")
+    deadline = time.monotonic() + 10
+    while not received and time.monotonic() < deadline:
+        ch.connection.process_data_events(time_limit=0.1)
+    ch.basic_cancel(tag)
+    if received != [b"for the reader"]:
+        raise AssertionError(f"the reader received {received!r}")
 
 
 def observe(ctx: Ctx) -> Observation:
@@ -127,9 +151,21 @@ def observe(ctx: Ctx) -> Observation:
         "topic unbind refused key": lambda ch: ch.queue_unbind(q, "amq.topic", "b.b"),
         "topic exchange.bind refused key": lambda ch: ch.exchange_bind(e2e_dest, "amq.topic", "b.b"),
         "topic publish on another exchange": lambda ch: ch.basic_publish("amq.direct", "b.b", b"m"),
+        # Methods RabbitMQ checks nothing on, or only after a lookup that fails first.
+        "queue.declare existing": lambda ch: ch.queue_declare(q, exclusive=False),
+        "queue.declare passive missing": lambda ch: ch.queue_declare(n("missing-q"), passive=True),
+        "exchange.declare passive missing": lambda ch: ch.exchange_declare(n("missing-x"), passive=True),
+        "exchange.declare passive amq.direct": lambda ch: ch.exchange_declare("amq.direct", passive=True),
+        "queue.delete missing": lambda ch: ch.queue_delete(n("missing-q")),
+        "exchange.delete missing": lambda ch: ch.exchange_delete(n("missing-x")),
+        "basic.qos": lambda ch: ch.basic_qos(prefetch_count=5),
+        "basic.recover": lambda ch: ch.basic_recover(requeue=True),
+        "tx.select and commit": lambda ch: (ch.tx_select(), ch.tx_commit()),
+        "confirm.select": lambda ch: ch.confirm_delivery(),
+        "basic.consume and cancel": lambda ch: ch.basic_cancel(ch.basic_consume(q, lambda *_: None)),
     }
     seen: dict[str, Observation] = {}
-    for user in ("full", "nothing", "no-write", "no-configure", "reader", "topic"):
+    for user in ("full", "nothing", "no-write", "no-configure", "reader", "bunny-reader", "topic"):
         for label, fn in rows.items():
             confirm = "publish" in label
             seen[f"{user}: {label}"] = _as(ctx, user, fn, confirm)
@@ -149,6 +185,13 @@ def observe(ctx: Ctx) -> Observation:
         ch.basic_reject(method.delivery_tag, requeue=False)
 
     seen["reader: dead-letters by reject"] = _as(ctx, "reader", reject)
+    read_only_q = ctx.queue(admin, "read-only-q", exclusive=False)
+    seen["bunny-reader: consumes what another user publishes"] = _as(
+        ctx, "bunny-reader", lambda ch: _consume_published(ch, admin, read_only_q)
+    )
+    seen["bunny-reader: publishes on the default exchange"] = _as(
+        ctx, "bunny-reader", lambda ch: ch.basic_publish("", q, b"m"), True
+    )
     admin = ctx.channel()
     seen["ae queue"] = bodies(admin, ae_q)
     seen["e2e queue"] = bodies(admin, e2e_q)
