@@ -328,9 +328,14 @@ class ChannelSession:
         )
 
     def consumer_cancelled(self, consumer: Consumer) -> None:
-        """The queue was deleted: drop the consumer and tell clients that understand basic.cancel."""
-        if self.consumers.pop(consumer.consumer_tag, None) is None or self.closing:
+        """The queue was deleted: drop the consumer and tell clients that understand basic.cancel. For the
+        deleting channel's own consumers this runs once the read is handled (broker.session.held_deliveries):
+        one the client cancelled meanwhile, its tag perhaps reused, is left alone, as rabbit_channel cancels
+        only the consumers its queue_consumers still maps to the queue."""
+        tag = consumer.consumer_tag
+        if self.closing or self.consumers.get(tag) is not consumer:
             return
+        del self.consumers[tag]
         if self.conn.consumer_cancel_notify:
             self.conn.send(
                 self.channel_id, commands.Basic.Cancel(consumer_tag=consumer.consumer_tag, nowait=True)

@@ -95,6 +95,7 @@ class ConnectionSession:
         self.exclusive_queues: list[Queue] = []
         self.consumer_cancel_notify = False
         self._confirm_channels: dict[ChannelPort, None] = {}
+        self.after_read: list[Callable[[], None]] = []  # ConnectionPort.after_read
         # Output held back until a store batch commits (tx.commit-ok of stored publishes, and what follows it,
         # keep their order); None when nothing is held.
         self._held: list[bytes] | None = None
@@ -177,6 +178,10 @@ class ConnectionSession:
                 return
         if self._confirm_channels:
             self.flush_confirms()
+        if self.after_read:
+            after, self.after_read = self.after_read, []
+            for callback in after:
+                callback()
 
     def _on_other_channel_frame(self, frame_type: int, channel_id: int, payload: Any) -> None:
         if frame_type <= FRAME_PUBLISH:
@@ -361,6 +366,7 @@ class ConnectionSession:
             self.ack_timeout = None
         channels = list(self.channels.values())
         self.channels.clear()
+        self.after_read.clear()
         # Consumers and exclusive queues go because the connection went: rabbit_amqqueue_process's
         # terminated_by/1 names ?INTERNAL_USER for that.
         with acting(INTERNAL):

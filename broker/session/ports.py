@@ -50,6 +50,8 @@ class ConnectionPort(Protocol):
     flow_credit: int
     frame_max: int
     faults: SessionFaults | None
+    # Called in order once the frames read in this turn are handled (after the confirms' flush).
+    after_read: list[Callable[[], None]]
 
     @property
     def broker(self) -> Broker: ...

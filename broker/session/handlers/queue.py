@@ -12,7 +12,7 @@ from broker.core.topology.vhost_topology import default_exchange_refused
 from broker.session import direct_reply
 from broker.session.access_checks import check, check_topic
 from broker.session.direct_reply import REPLY_QUEUE
-from broker.session.held_deliveries import catch_up_holding
+from broker.session.held_deliveries import HeldDeliveries, catch_up_holding
 from broker.session.queue_names import resolve_queue_name
 from protocol.codec import make_method
 
@@ -132,8 +132,20 @@ def purge(channel: ChannelPort, method: commands.Queue.Purge) -> None:
 def delete(channel: ChannelPort, method: commands.Queue.Delete) -> None:
     name = resolve_queue_name(channel, method.queue)
     check(channel, "queue", name, "configure")
-    count = _vhost(channel).delete_queue(
-        name, channel.conn, if_unused=method.if_unused, if_empty=method.if_empty
-    )
-    if not method.nowait:
-        channel.conn.send(channel.channel_id, commands.Queue.DeleteOk(message_count=count))
+    vhost = _vhost(channel)
+    held = HeldDeliveries(channel)
+    try:
+        if name in vhost.queues:
+            # As purge: what an ack earlier in the read freed is delivered before the queue goes (and before
+            # if-empty is judged); this channel sends delete-ok, then those deliveries, and cancels its own
+            # consumers of the queue once the read is handled (broker.session.held_deliveries).
+            with held.standing_in(vhost.queue(name, channel.conn)):
+                count = vhost.delete_queue(
+                    name, channel.conn, if_unused=method.if_unused, if_empty=method.if_empty
+                )
+        else:
+            count = 0  # rabbit_channel answers delete-ok for a queue that is not there
+        if not method.nowait:
+            channel.conn.send(channel.channel_id, commands.Queue.DeleteOk(message_count=count))
+    finally:
+        held.release()

@@ -1,6 +1,7 @@
 """Raw scenarios for the behaviours strict clients trip over: bodies split at a small frame_max, direct
-reply-to, confirms mixed with mandatory returns, recover and cancel in one read, heartbeats on a short
-interval, and the consistent-hash exchange by header and by property (on the plugins oracle)."""
+reply-to, confirms mixed with mandatory returns, recover and cancel in one read, queue.delete of a queue its
+own channel consumes, heartbeats on a short interval, and the consistent-hash exchange by header and by
+property (on the plugins oracle)."""
 
 from __future__ import annotations
 
@@ -132,6 +133,42 @@ def ack_makes_room_before_later_methods(open_client: Open, prefix: str) -> None:
         + method(1, c.Exchange.Declare(exchange="amq.direct", passive=True)),
         until=["Exchange.DeclareOk", "Basic.Deliver"],
         settle_s=0.2,
+    )
+    client.close()
+
+
+@raw_scenario
+def queue_delete_answers_before_cancelling_its_consumers(open_client: Open, prefix: str) -> None:
+    # A queue.delete on the channel that consumes the queue (kombu deletes its test queues so, and fails on a
+    # basic.cancel before delete-ok). One case per channel, each on a queue of its own: two consumers; an ack
+    # that frees the next message in the same read; nowait with another method in the read; the client's own
+    # basic.cancel in the read.
+    client = open_client()
+    client.handshake()
+    queues = [f"{prefix}-q{n}" for n in range(1, 5)]
+    for channel, q in enumerate(queues, start=1):
+        client.open_channel(channel)
+        client.step(method(channel, c.Queue.Declare(queue=q, exclusive=True)), until=["Queue.DeclareOk"])
+    for tag in ("a", "b"):
+        client.step(method(1, c.Basic.Consume(queue=queues[0], consumer_tag=tag)), until=["Basic.ConsumeOk"])
+    client.step(method(1, c.Queue.Delete(queue=queues[0])), until=["Basic.Cancel"], count=2)
+    client.step(method(2, c.Basic.Qos(prefetch_count=1)), until=["Basic.QosOk"])
+    client.step(b"".join(publish(2, "", queues[1], f"m{n}".encode()) for n in range(2)))
+    client.step(method(2, c.Basic.Consume(queue=queues[1], consumer_tag="c")), until=["Basic.Deliver"])
+    client.step(
+        method(2, c.Basic.Ack(delivery_tag=1)) + method(2, c.Queue.Delete(queue=queues[1])),
+        until=["Queue.DeleteOk", "Basic.Deliver", "Basic.Cancel"],
+    )
+    client.step(method(3, c.Basic.Consume(queue=queues[2], consumer_tag="d")), until=["Basic.ConsumeOk"])
+    client.step(
+        method(3, c.Queue.Delete(queue=queues[2], nowait=True))
+        + method(3, c.Exchange.Declare(exchange="amq.direct", passive=True)),
+        until=["Exchange.DeclareOk", "Basic.Cancel"],
+    )
+    client.step(method(4, c.Basic.Consume(queue=queues[3], consumer_tag="e")), until=["Basic.ConsumeOk"])
+    client.step(
+        method(4, c.Queue.Delete(queue=queues[3])) + method(4, c.Basic.Cancel(consumer_tag="e")),
+        until=["Queue.DeleteOk", "Basic.CancelOk"],
     )
     client.close()
 
