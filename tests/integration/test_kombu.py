@@ -159,3 +159,24 @@ def test_publish_confirm_reports_unroutable_mandatory(kconn: Connection, unique:
     exc, exchange, routing_key = returned[0]
     assert (exc.reply_code, exc.reply_text) == (312, "NO_ROUTE")
     assert (exchange, routing_key) == ("amq.direct", f"{unique}-nobody")
+
+
+def test_deleting_the_consumed_queue_through_the_consumers_channel(
+    kconn: Connection, janitor: Janitor, unique: str
+) -> None:
+    # kombu's own suite deletes its queue so while consuming (test_ack_from_another_thread), and py-amqp,
+    # waiting for queue.delete-ok, raises ConsumerCancelled at a basic.cancel that comes first. RabbitMQ's
+    # channel sends delete-ok, then basic.cancel when the deleted queue's 'DOWN' reaches it.
+    queue = Queue(janitor.queue(f"{unique}-consumed"), durable=False)
+    Producer(kconn, serializer="json").publish("only", routing_key=queue.name, declare=[queue])
+    seen: list[Any] = []
+
+    def on_message(body: Any, message: Message) -> None:
+        seen.append(body)
+        message.ack()
+
+    channel = kconn.default_channel
+    with Consumer(channel, queues=[queue], callbacks=[on_message], accept=["json"], prefetch_count=1):
+        drain_until(kconn, lambda: seen == ["only"], "the delivery")
+        assert queue(channel).delete() == 0
+    assert seen == ["only"]
