@@ -11,11 +11,20 @@ PYTEST_ARGS ?=
 # The modules setup.py compiles with mypyc (its MYPYC_MODULES): a change to one rebuilds them in place, so an
 # extension never runs older code than its source (protocol/compiled.py also checks, and falls back to pure).
 MYPYC_SOURCES := $(shell sed -n '/^MYPYC_MODULES = \[/,/^\]/s/^ *"\(.*\.py\)",/\1/p' setup.py)
-# The suites that run a second time on the pure-Python variant (WARRENMQ_PURE=1): those that exercise the
-# compiled modules directly (codecs, routing, queues) and the sessions over them.
-PURE_TESTS ?= tests/unit/protocol tests/unit/core tests/unit/journal/test_lane.py tests/property tests/component
+# pytest-xdist workers, one per core: every test owns its ports and directories, and each worker starts its
+# own RabbitMQ oracles (tests/compat/conftest.py). A third worker on 2 cores was no faster (22 against 23
+# minutes) and pushed the CPU-heavy tests (20,000 connections, rabbitmqctl's Erlang VMs, a stream restarted
+# beside Spark) past their timeouts. Whole files go to one worker (--dist loadfile), so module fixtures start
+# once; the slowest files (analytics, compat) come first in collection order.
+TEST_WORKERS ?= 2
+# The in-process suites (no server, no oracle): `make test-fast`, and again on the pure-Python variant
+# (WARRENMQ_PURE=1) under coverage at the end of `make test`.
+FAST_TESTS ?= tests/unit tests/property tests/component
+# Set by `make test-repeat` (tests/repeat.py): where each pytest run writes its JUnit XML report.
+JUNIT_DIR ?=
+N ?= 3
 
-.PHONY: run test lint typecheck contracts pytest pytest-pure bench benchmarks clean ui ui-test
+.PHONY: run test test-fast test-repeat lint typecheck contracts pytest pytest-pure bench benchmarks clean ui ui-test
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,12 +57,29 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(VENV)/bin/lint-imports
 
+# Under coverage of the code that runs in the test processes (brokers started as child processes are not
+# traced); pytest-pure adds its figures and prints the summary.
 pytest: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	rm -f .coverage .coverage.*
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --cov --cov-report= --cov-fail-under=0 \
+		$(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/main.xml) $(PYTEST_ARGS)
 
-# The same checks on the pure-Python variant of the compiled modules, which serves where no compiler is.
+# The in-process suites again on the pure-Python variant of the compiled modules, which serves where no
+# compiler is, their coverage added to `make pytest`'s (the compiled modules' Python is traced here); then
+# tests/coverage_summary.py prints line and branch coverage of protocol/ and broker/ per package and fails
+# below the floor in pyproject.toml ([tool.coverage.report] fail_under).
 pytest-pure: $(STAMP)
-	WARRENMQ_PURE=1 $(PY) -m pytest -q $(PURE_TESTS)
+	WARRENMQ_PURE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --cov --cov-append --cov-report= --cov-fail-under=0 \
+		$(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/pure.xml) $(FAST_TESTS)
+	$(PY) -m tests.coverage_summary
+
+# The edit-test loop: unit, property and component suites on the compiled build, no servers (about a minute).
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(FAST_TESTS) $(PYTEST_ARGS)
+
+# The whole suite N times (default 3); names every test that did not pass in every run.
+test-repeat: $(STAMP)
+	$(PY) -m tests.repeat --runs $(N)
 
 # The web UI (ui/): `make ui` rebuilds the committed assets in broker/management/ui/dist from the lockfile;
 # `make ui-test` type-checks, runs the front end's unit tests and checks the committed build is current.
@@ -81,7 +107,7 @@ benchmarks: $(STAMP)
 	$(PY) perf/compare.py --output docs/benchmarks.md
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .test-repeat .coverage .coverage.*
 	rm -rf build
 	rm -f broker/journal/_lane.*.so protocol/native__mypyc.*.so protocol/_compiled.json
 	rm -f $(foreach source,$(MYPYC_SOURCES),$(source:.py=).*.so)
