@@ -14,7 +14,7 @@ from broker.server.sockets import unread_bytes
 from broker.session.config import FLOW_MORE_CREDIT
 from broker.session.connection_session import ConnectionSession
 from broker.session.lifecycle_events import Endpoint
-from protocol.connection import ConnectionState
+from protocol.connection import STOPPING, ConnectionState
 
 if TYPE_CHECKING:
     from broker.config import ServerConfig
@@ -73,6 +73,7 @@ class AMQPProtocol(asyncio.Protocol):
         self._out: list[bytes] = []
         self._flush_scheduled = False
         self._closing = False
+        self._close_due = 0.0  # when the "close" timer fires (clock.monotonic_s)
         # One handle per purpose: "handshake", "heartbeat", "close".
         self._timers: dict[str, TimerHandle] = {}
         self._heartbeat_started = False
@@ -240,7 +241,12 @@ class AMQPProtocol(asyncio.Protocol):
 
     def close(self, after_s: float | None = None) -> None:
         if after_s is not None:
-            if "close" not in self._timers:
+            # The earliest deadline wins: a frame error 3 s into a 30 s closing wait ends it sooner.
+            due = self.server.clock.monotonic_s() + after_s
+            if "close" not in self._timers or due < self._close_due:
+                if "close" in self._timers:
+                    self._timers["close"].cancel()
+                self._close_due = due
                 self._timers["close"] = self.server.clock.call_later(after_s, self.close)
             return
         if self._closing:
@@ -253,9 +259,13 @@ class AMQPProtocol(asyncio.Protocol):
     # -- timers
 
     def _handshake_check(self) -> None:
-        # rabbit_reader's handshake_timeout: a peer that has not opened the connection in time is dropped.
-        if self.session is not None and self.session.state is not ConnectionState.OPEN and not self._closing:
-            self.session.connection_lost()
+        # rabbit_reader's handshake_timeout: a peer that has not opened the connection in time is dropped
+        # (running, closing and closed connections ignore it: one closed in time waits for its client).
+        session = self.session
+        if session is None or self._closing or session.state is ConnectionState.OPEN:
+            return
+        if session.state not in STOPPING:
+            session.connection_lost()
             self.close()
 
     def _schedule_heartbeat(self) -> None:

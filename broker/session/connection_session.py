@@ -15,7 +15,7 @@ from broker.core.broker import Broker
 from broker.core.model.acting import INTERNAL, acting
 from broker.core.queues.queue import Queue
 from broker.core.topology.vhost import VirtualHost
-from broker.session import channel_close, confirms, lifecycle_events, preauth
+from broker.session import channel_close, closing, confirms, lifecycle_events, preauth
 from broker.session.ack_timeout import AckTimeoutWatch
 from broker.session.channel_open import open_channel
 from broker.session.channel_session import ChannelSession
@@ -27,7 +27,7 @@ from broker.session.lifecycle_events import Endpoint, new_pid
 from broker.session.ports import ChannelPort
 from broker.session.transport import Transport
 from protocol.codec import decode_method, encode_method
-from protocol.connection import ConnectionState
+from protocol.connection import STOPPING, ConnectionState
 from protocol.errors import AMQPError, ChannelError, HardError, ProtocolHeaderError, ReplyCode
 from protocol.framing import (
     FRAME_ACK,
@@ -119,6 +119,10 @@ class ConnectionSession:
             self._shutdown()
             return
         except AMQPError as error:
+            if self.state in STOPPING:  # lost sync once closed: fatal_frame_error/5 (broker.session.closing)
+                self._closed = True
+                self.transport.close(after_s=preauth.SILENT_CLOSE_DELAY_S)
+                return
             self.hard_close(error)
             return
         if self.state is ConnectionState.AWAITING_PROTOCOL_HEADER:
@@ -209,17 +213,12 @@ class ConnectionSession:
     def _on_connection_frame(self, frame_type: int, channel_id: int, payload: Any) -> None:
         if frame_type <= FRAME_PUBLISH:  # a native item: judged by its method frame (505 before open-ok)
             frame_type, payload = method_payload(frame_type, payload)
+        if self.state in STOPPING:  # either side closed: rabbit_reader's state closed
+            closing.on_frame(self, frame_type, channel_id, payload)
+            return
         if frame_type == FRAME_HEARTBEAT:
             if channel_id != 0:
                 raise unexpected_frame(frame_type, payload)
-            return
-        if self.state is ConnectionState.CLOSING:
-            if frame_type == FRAME_METHOD and channel_id == 0:
-                method = decode_method(payload)
-                if isinstance(method, commands.Connection.CloseOk | commands.Connection.Close):
-                    if isinstance(method, commands.Connection.Close):
-                        self.send(0, commands.Connection.CloseOk())
-                    self._shutdown()
             return
         if frame_type != FRAME_METHOD or channel_id != 0:
             # Content on channel 0, or any channel frame before connection.open-ok (rabbit_reader).
@@ -336,10 +335,12 @@ class ConnectionSession:
             self._shutdown()
 
     def client_closed(self) -> None:
-        """The client sent connection.close: tear down, answer close-ok, close the socket."""
+        """The client sent connection.close: tear down, answer close-ok, and leave the socket to the client
+        until the closing timeout, as rabbit_reader's close_connection/1 (broker.session.closing)."""
         self._teardown()
         self.send(0, commands.Connection.CloseOk())
-        self._shutdown()
+        self.state = ConnectionState.CLOSED
+        self.transport.close(after_s=closing.closing_timeout_s(self.heartbeat.interval_s))
 
     def connection_lost(self) -> None:
         """The socket is gone (either side): release everything the connection held."""
@@ -349,7 +350,7 @@ class ConnectionSession:
 
     def abort(self) -> None:
         """Close the socket without a close frame (failed login of a client without
-        authentication_failure_close).
+        authentication_failure_close; the client's close-ok once closed).
         """
         self._shutdown()
 
@@ -398,7 +399,7 @@ class ConnectionSession:
         """Called every heartbeat_s / 2 by the edge's timer from tune-ok on (broker.session.heartbeat)."""
         if self._closed:
             return
-        if self.heartbeat.peer_dead():
+        if self.heartbeat.peer_dead() and self.state not in STOPPING:  # once closed: broker.session.closing
             # As rabbit_reader: the socket is closed without a connection.close.
             log.info("missed_heartbeats", peer=self.peer, timeout_s=self.heartbeat.interval_s)
             self._shutdown()
