@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from pamqp import commands as c
 
-from .raw import RawClient, content, method, publish
+from .raw import RawClient, content, method, publish, raw_frame
 from .raw_table import raw_scenario
 
 Open = Callable[[], RawClient]
@@ -76,6 +76,36 @@ def connection_class(open_client: Open, prefix: str) -> None:
         refused.handshake()
         refused.step(frames, until=["Connection.Close"])
         refused.step(method(0, c.Connection.CloseOk()), closed=True)
+
+
+@raw_scenario
+def connection_after_close(open_client: Open, prefix: str) -> None:
+    """After close-ok the socket is the client's to end (rabbit_reader's state closed,
+    broker/session/closing.py): frames on any channel, a heartbeat and connection.open get no answer, a second
+    connection.close a second close-ok, and the client's close-ok ends the connection. The same after the
+    broker's own connection.close. A broker that closes the socket behind its close-ok sends none of this:
+    the client stops at the end of the socket."""
+    del prefix
+    bye = c.Connection.Close(reply_code=320, reply_text="CONNECTION_FORCED", class_id=0, method_id=0)
+    again = c.Connection.Close(reply_code=200, reply_text="again", class_id=0, method_id=0)
+    ignored = (
+        method(1, c.Basic.Qos(prefetch_count=1))
+        + method(2, c.Channel.Open())
+        + raw_frame(8, 0, b"")
+        + method(0, c.Connection.Open(virtual_host="/"))
+    )
+    client = open_client()
+    client.handshake()
+    client.open_channel(1)
+    closed_by_broker = open_client()
+    closed_by_broker.handshake()
+    for connection, closing in ((client, method(0, bye)), (closed_by_broker, method(3, c.Basic.Qos()))):
+        connection.step(closing, until_any=["Connection.CloseOk", "Connection.Close"])
+        for frames, answer in ((ignored, []), (method(0, again), ["Connection.CloseOk"])):
+            if not connection.closed:
+                connection.step(frames, until=answer, settle_s=0.0 if answer else 0.3)
+        if not connection.closed:
+            connection.step(method(0, c.Connection.CloseOk()), closed=True)
 
 
 @raw_scenario
