@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any
 
 import aio_pika
@@ -196,6 +197,29 @@ def test_client_close_gets_close_ok(raw: RawFactory) -> None:
     client = raw().opened()
     client.send(commands.Connection.Close(reply_code=200, reply_text="Goodbye", class_id=0, method_id=0))
     client.expect(commands.Connection.CloseOk, channel=0)
+
+
+def test_after_close_ok_the_socket_stays_until_the_closing_timeout(raw: RawFactory) -> None:
+    # rabbit_reader's close_connection/1 (broker/session/closing.py): after close-ok the socket is the
+    # client's to end; the broker answers another close meanwhile and ends it itself only after the closing
+    # timeout, the heartbeat when shorter than 30 s (RabbitMQ 3.10.8: 1 s at heartbeat 1).
+    client = raw()
+    client.handshake(heartbeat=1)
+    client.send(commands.Connection.Close(reply_code=200, reply_text="Goodbye", class_id=0, method_id=0))
+    client.expect(commands.Connection.CloseOk, channel=0)
+    answered_at = time.monotonic()
+    client.send(commands.Connection.Close(reply_code=200, reply_text="again", class_id=0, method_id=0))
+    client.expect(commands.Connection.CloseOk, channel=0)
+    client.expect_closed(timeout_s=5.0)
+    assert time.monotonic() - answered_at >= 0.5
+
+
+def test_the_clients_close_ok_after_close_ok_ends_the_connection(raw: RawFactory) -> None:
+    client = raw().opened()  # heartbeat 0: the broker would wait 30 s
+    client.send(commands.Connection.Close(reply_code=200, reply_text="Goodbye", class_id=0, method_id=0))
+    client.expect(commands.Connection.CloseOk, channel=0)
+    client.send(commands.Connection.CloseOk())
+    client.expect_closed(timeout_s=5.0)
 
 
 def test_pika_clean_close_releases_exclusive_queue(connect: ConnectFactory) -> None:
