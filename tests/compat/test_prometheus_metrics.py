@@ -47,6 +47,12 @@ class PrometheusNode(RabbitMQNode):
         env["RABBITMQ_CONFIG_FILE"] = str(self.base_dir / "prometheus")
         return env
 
+    def _pick_ports(self) -> None:
+        """After a collision the Prometheus port is picked anew too: under parallel workers another process
+        can take it between free_port() and the node's listen (eaddrinuse on it, three starts in a row)."""
+        super()._pick_ports()
+        self.prometheus_port = free_port()
+
     def _launch(self, timeout_s: float) -> None:
         self.base_dir.mkdir(parents=True, exist_ok=True)
         (self.base_dir / "prometheus.conf").write_text(
