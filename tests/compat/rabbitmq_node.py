@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import resource
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -19,18 +18,13 @@ from pathlib import Path
 import pika
 import pika.exceptions
 
+from tests.ports import free_port
+
 RABBITMQ_SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
 
 
 def rabbitmq_available() -> bool:
     return RABBITMQ_SERVER.exists()
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _raise_nofile_limit() -> None:
@@ -126,8 +120,9 @@ class RabbitMQNode:
         self.port, self.dist_port = free_port(), free_port()
 
     def _output(self) -> str:
-        path = self.base_dir / "log" / "stdout"
-        return path.read_text(errors="replace") if path.exists() else ""
+        """The node's stdout and its log (a plugin's listener, e.g. management's, reports eaddrinuse there)."""
+        paths = (self.base_dir / "log" / "stdout", self.log_file)
+        return "".join(path.read_text(errors="replace") for path in paths if path.exists())
 
     def _launch(self, timeout_s: float) -> None:
         d = self.base_dir

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.ports import free_port
+
 from .rabbitmq_node import RabbitMQNode, rabbitmq_available
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -23,12 +24,6 @@ pytestmark = [pytest.mark.compat, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 ORACLE_CLI = "/usr/lib/rabbitmq/bin/rabbitmq-diagnostics"
 DIAGNOSTICS = "import sys; from broker.ctl.diagnostics import main; sys.exit(main())"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Side:
@@ -63,7 +58,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
 def warrenmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
     base = tmp_path_factory.mktemp("warrenmq-cli")
     conf = base / "rabbitmq.conf"
-    conf.write_text(f"listeners.tcp.default = 127.0.0.1:{_free_port()}\n")
+    conf.write_text(f"listeners.tcp.default = 127.0.0.1:{free_port()}\n")
     # No plugin, as the oracle node: its listeners are the distribution (CLI) port and AMQP.
     (base / "enabled_plugins").write_text("[].\n")
     node = "warrenmq-cli@localhost"
@@ -72,7 +67,7 @@ def warrenmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
         "RABBITMQ_CONFIG_FILE": str(conf),
         "RABBITMQ_ENABLED_PLUGINS_FILE": str(base / "enabled_plugins"),
         "RABBITMQ_NODENAME": node,
-        "RABBITMQ_DIST_PORT": str(_free_port()),  # the CLI channel
+        "RABBITMQ_DIST_PORT": str(free_port()),  # the CLI channel
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "broker", "serve"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True

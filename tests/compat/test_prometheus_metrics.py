@@ -14,8 +14,9 @@ import pika
 import pytest
 import requests
 
-from tests.compat.rabbitmq_node import RabbitMQNode, free_port, rabbitmq_available
+from tests.compat.rabbitmq_node import RabbitMQNode, rabbitmq_available
 from tests.conftest import BrokerProcess, start_broker_process
+from tests.ports import free_port
 
 pytestmark = [
     pytest.mark.compat,

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.ports import free_port
 
 from .rabbitmq_node import RabbitMQNode, rabbitmq_available
 
@@ -21,12 +22,6 @@ pytestmark = [pytest.mark.compat, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 ORACLE_CLI = "/usr/lib/rabbitmq/bin/rabbitmq-plugins"
 PLUGINS = "import sys; from broker.ctl.plugins import main; sys.exit(main())"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Side:
@@ -61,9 +56,7 @@ def warrenmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
     base = tmp_path_factory.mktemp("plugins-warrenmq")
     (base / "home").mkdir()
     conf = base / "rabbitmq.conf"
-    conf.write_text(
-        f"listeners.tcp.default = 127.0.0.1:{_free_port()}\nmanagement.tcp.port = {_free_port()}\n"
-    )
+    conf.write_text(f"listeners.tcp.default = 127.0.0.1:{free_port()}\nmanagement.tcp.port = {free_port()}\n")
     plugins = base / "enabled_plugins"
     plugins.write_text("[rabbitmq_management].\n")
     node = "warrenmq-plugins@localhost"
@@ -73,7 +66,7 @@ def warrenmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
         "RABBITMQ_CONFIG_FILE": str(conf),
         "RABBITMQ_ENABLED_PLUGINS_FILE": str(plugins),
         "RABBITMQ_NODENAME": node,
-        "RABBITMQ_DIST_PORT": str(_free_port()),  # the CLI channel
+        "RABBITMQ_DIST_PORT": str(free_port()),  # the CLI channel
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "broker", "serve"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True

@@ -22,8 +22,9 @@ import pika
 import pytest
 
 from broker.server.sockets import has_ipv6
+from tests.ports import free_port
 
-from .rabbitmq_node import RABBITMQ_SERVER, RabbitMQNode, free_port, rabbitmq_available
+from .rabbitmq_node import RABBITMQ_SERVER, RabbitMQNode, rabbitmq_available
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 

@@ -9,7 +9,6 @@ import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,26 +20,9 @@ from typing import Any
 
 import pika
 
+from tests.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-# Below Linux's ephemeral range (32768-60999): a node keeps its ports across restarts, and a port the kernel
-# hands out for bind(0) may meanwhile become the local port of some outgoing connection ("Address already in
-# use" when the killed node comes back).
-_PORTS = iter(range(20000 + (os.getpid() * 37) % 9000, 32000))
-
-
-def free_port() -> int:
-    """A port below the ephemeral range that nothing listens on now."""
-    for port in _PORTS:
-        with socket.socket() as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port below the ephemeral range")
 
 
 class HANode:

@@ -23,7 +23,8 @@ import pytest
 import trustme
 from pamqp import commands, frame, header
 
-from tests.hardening.served import Served, free_port, serve
+from tests.hardening.served import Served, serve
+from tests.ports import free_port
 
 
 @dataclass

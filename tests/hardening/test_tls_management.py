@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.hardening.served import Served, free_port, serve
+from tests.hardening.served import Served, serve
 from tests.hardening.test_tls import Certificates, certs
+from tests.ports import free_port
 
 __all__ = ["certs"]  # the module-scoped fixture, shared with test_tls
 

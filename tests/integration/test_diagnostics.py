@@ -7,7 +7,6 @@ import base64
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -18,27 +17,22 @@ import pika
 import pytest
 
 from tests.conftest import BrokerProcess
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 RABBITMQCTL = "import sys; from broker.ctl.rabbitmqctl import main; sys.exit(main())"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _env(tmp_path: Path) -> dict[str, str]:
     conf = tmp_path / "rabbitmq.conf"
     conf.write_text(
-        f"listeners.tcp.default = 127.0.0.1:{_free_port()}\nmanagement.tcp.port = {_free_port()}\n"
+        f"listeners.tcp.default = 127.0.0.1:{free_port()}\nmanagement.tcp.port = {free_port()}\n"
         "prometheus.tcp.port = 0\ndefault_user = app\ndefault_pass = pw\n"
     )
     return {
         "RABBITMQ_CONFIG_FILE": str(conf),
         "RABBITMQ_NODENAME": "rabbit@localhost",
-        "RABBITMQ_DIST_PORT": str(_free_port()),  # the CLI channel (an ephemeral port + 20000 may not fit)
+        "RABBITMQ_DIST_PORT": str(free_port()),  # the CLI channel (an ephemeral port + 20000 may not fit)
     }
 
 

@@ -9,7 +9,6 @@ import json
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tomllib
@@ -17,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pika
+
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 WARRENMQ = [sys.executable, "-m", "broker"]
@@ -36,12 +37,6 @@ def _dockerfile() -> dict[str, Any]:
         elif keyword == "HEALTHCHECK":
             found[keyword] = json.loads(rest[rest.index("CMD") + 3 :])
     return found
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _image_root(tmp_path: Path) -> tuple[Path, dict[str, str]]:
@@ -94,8 +89,8 @@ def test_entrypoint_serves_with_the_image_env_and_the_healthcheck_passes(tmp_pat
         {
             "RABBITMQ_DEFAULT_USER": "app",
             "RABBITMQ_DEFAULT_PASS": "app-secret",
-            "RABBITMQ_NODE_PORT": str(_free_port()),
-            "WARRENMQ_MANAGEMENT_PORT": str(_free_port()),
+            "RABBITMQ_NODE_PORT": str(free_port()),
+            "WARRENMQ_MANAGEMENT_PORT": str(free_port()),
         }
     )
     docker = _dockerfile()

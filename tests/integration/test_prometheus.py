@@ -15,8 +15,8 @@ import pika
 import pytest
 import requests
 
-from tests.compat.rabbitmq_node import free_port
 from tests.conftest import BrokerProcess, start_broker_process
+from tests.ports import free_port
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 

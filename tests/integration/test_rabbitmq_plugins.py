@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,14 +15,10 @@ import pika
 import pika.exceptions
 import pytest
 
+from tests.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 PLUGINS = "import sys; from broker.ctl.plugins import main; sys.exit(main())"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def plugins_cli(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -54,9 +49,7 @@ def _declare_random(port: int) -> str:
 def served(tmp_path: Path) -> Iterator[tuple[dict[str, str], int]]:
     (tmp_path / "home").mkdir()
     conf = tmp_path / "rabbitmq.conf"
-    conf.write_text(
-        f"listeners.tcp.default = 127.0.0.1:{_free_port()}\nmanagement.tcp.port = {_free_port()}\n"
-    )
+    conf.write_text(f"listeners.tcp.default = 127.0.0.1:{free_port()}\nmanagement.tcp.port = {free_port()}\n")
     (tmp_path / "enabled_plugins").write_text("[rabbitmq_management].\n")
     env = {
         **os.environ,
@@ -64,7 +57,7 @@ def served(tmp_path: Path) -> Iterator[tuple[dict[str, str], int]]:
         "RABBITMQ_CONFIG_FILE": str(conf),
         "RABBITMQ_ENABLED_PLUGINS_FILE": str(tmp_path / "enabled_plugins"),
         "RABBITMQ_NODENAME": "rabbit@localhost",
-        "RABBITMQ_DIST_PORT": str(_free_port()),  # the CLI channel
+        "RABBITMQ_DIST_PORT": str(free_port()),  # the CLI channel
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "broker", "serve"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True

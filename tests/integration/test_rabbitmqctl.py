@@ -20,28 +20,24 @@ import pika
 import pika.exceptions
 import pytest
 
+from tests.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 RABBITMQCTL = "import sys; from broker.ctl.rabbitmqctl import main; sys.exit(main())"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _env(base: Path, management: bool = True) -> dict[str, str]:
     (base / "home").mkdir(exist_ok=True)
     conf = base / "rabbitmq.conf"
-    port = f"management.tcp.port = {_free_port()}\n" if management else ""
-    conf.write_text(f"listeners.tcp.default = 127.0.0.1:{_free_port()}\n{port}")
+    port = f"management.tcp.port = {free_port()}\n" if management else ""
+    conf.write_text(f"listeners.tcp.default = 127.0.0.1:{free_port()}\n{port}")
     env = {
         **os.environ,
         "HOME": str(base / "home"),
         "RABBITMQ_CONFIG_FILE": str(conf),
         "RABBITMQ_NODENAME": "rabbit@localhost",
         # An ephemeral AMQP port + 20000 may pass 65535: the CLI channel's own port.
-        "RABBITMQ_DIST_PORT": str(_free_port()),
+        "RABBITMQ_DIST_PORT": str(free_port()),
     }
     if not management:
         (base / "enabled_plugins").write_text("[].\n")
@@ -164,7 +160,7 @@ def test_with_every_plugin_disabled_the_cli_still_works(tmp_path: Path) -> None:
 
 def _amqp_port_with_dist_port_free() -> int:
     while True:
-        port = _free_port()
+        port = free_port()
         if port + 20000 <= 65535:
             return port
 

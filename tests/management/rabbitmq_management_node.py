@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tests.compat.rabbitmq_node import RabbitMQNode, free_port
+from tests.compat.rabbitmq_node import RabbitMQNode
+from tests.ports import free_port
 
 
 @dataclass

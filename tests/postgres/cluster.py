@@ -20,6 +20,8 @@ import time
 import uuid
 from pathlib import Path
 
+from tests.ports import free_port
+
 _BIN_GLOB = "/usr/lib/postgresql/*/bin"
 _USER = "postgres"
 _PASSWORD = "warrenmq"
@@ -49,12 +51,6 @@ def unavailable() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class PostgresCluster:
     """One private cluster. As root every server command runs as the ``postgres`` user (initdb refuses
     root); otherwise as the current user."""
@@ -77,7 +73,7 @@ class PostgresCluster:
         bin_dir = _bin_dir()
         assert bin_dir is not None
         root = Path(tempfile.mkdtemp(prefix="warrenmq-pg-"))
-        cluster = cls(bin_dir, root, port or _free_port())
+        cluster = cls(bin_dir, root, port or free_port())
         if cluster._as_postgres:
             shutil.chown(root, user=_USER, group=_USER)
             os.chmod(root, 0o700)

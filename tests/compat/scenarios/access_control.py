@@ -107,6 +107,9 @@ def observe(ctx: Ctx) -> Observation:
     exchanges, exchange-to-exchange routing) and connection.open in a vhost without permissions."""
     admin = ctx.channel()
     q = ctx.queue(admin, "q", exclusive=False)
+    # The consume rows read a queue nothing is published to: how many of q's messages a broker pushes
+    # between consume-ok and the cancel (or the close) is a race, not an access-control outcome.
+    consume_q = ctx.queue(admin, "consume-q", exclusive=False)
     x = ctx.exchange(admin, "x")
     main = ctx.exchange(admin, "x-main", arguments={"alternate-exchange": ctx.name("ae")})
     ae = ctx.exchange(admin, "ae", "fanout")
@@ -143,7 +146,7 @@ def observe(ctx: Ctx) -> Observation:
         "basic.publish": lambda ch: ch.basic_publish(x, "k", b"m"),
         "basic.publish default exchange": lambda ch: ch.basic_publish("", q, b"m"),
         "basic.get": lambda ch: ch.basic_get(q),
-        "basic.consume": lambda ch: ch.basic_consume(q, lambda *_: None),
+        "basic.consume": lambda ch: ch.basic_consume(consume_q, lambda *_: None),
         "topic publish allowed key": lambda ch: ch.basic_publish("amq.topic", "a.b", b"m"),
         "topic publish refused key": lambda ch: ch.basic_publish("amq.topic", "b.b", b"m"),
         "topic bind allowed key": lambda ch: ch.queue_bind(q, "amq.topic", "r.b"),
@@ -162,7 +165,7 @@ def observe(ctx: Ctx) -> Observation:
         "basic.recover": lambda ch: ch.basic_recover(requeue=True),
         "tx.select and commit": lambda ch: (ch.tx_select(), ch.tx_commit()),
         "confirm.select": lambda ch: ch.confirm_delivery(),
-        "basic.consume and cancel": lambda ch: ch.basic_cancel(ch.basic_consume(q, lambda *_: None)),
+        "basic.consume and cancel": lambda ch: ch.basic_cancel(ch.basic_consume(consume_q, lambda *_: None)),
     }
     seen: dict[str, Observation] = {}
     for user in ("full", "nothing", "no-write", "no-configure", "reader", "bunny-reader", "topic"):
