@@ -120,7 +120,7 @@ class RabbitMQNode:
         self.port, self.dist_port = free_port(), free_port()
 
     def _output(self) -> str:
-        """The node's stdout and its log (a plugin's listener, e.g. management's, reports eaddrinuse there)."""
+        """The node's stdout and its log (where a plugin's listener, management's, reports eaddrinuse)."""
         paths = (self.base_dir / "log" / "stdout", self.log_file)
         return "".join(path.read_text(errors="replace") for path in paths if path.exists())
 
