@@ -68,20 +68,43 @@ def _get(base: str, path: str) -> Any:
     return response.json()
 
 
+WINDOWED = tuple(
+    f"{path}?{WINDOW}"
+    for path in ("/api/overview", "/api/vhosts/%2F", "/api/queues/%2F/stq", "/api/exchanges/%2F/stx")
+)
+
+
+def _samples_lists(value: Any) -> Iterator[list[Any]]:
+    """Every ``samples`` list in a body (what a ``*_details`` object carries when a window is asked for)."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key == "samples" and isinstance(inner, list):
+                yield inner
+            else:
+                yield from _samples_lists(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _samples_lists(inner)
+
+
 def _settled(base: str) -> None:
-    """Wait until the stats of the traffic above are visible (RabbitMQ's collector runs every second here)."""
+    """Wait until the stats of the traffic above are visible (RabbitMQ's collector runs every second here)
+    and every windowed ``*_details`` has its samples (WarrenMQ's list is empty until the object has been
+    sampled, and an empty list has no keys to compare)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         queue = _get(base, "/api/queues/%2F/stq")
         channels = _get(base, "/api/channels")
         overview = _get(base, "/api/overview")
+        samples = [found for path in WINDOWED for found in _samples_lists(_get(base, path))]
         if (
             queue.get("message_stats", {}).get("ack") == 20
             and channels
             and "message_stats" in channels[0]
             and overview.get("message_stats", {}).get("publish", 0) >= 21
+            and samples
+            and all(samples)
         ):
-            time.sleep(2.5)  # two more samples: rates settle
             return
         time.sleep(0.3)
     raise AssertionError(f"statistics never appeared at {base}")
