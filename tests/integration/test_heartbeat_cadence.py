@@ -6,13 +6,14 @@ RabbitMQ 3.10.8 at heartbeat=2, and live in tests/compat/test_wire_fidelity.py).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
 
+from broker.server.sockets import unread_bytes
 from broker.testing.embed import BrokerThread
 from tests.compat.wire_frames import FRAME_HEARTBEAT, WireClient
+from tests.integration.helpers import wait_until
 from tests.integration.raw_amqp import SocketClosed
 
 HEARTBEAT_S = 2
@@ -61,8 +62,15 @@ def test_input_the_loop_has_not_read_yet_is_not_silence(clocked: tuple[BrokerThr
 
     def behind_its_timers() -> None:
         # On the broker's loop, in one callback: no read can run between the send and the ticks.
-        client.send_bytes(bytes((FRAME_HEARTBEAT, 0, 0, 0, 0, 0, 0, 0xCE)))
-        time.sleep(0.05)  # loopback delivery into the broker's receive buffer (another thread's socket)
+        [protocol] = broker.embedded.server.connections
+        assert protocol.transport is not None
+        socket_fd = protocol.transport.get_extra_info("socket").fileno()
+        heartbeat = bytes((FRAME_HEARTBEAT, 0, 0, 0, 0, 0, 0, 0xCE))
+        client.send_bytes(heartbeat)
+        # Loopback delivers it into the broker's receive buffer in its own time.
+        wait_until(
+            lambda: unread_bytes(socket_fd) >= len(heartbeat), what="the heartbeat in the receive buffer"
+        )
         # The check at 2 s finds the handshake; at 4 and 6 s only the unread heartbeat is there.
         broker.embedded.advance_clock(3 * HEARTBEAT_S)
 
