@@ -30,7 +30,10 @@ async def test_the_application_is_built_once_at_the_first_connection_and_serves_
 
     async def build() -> web.AppRunner:
         builds.append(1)
-        await asyncio.sleep(0.05)  # connections arrive while it is being built
+        # Built only once all three first connections wait for it: they arrived while it was being built.
+        async with asyncio.timeout(10):
+            while len(listener.lazy._waiting) < 3:
+                await asyncio.sleep(0.001)
         app = web.Application()
         app.router.add_get("/hello", hello)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
