@@ -41,6 +41,7 @@ class Cycle:
     acked: set[str] = field(default_factory=set)
     sent: int = 0
     broken: bool = False  # a publish failed: the broker is gone, stop publishing
+    settled: int = 0  # publishes that ended, confirmed or failed
 
 
 async def _publish(url: str, cycle: Cycle, prefix: str, stamps: itertools.count[int]) -> None:
@@ -59,6 +60,7 @@ async def _publish(url: str, cycle: Cycle, prefix: str, stamps: itertools.count[
         except Exception:  # the broker was killed: unconfirmed, may or may not survive
             cycle.broken = True
         finally:
+            cycle.settled += 1
             window.release()
 
     tasks = set()
@@ -97,10 +99,18 @@ async def _run_until_killed(durable: DurableBroker, prefix: str, kill_after_s: f
         asyncio.ensure_future(_publish(url, cycle, prefix, stamps)),
         asyncio.ensure_future(_consume(url, cycle, stamps)),
     ]
-    await asyncio.sleep(kill_after_s)
+    await asyncio.sleep(kill_after_s)  # traffic for a random time: each cycle's kill lands elsewhere in it
     durable.process.process.send_signal(signal.SIGKILL)  # nothing of the broker runs after this
     durable.process.process.wait()
-    await asyncio.sleep(0.2)  # let the clients notice the dead sockets and record nothing more
+    # Until the clients have noticed the dead sockets and record nothing more: every publish confirmed or
+    # failed and the publisher stopped; the consumer took what it had read and its iterator ended.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while not (all(task.done() for task in tasks) and cycle.settled == cycle.sent):
+        assert loop.time() < deadline, (
+            f"the clients did not notice the killed broker: {cycle.sent=} {cycle.settled=}"
+        )
+        await asyncio.sleep(0.01)
     # Snapshot what the clients knew at the kill, before their teardown can race anything.
     snapshot = Cycle(dict(cycle.confirmed), dict(cycle.unacked), set(cycle.acked), cycle.sent, True)
     for task in tasks:
