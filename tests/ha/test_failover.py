@@ -39,6 +39,23 @@ class ActiveMonitor:
             time.sleep(0.02)
 
 
+def _held_and_not_redelivered(consumer: Consumer) -> tuple[dict[int, int], list[int]]:
+    """What the consumer left unacked on a connection it has since lost (id -> that connection), and which of
+    those have not come back with redelivered=true on a later connection."""
+    last_connection = consumer.connections
+    redelivered_on: dict[int, int] = {}  # id -> the last connection it came back redelivered on
+    for message_id, was_redelivered, number in list(consumer.deliveries):
+        if was_redelivered:
+            redelivered_on[message_id] = number
+    held = {
+        message_id: number for message_id, number in dict(consumer.held).items() if number < last_connection
+    }
+    missing = sorted(
+        message_id for message_id, number in held.items() if redelivered_on.get(message_id, 0) <= number
+    )
+    return held, missing
+
+
 def _thread(target: object) -> threading.Thread:
     thread = threading.Thread(target=target, daemon=True)  # type: ignore[arg-type]
     thread.start()
@@ -65,9 +82,11 @@ def test_killing_the_active_node_loses_nothing_confirmed_and_redelivers_the_unac
         nodes[1].wait_event("standby")
         active, standby = nodes
         threads = [_thread(publisher.run), _thread(consumer.run), _thread(monitor.run)]
+        consumer_at_kill = 0
         for _ in range(CYCLES):
             time.sleep(1.5)  # load on the active node: confirms, deliveries, some left unacked
             confirmed_before = len(publisher.confirmed)
+            consumer_at_kill = consumer.connections
             killed_at = time.monotonic()
             active.kill()  # SIGKILL, and reaped: nothing sent from now on reaches it
             dead_at = time.monotonic()
@@ -81,7 +100,13 @@ def test_killing_the_active_node_loses_nothing_confirmed_and_redelivers_the_unac
             active.start()  # its supervisor restarts it: it stands by
             active.wait_event("standby")
             active, standby = standby, active
-        time.sleep(1.0)
+        # Until the consumer is on the last active node and what it held on the one killed last came back
+        # redelivered; past the deadline the checks below say what is missing.
+        deadline = time.monotonic() + 60
+        while consumer.connections <= consumer_at_kill or _held_and_not_redelivered(consumer)[1]:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
     finally:
         publisher.stop.set()
         for thread in threads[:1]:
@@ -100,16 +125,8 @@ def test_killing_the_active_node_loses_nothing_confirmed_and_redelivers_the_unac
     lost = sorted(confirmed - consumer.seen())
     assert lost == [], f"{len(lost)} confirmed messages lost, first {lost[:10]}"
     # Left unacked on a connection to a node that was then killed: redelivered by the next active node.
-    last_connection = consumer.connections
-    redelivered_on: dict[int, int] = {}  # id -> the last connection it came back redelivered on
-    for message_id, was_redelivered, number in consumer.deliveries:
-        if was_redelivered:
-            redelivered_on[message_id] = number
-    held = {message_id: number for message_id, number in consumer.held.items() if number < last_connection}
+    held, not_redelivered = _held_and_not_redelivered(consumer)
     assert held, "the consumer held nothing unacked across a failover"
-    not_redelivered = sorted(
-        message_id for message_id, number in held.items() if redelivered_on.get(message_id, 0) <= number
-    )
     assert not_redelivered == []
     assert monitor.both_active == [], f"both nodes active at {len(monitor.both_active)} samples"
     assert monitor.samples > CYCLES * 10
