@@ -29,11 +29,13 @@ def _get(ch: Any, queue: str) -> Observation:
 
 @scenario
 def expired_messages_in_declare_ok_and_get_ok_counts(ctx: Ctx) -> Observation:
-    ch = ctx.channel()
+    ch = ctx.channel(confirm=True)  # each publish returns once the queue holds it, its TTL running
     queue = ctx.queue(ch, "q")
     for body, expiration in (("m1", None), ("m2", "50"), ("m3", None), ("m4", "50"), ("m5", "50")):
         ch.basic_publish("", queue, body.encode(), pika.BasicProperties(expiration=expiration))
-    time.sleep(0.4)  # m2, m4 and m5 have expired behind unexpired heads
+    # The 50 ms TTLs must run out on RabbitMQ's wall clock (nothing to poll without taking a message): m2, m4
+    # and m5 have expired behind unexpired heads.
+    time.sleep(0.4)
     seen: dict[str, Observation] = {"declare-ok": _count(ch, queue)}
     seen["get 1"] = _get(ch, queue)  # exposes m2, dropped at once
     seen["declare-ok after get 1"] = _count(ch, queue)
@@ -47,6 +49,8 @@ def passive_declare_renews_queue_expiry(ctx: Ctx) -> Observation:
     ch = ctx.channel()
     renewed = ctx.queue(ch, "renewed", exclusive=False, arguments={"x-expires": 2000})
     start = time.monotonic()
+    # x-expires runs on RabbitMQ's wall clock, and only the queue's absence would show it: fixed times, the
+    # renewal 0.8 s before the first lease ends, the check 0.6 s after it and 0.6 s before the renewed one.
     time.sleep(1.2)
     _count(ch, renewed)  # passive: the lease restarts, now due at about 3.2 s
     time.sleep(max(0.0, 2.6 - (time.monotonic() - start)))
