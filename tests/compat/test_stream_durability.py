@@ -278,9 +278,9 @@ def _age_run(side: Side) -> dict[str, Any]:
     name = "stream-age"
     _declare(side.url(), name, **SIZED, **{"x-max-age": "2s"})
     _publish(side.url(), name, _bodies(8))  # segments [0..4] and [5..7]
-    time.sleep(2.5)
+    time.sleep(2.5)  # [0..4] gets older than x-max-age on RabbitMQ's wall clock: time must really pass
     _publish(side.url(), name, _bodies(1, 8))  # into [5..8]: no roll, nothing is evaluated
-    time.sleep(1)
+    time.sleep(1)  # a negative check: time in which a broker evaluating at any write would drop [0..4]
     before_roll = _read_all(side.url(), name, 9)
     _publish(side.url(), name, _bodies(2, 9))  # 9 fills [5..9]; 10 rolls: [0..4] is past 2s and goes
     seen = _retained(side, name, lambda indexes: bool(indexes) and indexes[0] > 0)
