@@ -128,6 +128,7 @@ async def test_alarm_blocks_and_releases_a_publisher_on_the_manual_clock(
             confirm = asyncio.ensure_future(
                 channel.default_exchange.publish(aio_pika.Message(b"during"), "q")
             )
+            # A negative check: loop turns in which a publish read despite the alarm would be confirmed.
             await asyncio.sleep(0.05)
             assert not confirm.done()
             assert broker.server.broker.vhosts["/"].queues["q"].message_count == 1
