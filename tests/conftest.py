@@ -189,3 +189,20 @@ def _plugin_entry_point_installed() -> bool:
 # from an older checkout lacks it, so load it by module name then (loading it twice would be an error).
 if not _plugin_entry_point_installed():
     pytest_plugins = ["broker.testing.pytest_plugin"]
+
+
+# Tracing roughly doubles the time of code that runs in the test process. The in-process suites run again on
+# the pure-Python build under coverage (`make pytest-pure`), where every module they reach is traceable
+# Python, so on the compiled build they run untraced (pytest-cov's no_cover); the whole-broker suites stay
+# traced here.
+_TRACED_ON_THE_PURE_RUN = ("unit", "property", "component")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("WARRENMQ_PURE", "") not in ("", "0"):
+        return
+    root = Path(__file__).resolve().parent
+    for item in items:
+        parts = item.path.resolve().relative_to(root).parts if item.path.is_relative_to(root) else ()
+        if parts and parts[0] in _TRACED_ON_THE_PURE_RUN:
+            item.add_marker(pytest.mark.no_cover)

@@ -124,6 +124,9 @@ def _replay(
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # ~90 s on the shared 2 cores: 200k publishes and deliveries through pika
+# Untraced: 200,000 messages through the in-process broker took 164 s under coverage against 73 s without, and
+# add no line the 4,000-message tests below do not reach.
+@pytest.mark.no_cover
 def test_a_200k_stream_holds_only_its_open_segment_and_replays_from_files(tmp_path: Path) -> None:
     total = 200_000
     publishing: list[int] = []
