@@ -87,6 +87,15 @@ func confirmsWithReturns(conn *amqp.Connection) (obs, error) {
 			events = append(events, []interface{}{kind, c.DeliveryTag})
 			acks++
 		case <-time.After(wait):
+			// Keep the reader moving (it blocks on these unbuffered channels), or closing the connection hangs.
+			go func() {
+				for range returns {
+				}
+			}()
+			go func() {
+				for range confirms {
+				}
+			}()
 			return obs{"events": events, "error": "timeout: confirms"}, nil
 		}
 	}
@@ -105,13 +114,21 @@ func consumeAckNackReject(conn *amqp.Connection) (obs, error) {
 	if err := ch.Confirm(false); err != nil {
 		return nil, err
 	}
+	// A confirm listener, not PublishWithDeferredConfirm: amqp091-go 1.5.0 registers a deferred confirmation
+	// only after sending the publish, so an ack its reader handles in between is lost and Wait blocks forever
+	// (seen against RabbitMQ on a busy machine).
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 3))
 	for _, body := range []string{"a", "b", "c"} {
-		dc, err := ch.PublishWithDeferredConfirm("", queue, false, false, amqp.Publishing{Body: []byte(body)})
-		if err != nil {
+		if err := ch.Publish("", queue, false, false, amqp.Publishing{Body: []byte(body)}); err != nil {
 			return nil, err
 		}
-		if !dc.Wait() {
-			return nil, errors.New("publish nacked")
+		select {
+		case c := <-confirms:
+			if !c.Ack {
+				return nil, errors.New("publish nacked")
+			}
+		case <-time.After(wait):
+			return nil, timeout("confirm")
 		}
 	}
 	if err := ch.Qos(10, 0, false); err != nil {
