@@ -61,6 +61,9 @@ def test_the_broker_raises_its_soft_descriptor_limit_to_the_hard_limit(broker: B
     assert soft > 1024
 
 
+# 41 s on two quiet cores; past the default 120 s when other work held both cores (20,000 handshakes, then
+# heartbeats on all of them for three intervals): the bound is for a hang, not for speed.
+@pytest.mark.timeout(360)
 def test_twenty_thousand_connections_hold_with_heartbeats_flowing(broker: BrokerProcess) -> None:
     pid = broker.process.pid
     idle_fds = psutil.Process(pid).num_fds()
