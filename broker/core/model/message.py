@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from broker.core.model.expiration import parse_expiration
 from protocol.errors import AMQPError
+
+# The attributes of a Message, for code that copies one field by field (a compiled Message has no __slots__).
+FIELDS: Final = (
+    "body",
+    "delivery_mode",
+    "exchange",
+    "expiration",
+    "header_payload",
+    "headers",
+    "journal",
+    "message_id",
+    "priority",
+    "routing_key",
+    "ttl",
+)
 
 
 class Message:
@@ -17,19 +32,7 @@ class Message:
     session decodes the few properties the broker acts on into the plain fields below.
     """
 
-    __slots__ = (
-        "body",
-        "delivery_mode",
-        "exchange",
-        "expiration",
-        "header_payload",
-        "headers",
-        "journal",
-        "message_id",
-        "priority",
-        "routing_key",
-        "ttl",
-    )
+    __slots__ = FIELDS
 
     def __init__(
         self,
