@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from mypy_extensions import mypyc_attr
+
 from broker.core.model.expiration import parse_expiration
 from protocol.errors import AMQPError
 
@@ -24,6 +26,7 @@ FIELDS: Final = (
 )
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Message:
     """One published message. Routed copies share this object; nothing here is mutated after routing.
 
