@@ -30,22 +30,28 @@ MANIFEST = ROOT / "protocol" / "_compiled.json"
 GROUP = "protocol.native"
 
 # Chosen by measurement (docs/benchmarks.md, "Compiled build (mypyc)"): routing gains 1.3-2.5x in
-# `make bench` (topic, direct, fanout, headers, exchange-to-exchange), the field-table decoder up to ~2x, and
-# they compile in ~40 s. Left out, with the reason:
-# - the per-message value and state types the session (interpreted Python) reads and writes for every
-#   message: message, envelope, queue, unacked, stats, dispatcher, priority_ready, queue_features,
-#   stream_queue, exchange.
-#   Interpreted code reads an attribute of a mypyc object through a getset descriptor, ~10x the cost of a
-#   __slots__ member (which CPython 3.11 specializes); compiled, they cost 3-9% more broker CPU per message on
-#   publish -> consume, ack and fanout than pure Python;
+# `make bench` (topic, direct, fanout, headers, exchange-to-exchange), the field-table decoder up to ~2x.
+# The message path compiles as one piece: the channel session (publish -> route, deliver, ack) together with
+# the per-message types it reads and writes (message, envelope, queue and consumer, unacked, stats). Split,
+# it does not pay: interpreted code reads an attribute of a mypyc object through a getset descriptor (~2x a
+# __slots__ member, which CPython 3.11 specializes), so the types alone cost 2-13% more broker CPU per message
+# (perf/ab.py, 3 rounds) and with the queue +-3% (neutral); with the session as well, 13-21% less on
+# publish -> consume, ack each, ack/50 and fanout. Message and Envelope allow interpreted subclasses
+# (PagedMessage, TimedEnvelope). Left out, with the reason:
 # - protocol/fastpath.py, protocol/framing.py: struct-bound; compiled they decode and encode within 1-6% of
 #   Python (noise), so they would only add compile time;
 # - protocol/header_rewrite.py: off the per-message path (dead-lettering, CC/BCC), nothing to gain;
 # - broker/core/exchanges/bindings.py: mypyc's dataclass support cannot resolve the `object` field annotation
-# of Binding   (KeyError at import); bindings run at bind time, not per message.
+#   of Binding (KeyError at import); bindings run at bind time, not per message.
 MYPYC_MODULES = [
     "protocol/field_table.py",
     "broker/core/model/expiration.py",
+    "broker/core/model/message.py",
+    "broker/core/model/envelope.py",
+    "broker/core/queues/unacked.py",
+    "broker/core/queues/queue.py",
+    "broker/core/model/stats.py",
+    "broker/session/channel_session.py",
     "broker/core/exchanges/topic_trie.py",
     "broker/core/exchanges/router.py",
     "broker/core/exchanges/default.py",

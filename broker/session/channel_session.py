@@ -78,6 +78,7 @@ class ChannelSession:
         self.tx: Transaction | None = None
         self.last_queue = ""
         self.reply_key = ""  # this channel's direct reply-to key, when it has a reply consumer
+        self.reply_pid = 0  # the pid id its reply names carry (broker.session.direct_reply); 0: none yet
         self.stats = ChannelStats()  # message_stats: increments only (design §4)
         # A completed publish goes here: through the connection's first-publish hook until it has run, then
         # straight to `_published`, so later messages pay no test for it.

@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import random
 from typing import TYPE_CHECKING
-from weakref import WeakKeyDictionary
 
 from pamqp import commands
 
@@ -36,9 +35,9 @@ if TYPE_CHECKING:
 REPLY_QUEUE = "amq.rabbitmq.reply-to"
 REPLY_PREFIX = reply_names.PREFIX
 
-# The "pid" a channel's reply names carry: one per channel for its life (a second reply consumer on the same
+# The "pid" a channel's reply names carry (its reply_pid, not a weak map: a compiled ChannelSession takes no
+# weak references): one per channel for its life (a second reply consumer on the same
 # channel gets a new key, not a new pid, as in RabbitMQ), and this process's Erlang-style creation number.
-_CHANNEL_PIDS: WeakKeyDictionary[ChannelPort, int] = WeakKeyDictionary()
 _PID_IDS = itertools.count(1)
 _CREATION = random.SystemRandom().getrandbits(32)
 
@@ -57,9 +56,9 @@ def consume(channel: ChannelPort, method: commands.Basic.Consume) -> None:
     vhost = conn.vhost
     assert vhost is not None
     tag = method.consumer_tag or conn.broker.names.consumer_tag()
-    pid_id = _CHANNEL_PIDS.get(channel)
-    if pid_id is None:
-        pid_id = _CHANNEL_PIDS[channel] = next(_PID_IDS)
+    pid_id = channel.reply_pid
+    if not pid_id:
+        pid_id = channel.reply_pid = next(_PID_IDS)
     key = reply_names.encode(conn.config.node_name, pid_id, _CREATION, conn.broker.names.guid())
     queue = Queue(REPLY_QUEUE, vhost.name, vhost.dispatcher)
     queue.events = vhost.events
@@ -111,7 +110,7 @@ def declare(channel: ChannelPort, method: commands.Queue.Declare) -> None:
         assert vhost is not None
         pid = reply_names.decode_v2(name.removeprefix(REPLY_PREFIX), conn.config.node_name)
         if name.startswith(REPLY_PREFIX) and pid is not None:
-            if pid.id == _CHANNEL_PIDS.get(channel):
+            if channel.reply_pid and pid.id == channel.reply_pid:
                 raise HardError(ReplyCode.INTERNAL_ERROR, "")
             if name not in conn.broker.direct_reply:
                 raise no_queue(name, vhost.name)

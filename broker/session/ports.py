@@ -153,6 +153,7 @@ class ChannelPort(ConsumerChannel, CommitWaiter, Protocol):
     tx: Transaction | None
     last_queue: str
     reply_key: str
+    reply_pid: int  # the pid id of its direct reply names, 0 until its first reply consumer
     pid: str  # the channel's pid in lifecycle events ("" while nothing listens)
     close_crossed: bool  # while closing: the client's channel.close crossed ours and was answered
 

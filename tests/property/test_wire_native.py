@@ -313,4 +313,5 @@ def _counters(client: Client) -> list[Any]:
 
 
 def vars_of(stats: Any) -> list[Any]:
-    return [getattr(stats, name) for name in type(stats).__slots__]
+    # FIELDS, not __slots__: a mypyc-compiled class (setup.py MYPYC_MODULES) has no __slots__ attribute.
+    return [getattr(stats, name) for name in type(stats).FIELDS]

@@ -6,9 +6,12 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable
 
+from mypy_extensions import mypyc_attr
+
 from broker.core.model.message import Message
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Envelope:
     """A message's place in one queue: ``seq`` is its publish position, kept when it is requeued."""
 

@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
+
+from mypy_extensions import mypyc_attr
 
 from broker.core.model.expiration import parse_expiration
 from protocol.errors import AMQPError
 
+# The attributes of a Message, for code that copies one field by field (a compiled Message has no __slots__).
+FIELDS: Final = (
+    "body",
+    "delivery_mode",
+    "exchange",
+    "expiration",
+    "header_payload",
+    "headers",
+    "journal",
+    "message_id",
+    "priority",
+    "routing_key",
+    "ttl",
+)
 
+
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Message:
     """One published message. Routed copies share this object; nothing here is mutated after routing.
 
@@ -17,19 +35,7 @@ class Message:
     session decodes the few properties the broker acts on into the plain fields below.
     """
 
-    __slots__ = (
-        "body",
-        "delivery_mode",
-        "exchange",
-        "expiration",
-        "header_payload",
-        "headers",
-        "journal",
-        "message_id",
-        "priority",
-        "routing_key",
-        "ttl",
-    )
+    __slots__ = FIELDS
 
     def __init__(
         self,

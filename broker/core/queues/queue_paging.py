@@ -24,6 +24,7 @@ from itertools import islice
 from typing import Protocol
 
 from broker.core.model.envelope import seq_of
+from broker.core.model.message import FIELDS as MESSAGE_FIELDS
 from broker.core.model.message import Message
 from broker.core.queues.queue import Consumer, Envelope, Queue
 from broker.core.queues.queue_bytes import added, added_all, removed
@@ -57,8 +58,8 @@ class PagedMessage(Message):
 
 
 def _page_out(message: Message, spill: Spill) -> PagedMessage:
-    paged = object.__new__(PagedMessage)
-    for name in Message.__slots__:
+    paged = PagedMessage.__new__(PagedMessage)  # not object.__new__: Message may be a mypyc class
+    for name in MESSAGE_FIELDS:
         setattr(paged, name, getattr(message, name))
     paged.spill_token = spill.write(message.body)
     paged.spill_size = len(message.body)
@@ -67,8 +68,8 @@ def _page_out(message: Message, spill: Spill) -> PagedMessage:
 
 
 def _page_in(paged: PagedMessage, spill: Spill) -> Message:
-    message = object.__new__(Message)
-    for name in Message.__slots__:
+    message = Message.__new__(Message)
+    for name in MESSAGE_FIELDS:
         setattr(message, name, getattr(paged, name))
     message.body = spill.read(paged.spill_token, paged.spill_size)
     return message

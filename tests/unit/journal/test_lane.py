@@ -169,7 +169,6 @@ def test_without_the_extension_the_python_lane_serves() -> None:
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
 
 
-@pytest.mark.skipif(MESSAGE_COMPILED, reason="a compiled Message cannot be subclassed in Python")
 @native_lanes
 def test_a_subclassed_message_takes_the_generic_attribute_path(native: bool) -> None:
     class Traced(Message):

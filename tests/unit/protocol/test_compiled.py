@@ -73,10 +73,11 @@ def test_the_source_finder_loads_the_py_beside_an_extension(tmp_path: Path) -> N
 
 def _loaded_from(environ: dict[str, str]) -> dict[str, Any]:
     code = (
-        "import json, broker.core.exchanges.router, protocol.field_table\n"
+        "import json, broker.core.exchanges.router, broker.session.channel_session, protocol.field_table\n"
         "from protocol import compiled, fastpath, framing\n"
         "print(json.dumps({'build': compiled.BUILD, 'router': broker.core.exchanges.router.__file__,"
         " 'field_table': protocol.field_table.__file__,"
+        " 'channel_session': broker.session.channel_session.__file__,"
         " 'wire': [m.__file__ for m in (framing._WIRE, fastpath._WIRE) if m is not None]}))\n"
     )
     done = subprocess.run(
@@ -91,6 +92,7 @@ def test_warrenmq_pure_loads_every_module_from_its_source() -> None:
     assert loaded["build"] == compiled.PURE
     assert loaded["router"].endswith("router.py")
     assert loaded["field_table"].endswith("field_table.py")
+    assert loaded["channel_session"].endswith("channel_session.py")
     assert loaded["wire"] == []  # the C wire loops are off too: framing and fastpath run their Python
 
 
@@ -109,7 +111,9 @@ def test_the_compiled_build_is_loaded_where_a_compiler_is_present() -> None:
     assert loaded["build"] == compiled.COMPILED
     assert loaded["router"].endswith(SUFFIX)
     assert loaded["field_table"].endswith(SUFFIX)
+    assert loaded["channel_session"].endswith(SUFFIX)  # the message path: session, queue, message (setup.py)
     assert compiled.is_compiled("broker.core.exchanges.router")
+    assert compiled.is_compiled("broker.core.model.message")
     # protocol._wire (setup.py builds it beside the mypyc group): both its users load it.
     assert len(loaded["wire"]) == 2
     assert all(path.endswith(SUFFIX) for path in loaded["wire"])
