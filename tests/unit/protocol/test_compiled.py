@@ -74,10 +74,14 @@ def test_the_source_finder_loads_the_py_beside_an_extension(tmp_path: Path) -> N
 def _loaded_from(environ: dict[str, str]) -> dict[str, Any]:
     code = (
         "import json, broker.core.exchanges.router, broker.session.channel_session, protocol.field_table\n"
+        "import broker.session.connection_session, broker.core.topology.vhost, protocol.content_header\n"
         "from protocol import compiled, fastpath, framing\n"
         "print(json.dumps({'build': compiled.BUILD, 'router': broker.core.exchanges.router.__file__,"
         " 'field_table': protocol.field_table.__file__,"
         " 'channel_session': broker.session.channel_session.__file__,"
+        " 'connection_session': broker.session.connection_session.__file__,"
+        " 'vhost': broker.core.topology.vhost.__file__,"
+        " 'content_header': protocol.content_header.__file__,"
         " 'wire': [m.__file__ for m in (framing._WIRE, fastpath._WIRE) if m is not None]}))\n"
     )
     done = subprocess.run(
@@ -93,6 +97,9 @@ def test_warrenmq_pure_loads_every_module_from_its_source() -> None:
     assert loaded["router"].endswith("router.py")
     assert loaded["field_table"].endswith("field_table.py")
     assert loaded["channel_session"].endswith("channel_session.py")
+    assert loaded["connection_session"].endswith("connection_session.py")
+    assert loaded["vhost"].endswith("vhost.py")
+    assert loaded["content_header"].endswith("content_header.py")
     assert loaded["wire"] == []  # the C wire loops are off too: framing and fastpath run their Python
 
 
@@ -112,6 +119,19 @@ def test_the_compiled_build_is_loaded_where_a_compiler_is_present() -> None:
     assert loaded["router"].endswith(SUFFIX)
     assert loaded["field_table"].endswith(SUFFIX)
     assert loaded["channel_session"].endswith(SUFFIX)  # the message path: session, queue, message (setup.py)
+    # ... and around it: the connection's frame loop, the vhost's publish, the content-header reader
+    assert loaded["connection_session"].endswith(SUFFIX)
+    assert loaded["vhost"].endswith(SUFFIX)
+    assert loaded["content_header"].endswith(SUFFIX)
+    for module in (
+        "broker.core.model.dispatcher",
+        "broker.session.confirms",
+        "broker.session.settlement",
+        "broker.session.held_deliveries",
+        "broker.core.queues.queue_bytes",
+        "broker.core.topology.vhost_topology",
+    ):
+        assert compiled.is_compiled(module), module
     assert compiled.is_compiled("broker.core.exchanges.router")
     assert compiled.is_compiled("broker.core.model.message")
     # protocol._wire (setup.py builds it beside the mypyc group): both its users load it.
