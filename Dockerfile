@@ -6,8 +6,9 @@
 
 # Layers go from the least to the most often changed, so that a change to the sources rebuilds only the wheel.
 # This stage only lists what pip installs, from pyproject.toml: the build requirements ([build-system]:
-# setuptools, wheel, mypy for mypyc) and the runtime dependencies ([project]). The stages below copy the two
-# lists, so their install layers stay cached while the lists are unchanged, whatever else pyproject.toml gains.
+# setuptools, wheel, mypy for mypyc, pamqp and structlog for mypyc's type check) and the runtime dependencies
+# ([project]). The stages below copy the two lists, so their install layers stay cached while the lists are
+# unchanged, whatever else pyproject.toml gains.
 FROM python:3.11-slim AS requirements
 COPY pyproject.toml /tmp/
 RUN python -c "import tomllib; project = tomllib.load(open('/tmp/pyproject.toml', 'rb')); \
@@ -38,6 +39,7 @@ RUN pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /wheels 
     && grep -q 'protocol/_wire\..*\.so' /tmp/wheel.txt \
     && grep -q 'protocol/native__mypyc\..*\.so' /tmp/wheel.txt \
     && grep -q 'broker/core/exchanges/router\..*\.so' /tmp/wheel.txt \
+    && grep -q 'broker/session/channel_session\..*\.so' /tmp/wheel.txt \
     && grep -q 'protocol/_compiled\.json' /tmp/wheel.txt
 
 FROM python:3.11-slim
