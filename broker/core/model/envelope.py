@@ -6,8 +6,7 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable
 
-from mypy_extensions import mypyc_attr
-
+from broker.core.model.compile_hints import mypyc_attr
 from broker.core.model.message import Message
 
 

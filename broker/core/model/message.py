@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from mypy_extensions import mypyc_attr
-
+from broker.core.model.compile_hints import mypyc_attr
 from broker.core.model.expiration import parse_expiration
 from protocol.errors import AMQPError
 
