@@ -45,11 +45,14 @@ def test_the_scenario_answers_as_rabbitmq_does(bases: tuple[str, str]) -> None:
 
 
 def _poll(base: str, path: str) -> list[dict[str, Any]]:
-    """RabbitMQ lists connections, channels and consumers once its stats collector has seen them."""
+    """RabbitMQ lists connections, channels and consumers once its stats collector has seen them. A channel's
+    first row may come from its creation (prefetch_count 0, no consumer yet): its row counts once it shows the
+    consumer, which the client added after its basic.qos."""
     deadline = time.monotonic() + 30
     while True:
         rows = requests.get(base + path, auth=GUEST, timeout=10).json()
-        if rows or time.monotonic() > deadline:
+        settled = path != "/api/channels" or all(row.get("consumer_count", 0) >= 1 for row in rows)
+        if (rows and settled) or time.monotonic() > deadline:
             return list(rows)
         time.sleep(0.2)
 
