@@ -20,7 +20,7 @@ and how much memory it holds once ready.
 Usage: .venv/bin/python benchmarks/startup.py [--runs 7] [--import-runs 3] [--markdown] [--in-process]
        [--instructions] [--tree /tmp/old-tree]   # another tree (e.g. `git archive` of an earlier commit)
        [--python /tmp/wq-deb/bin/python]        # another interpreter with WarrenMQ installed
-Target (issues #6, #29): the median to the first handshake under 200 ms with the default configuration, on an
+Target: the median to the first handshake under 200 ms with the default configuration, on an
 idle machine (the load average is printed with the results, before and after).
 """
 

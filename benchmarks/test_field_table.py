@@ -1,5 +1,5 @@
 """Field-table decoding from 1 KB to 1 MB (`make bench`): linear in the table's size, many small fields or few
-large ones (issue 17 part 2; the shapes are `warrenmq bench decode`'s). pamqp's quadratic decoder is
+large ones (the shapes are `warrenmq bench decode`'s). pamqp's quadratic decoder is
 benchmarked beside it up to 64 KB (beyond that it takes seconds).
 
 Read the scaling off the means (``pytest benchmarks/test_field_table.py --benchmark-columns=mean``): the mean

@@ -17,7 +17,7 @@ from protocol import compiled
 class HelpFormatter(argparse.HelpFormatter):
     """argparse builds a formatter for every add_argument (to check its metavar), and the stock one asks
     shutil for the terminal's width each time: importing shutil (with zlib, bz2 and lzma) cost every start
-    ~3 ms (issue #29). Same width, found as shutil.get_terminal_size finds it."""
+    ~3 ms at every start. Same width, found as shutil.get_terminal_size finds it."""
 
     def __init__(
         self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
@@ -48,7 +48,7 @@ def terminal_columns() -> int:
 
 def build_parser(serving: bool = False) -> argparse.ArgumentParser:
     """``serving``: the parser for a `serve` command line. `config show` takes serve's arguments too; a serve
-    command line never reaches them, so they are left out then (~2-4 ms of argparse per start, issue #29)."""
+    command line never reaches them, so they are left out then (~2-4 ms of argparse per start)."""
     # broker.config imports the core: imported here, after main() prepared a `serve` process (below).
     from broker.config import add_serve_arguments
 
@@ -60,7 +60,7 @@ def build_parser(serving: bool = False) -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the broker in the foreground")
     add_serve_arguments(serve)
     # Listed here; main() hands `bench` its own parser, so that `serve` never imports the scenarios (their
-    # clients, psutil, concurrent.futures) at start-up (issue #29).
+    # clients, psutil, concurrent.futures) at start-up.
     bench = commands.add_parser("bench", help="measure a broker's throughput and latency", add_help=False)
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     analytics = commands.add_parser(
@@ -97,7 +97,7 @@ def _prepare_serve_process() -> None:
     # Start-up creates a few hundred thousand objects (code, classes, the core's tables) and frees almost
     # none: with the default thresholds the collector ran ~57 times while `serve` imported the broker, ~13 ms
     # on the 2-core benchmark machine, finding nothing. Serving's thresholds apply from here on instead of
-    # from tune_for_serving, which then freezes what start-up made (issue #29).
+    # from tune_for_serving, which then freezes what start-up made.
     gc.set_threshold(*GC_THRESHOLDS)
 
 

@@ -51,7 +51,7 @@ def build_node(
     under the data directory, or none."""
     clock = clock if clock is not None else LoopClock(loop)
     if store is None and config.store is not None:
-        # asyncpg only with a PostgreSQL store (issue #30): start-up imports stay those of SQLite's.
+        # asyncpg only with a PostgreSQL store : start-up imports stay those of SQLite's.
         from broker.storage.base import StorageError
         from broker.storage.postgres.store import PostgresStore
 
@@ -60,7 +60,7 @@ def build_node(
         except StorageError as error:
             raise StartupError(str(error)) from error
     elif store is None and config.data_dir is not None:
-        # sqlite3 only for a data directory: `--data-dir none` starts without it (issue #29).
+        # sqlite3 only for a data directory: `--data-dir none` starts without it.
         from broker.storage.base import StorageError
         from broker.storage.sqlite import SqliteStore
 
@@ -125,12 +125,12 @@ def build_node(
         )
         alarms.on_memory = node.pager.sampled
     if config.journal is not None:
-        # The journal's modules only when it is on: it is off by default (issue #29).
+        # The journal's modules only when it is on (off by default): start-up imports only what it uses.
         from broker.journal.service import JournalService
 
         node.journal = JournalService(config.journal, broker.events, loop)
     if plugin_enabled(config.enabled_plugins, EVENT_EXCHANGE):
-        from broker.session.event_exchange import EventExchange  # only when enabled (issue #29)
+        from broker.session.event_exchange import EventExchange  # only when enabled, not at every start
 
         node.event_exchange = EventExchange(broker, clock, config.event_exchange_vhost, config.node_name)
     return node

@@ -8,7 +8,7 @@ Deposed (a renewal found another epoch, the lease ran out unrenewed, or a commit
 client is closed with 320 CONNECTION_FORCED, the listeners stop, and the process exits with status 1 for its
 supervisor (systemd, Docker's restart policy, Kubernetes) to start it again as a standby. Exiting rather than
 going back to standby in place drops every in-memory queue, message and channel with certainty, and costs a
-start (~0.2 s, issue #29), well inside a lease."""
+start (~0.2 s), well inside a lease."""
 
 from __future__ import annotations
 

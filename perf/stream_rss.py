@@ -1,7 +1,7 @@
-"""Resident memory of a `warrenmq serve` holding a long stream (issue 19): publish N x 1 KiB into a durable
-stream with small segments, then read the broker's VmRSS and the management API's message_bytes_ram after
-the appends, after a restart, and after a replay from first. Usage:
-`python perf/stream_rss.py --messages 200000 --segment-bytes 1048576` (figures in docs/benchmarks.md)."""
+"""Resident memory of a `warrenmq serve` holding a long stream (read from its files): publish N x 1 KiB into a
+durable stream with small segments, then read the broker's VmRSS and the management API's message_bytes_ram
+after the appends, after a restart, and after a replay from first. Usage: `python perf/stream_rss.py
+--messages 200000 --segment-bytes 1048576` (figures in docs/benchmarks.md)."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ class SourceFinder:
 
     A meta path finder is any object with ``find_spec``: not subclassing ``importlib.abc.MetaPathFinder``
     keeps importlib.abc, and the importlib.resources, tempfile and shutil it imports, out of every start
-    (issue #29)."""
+    (start-up time)."""
 
     def __init__(self, sources: Mapping[str, Path]) -> None:
         self.sources = dict(sources)
@@ -74,7 +74,7 @@ class SourceFinder:
         source = self.sources.get(fullname)
         if source is None:
             return None
-        import importlib.util  # the pure variant only: not on every start (issue #29)
+        import importlib.util  # the pure variant only: not on every start
 
         return importlib.util.spec_from_file_location(fullname, source)
 

@@ -20,7 +20,7 @@ class TermError(ValueError):
     """Text that is not a term this reader takes; the message says where."""
 
 
-# A pattern string: re compiles it at its first use and caches it, so it never compiles at import (issue #29).
+# A pattern string: re compiles it at its first use and caches it, so it never compiles at import.
 _TOKEN = r"""\s*(?:
       (?P<comment>%[^\n]*)
     | (?P<float>-?\d+\.\d+(?:[eE][-+]?\d+)?)

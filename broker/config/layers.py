@@ -49,7 +49,7 @@ def _list(text: str) -> tuple[str, ...]:
     return tuple(item for item in text.split(",") if item)
 
 
-# NamedTuples, not dataclasses: start-up cost (issue #29).
+# NamedTuples, not dataclasses: start-up cost.
 class Setting(NamedTuple):
     name: str
     default: Any
@@ -103,7 +103,7 @@ SETTINGS: tuple[Setting, ...] = (
     # RABBITMQ_MNESIA_DIR names it (defaults filled in by resolve: they depend on the node name).
     Setting("mnesia_base", None, ("RABBITMQ_MNESIA_BASE",)),
     Setting("data_dir", None, ("WARRENMQ_DATA_DIR", "RABBITMQ_MNESIA_DIR")),
-    # The durable store: None = SQLite under the data directory; postgresql://... (issue #30).
+    # The durable store: None = SQLite under the data directory; postgresql://...: the PostgreSQL store.
     Setting("store", None, ("WARRENMQ_STORE",)),
     Setting("pid_file", None, ("RABBITMQ_PID_FILE",)),
     Setting("log_base", None, ("RABBITMQ_LOG_BASE",)),

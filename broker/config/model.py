@@ -11,7 +11,7 @@ from broker.core.model.profile import DEFAULT_PROFILE, Profile
 from broker.session.config import SessionConfig
 
 # NamedTuples, not dataclasses: a dataclass compiles its generated methods at import, several ms for
-# ServerConfig alone (start-up cost, issue #29). Copies with a change are ``config._replace(...)``.
+# ServerConfig alone (start-up cost). Copies with a change are ``config._replace(...)``.
 
 
 class JournalConfig(NamedTuple):

@@ -85,7 +85,7 @@ CATALOGUE = (
 PENDING = frozenset({PROMETHEUS})
 
 
-# A pattern string: re compiles it at its first use and caches it, so it never compiles at import (issue #29).
+# A pattern string: re compiles it at its first use and caches it, so it never compiles at import.
 _ATOM = r"\s*(?:([a-z][A-Za-z0-9_@]*)|'((?:[^'\\]|\\.)*)')\s*"
 
 

@@ -46,7 +46,7 @@ _STRING_KEYS = {
 }
 
 
-# Pattern strings: re compiles each at its first use and caches it, so none compiles at import (issue #29).
+# Pattern strings: re compiles each at its first use and caches it, so none compiles at import.
 # Known to RabbitMQ and understood here, but with nothing to configure in WarrenMQ: accepted silently.
 _ACCEPTED = (
     r"log\.(console|file|exchange|journald|syslog)(\.[a-z_.]+)?|log\.[a-z_]+\.level"
@@ -58,7 +58,7 @@ _LISTENER = r"(?:(\[[0-9A-Fa-f:.]+\]|[0-9A-Fa-f:.]+|[A-Za-z0-9.\-]+):)?(\d+)"
 
 class FileSettings:
     """Settings from the configuration files: name -> (value, "file:line key"), plus warnings to log.
-    A plain class, not a dataclass: start-up cost (issue #29)."""
+    A plain class, not a dataclass: start-up cost."""
 
     __slots__ = ("families", "values", "warnings")
 

@@ -18,7 +18,7 @@ PREFIX = "RABBITMQ_"
 ENV_FILE = "RABBITMQ_CONF_ENV_FILE"
 
 
-# Pattern strings: re compiles each at its first use and caches it, so none compiles at import (issue #29).
+# Pattern strings: re compiles each at its first use and caches it, so none compiles at import.
 _ASSIGNMENT = r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)"
 _REFERENCE = r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"
 

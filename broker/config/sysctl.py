@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-# Pattern strings: re compiles each at its first use and caches it, so none compiles at import (issue #29).
+# Pattern strings: re compiles each at its first use and caches it, so none compiles at import.
 _KEY = r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-@$/:*]+)*"
 _SIZE = r"(\d+)\s*([A-Za-z]*)"
 
@@ -44,7 +44,7 @@ class ConfigFileError(Exception):
         self.path, self.line, self.reason = path, line, reason
 
 
-# A NamedTuple, not a dataclass: start-up cost (issue #29).
+# A NamedTuple, not a dataclass: start-up cost.
 class Entry(NamedTuple):
     key: str
     value: str

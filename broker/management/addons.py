@@ -19,7 +19,7 @@ from broker.server.sockets import listen_socket
 # What each addon serves with is imported when it is first needed, not with this module, which `warrenmq
 # serve` imports whatever it runs: aiohttp and the applications at an HTTP listener's first connection
 # (broker.management.lazy_http), prometheus_client at the first scrape, the TLS set-up for management.ssl
-# only. They were most of a start's import time (issue #29).
+# only. They were most of a start's import time.
 if TYPE_CHECKING:
     from aiohttp import web
 

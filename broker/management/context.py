@@ -23,7 +23,7 @@ def default_node_name() -> str:
 
 
 class ManagementContext:
-    # A plain class, not a dataclass: a dataclass's methods are compiled at every start (issue #29).
+    # A plain class, not a dataclass: a dataclass's methods are compiled at every start.
     __slots__ = (
         "cluster_name", "collect_statistics_interval_s", "dist_port", "http_host", "http_port", "https_port",
         "node", "os_pid", "running_plugins", "sampler", "server", "started_monotonic_s",
@@ -69,7 +69,7 @@ class ManagementContext:
         """The vhost of a path, or 404 Object Not Found."""
         vhost = self.broker.vhosts.get(name)
         if vhost is None:
-            # errors.py is aiohttp's: imported with the first request, not when the listener starts (#29).
+            # errors.py is aiohttp's: imported with the first request, not when the listener starts.
             from broker.management.errors import not_found
 
             raise not_found()

@@ -20,7 +20,7 @@ from broker.server.server import Server, StartupError
 from broker.server.sockets import listen_socket
 
 # The HTTP side (aiohttp, the management application) is imported at the first authenticated connection,
-# not at start-up: `warrenmq serve` opens this channel whatever it runs (start-up time, issue #29).
+# not at start-up: `warrenmq serve` opens this channel whatever it runs (start-up time).
 if TYPE_CHECKING:
     from aiohttp import web
 

@@ -2,7 +2,7 @@
 
 `warrenmq serve` reports the management and Prometheus ports in its readiness line at once, but importing
 aiohttp (which loads the system's CA bundle twice at import, for a client the broker never uses) and building
-the management API's route table was most of a start with the defaults (issue #29, docs/benchmarks.md). A
+the management API's route table was most of a start with the defaults (docs/benchmarks.md, "Start-up"). A
 connection accepted before the application exists waits with its reading paused, then is handed to the
 application's request handler, as the CLI channel hands over its connections (broker/management/control.py).
 The first request pays for the build; a failed build is logged and closes the waiting connections.

@@ -24,7 +24,7 @@ log = structlog.get_logger("warrenmq.alarms")
 
 MEMORY = "memory"
 DISK = "disk"
-# Not RabbitMQ's (its store is local): a PostgreSQL store out of reach (broker.storage.writer, issue #30).
+# Not RabbitMQ's (its store is local): a PostgreSQL store out of reach (broker.storage.writer reports it).
 STORE = "store"
 # connection.blocked reasons, as rabbit_reader words them ("low on memory"); the store's in the same style.
 BLOCK_REASONS = {MEMORY: "low on memory", DISK: "low on disk", STORE: "store unreachable"}
@@ -56,7 +56,7 @@ def total_memory_bytes() -> int:
 
 def physical_memory_bytes() -> int:
     """The machine's RAM: its physical pages (Linux: MemTotal, the figure psutil reads too), or psutil's where
-    the system does not tell. psutil is imported only then: importing it costs start-up time (issue #29)."""
+    the system does not tell. psutil is imported only then: importing it costs start-up time."""
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):  # pragma: no cover - not a POSIX system with the names
@@ -100,7 +100,7 @@ def process_rss_bytes() -> int:
 
 def disk_free_bytes(path: str) -> int:
     # shutil.disk_usage's own arithmetic: statvfs's blocks available to unprivileged users. shutil itself
-    # would bring zlib, bz2 and lzma into every start (~2.5 ms, issue #29).
+    # would bring zlib, bz2 and lzma into every start (~2.5 ms).
     stat = os.statvfs(path)
     return stat.f_bavail * stat.f_frsize
 
@@ -125,7 +125,7 @@ def _malloc_trim() -> Callable[[], None]:
 
 class AlarmSources:
     """Where the monitor reads its figures; tests give their own to drive the alarm states. (A plain class,
-    not a dataclass: a dataclass's methods are compiled at every start, issue #29.)"""
+    not a dataclass: a dataclass's methods are compiled at every start.)"""
 
     __slots__ = ("disk_free_bytes", "rss_bytes")
 

@@ -111,7 +111,7 @@ class AMQPProtocol(asyncio.Protocol):
         self.session.on_first_publish = self._first_publish
         if transport.get_extra_info("ssl_object") is not None:
             # Only a TLS listener's connections get here, and it imported broker.server.tls already; a
-            # broker without one never imports it (issue #29).
+            # broker without one never imports it.
             from broker.server.tls import login_name
 
             self.session.peer_cert_login = login_name(

@@ -12,7 +12,7 @@ class NodeRole(Enum):
 
 
 class HAStatus:
-    # A plain class, not a dataclass: a dataclass's methods are compiled at every start (issue #29).
+    # A plain class, not a dataclass: a dataclass's methods are compiled at every start.
     __slots__ = ("epoch", "lease_s", "role")
 
     def __init__(self, lease_s: float, role: NodeRole = NodeRole.STANDBY, epoch: int | None = None) -> None:

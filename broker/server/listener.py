@@ -49,7 +49,7 @@ class AMQPListener:
     async def _start_tls(self) -> None:
         """The AMQPS listener (``broker.server.tls``), with ssl_handshake_timeout."""
         assert self.config.ssl_port is not None
-        # broker.server.tls only for an AMQPS listener: start-up without one does not import it (issue #29).
+        # broker.server.tls only for an AMQPS listener: start-up without one does not import it.
         from broker.server.tls import TLSConfigError, server_context
 
         try:

@@ -73,7 +73,7 @@ def listen_socket(host: str, port: int, backlog: int = LISTEN_BACKLOG) -> socket
 def _host_bytes(address: str) -> str | bytes:
     """``address`` as getaddrinfo should get it: an ASCII name or literal as bytes, which it uses as they are;
     given a str, CPython encodes every host with the ``idna`` codec, whose import (encodings.idna, stringprep,
-    unicodedata and their regexes) cost each start ~3 ms before its first listener (issue #29). For ASCII the
+    unicodedata and their regexes) cost each start ~3 ms before its first listener. For ASCII the
     codec's result is those same bytes; a non-ASCII name still goes through it. A malformed ASCII name (an
     empty label) is then getaddrinfo's OSError, as for any name that does not resolve, not a UnicodeError."""
     return address.encode("ascii") if address.isascii() else address

@@ -23,7 +23,7 @@ FLOW_MORE_CREDIT = 200
 FLOW_QUEUE_BACKLOG = LAGGING_BACKLOG
 
 
-# A NamedTuple, not a dataclass: start-up cost (issue #29); a changed copy is ``config._replace(...)``.
+# A NamedTuple, not a dataclass: start-up cost; a changed copy is ``config._replace(...)``.
 class SessionConfig(NamedTuple):
     frame_max: int = DEFAULT_FRAME_MAX
     channel_max: int = DEFAULT_CHANNEL_MAX

@@ -19,7 +19,7 @@ PROTOCOL = "{0,9,1}"
 _serials = itertools.count(1)
 
 
-# NamedTuples, not dataclasses: start-up cost (issue #29).
+# NamedTuples, not dataclasses: start-up cost.
 class Endpoint(NamedTuple):
     """The connection's socket as the edge saw it when it was accepted."""
 

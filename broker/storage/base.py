@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from broker.core.queues.stream_disk import StreamDisk
 from broker.core.topology.persistence import CommitWaiter
 
-if TYPE_CHECKING:  # the stream files load with the first stream (issue #29)
+if TYPE_CHECKING:  # the stream files load with the first stream, not at start-up
     from broker.storage.stream_files import StoredSegment, StreamRow
 
 KEY_SEQ_BITS = 40  # 10^12 messages per queue before a key would spill into the queue id
@@ -54,7 +54,7 @@ class Batch:
     survive it).
 
     A plain class, as the rows below are named tuples: a dataclass's methods are compiled at every start
-    (issue #29). Compared by identity."""
+    (start-up time). Compared by identity."""
 
     __slots__ = (
         "added", "committed", "counted", "delayed_added", "delayed_removed", "delivered", "dropped_queues",
@@ -122,7 +122,7 @@ class Batch:
 
 # The rows `load` hands back are named tuples, as the message rows are plain ones: immutable, compared and
 # hashed by value, built from a database row by position. As frozen dataclasses the seven classes cost each
-# start with a data directory 22 M instructions (3.4%) to generate and compile their methods (issue #29).
+# start with a data directory 22 M instructions (3.4%) to generate and compile their methods.
 
 
 class ExchangeRow(NamedTuple):

@@ -10,7 +10,7 @@ BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 
 
 
 class CommitTimes:
-    # A plain class, not a dataclass: a dataclass's methods are compiled at every start (issue #29).
+    # A plain class, not a dataclass: a dataclass's methods are compiled at every start.
     __slots__ = ("commits", "counts", "seconds")
 
     def __init__(self) -> None:

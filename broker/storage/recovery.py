@@ -49,7 +49,7 @@ _SEQ_MASK = (1 << KEY_SEQ_BITS) - 1
 
 class RecoveryReport:
     """What recovery brought back, for the ``recovered`` log line and the readiness line. (A plain class, not
-    a dataclass: a dataclass's methods are compiled at every start, issue #29.)"""
+    a dataclass: a dataclass's methods are compiled at every start.)"""
 
     __slots__ = (
         "auto_deleted", "bindings", "delayed", "exchanges", "messages", "queues", "redelivered", "skipped",
@@ -225,7 +225,7 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
     for queue, row in queues:
         stream = stream_of(queue)
         if stream is not None:
-            from broker.storage.stream_recovery import recover_stream  # with the first stream (issue #29)
+            from broker.storage.stream_recovery import recover_stream  # with the first stream only
 
             report.messages += recover_stream(queue, stream, store, writer)
             continue

@@ -39,7 +39,7 @@ class SpillDirectory:
 
 def _clear(directory: Path) -> None:
     """Empties ``directory`` of a previous run's spill files (flat files): what shutil.rmtree would do for
-    them, without importing shutil, and its zlib, bz2 and lzma, into every start (issue #29)."""
+    them, without importing shutil, and its zlib, bz2 and lzma, into every start."""
     try:
         entries = list(os.scandir(directory))
     except OSError:

@@ -136,7 +136,7 @@ class SqliteStore:
     @property
     def streams(self) -> StreamFiles:
         """The stream segment files, loaded with the first stream: a broker without streams never imports
-        them (issue #29)."""
+        them (start-up time)."""
         with self._streams_lock:
             if self._streams is None:
                 from broker.storage.stream_files import StreamFiles
@@ -172,7 +172,7 @@ class SqliteStore:
         if version == SCHEMA_VERSION:
             return
         # Every pending step in one transaction: an upgrade is all or nothing, and a fresh store pays one
-        # fsync'd commit, not one per step (four took ~2 ms more of each first start here; issue #29).
+        # fsync'd commit, not one per step (four took ~2 ms more of each first start here).
         db.execute("BEGIN IMMEDIATE")
         try:
             for step in range(version, SCHEMA_VERSION):

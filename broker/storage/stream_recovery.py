@@ -1,6 +1,6 @@
 """A stream queue's recovery at start-up (broker.storage.recovery calls it for each durable stream): its
 segments read back from the store, or a stream stored as message rows by an earlier version migrated to
-segment files. Loaded only when a stream is recovered (issue #29)."""
+segment files. Loaded only when a stream is recovered (not at every start)."""
 
 from __future__ import annotations
 

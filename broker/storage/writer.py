@@ -7,7 +7,7 @@ connection holding ``tx.commit-ok``) are called on the loop once their batch has
 is fatal: nothing in it is confirmed, and ``on_failure`` stops the broker.
 
 Except when the store's server cannot be reached (`StoreUnreachable`: a PostgreSQL store whose server stopped,
-restarted or fell off the network, issue #30): the writer thread keeps the batch and applies it again with a
+restarted or fell off the network): the writer thread keeps the batch and applies it again with a
 short backoff, and ``on_outage(True)`` raises the store alarm (publishers get ``connection.blocked``,
 consumers go on being served from memory). Its confirms stay withheld until it commits; then
 ``on_outage(False)`` clears the alarm (log line ``store_reachable_again`` with the outage's length). An

@@ -1,4 +1,4 @@
-"""Frame-level differential checks (issue 26): reserved fields and the failing-method ids of every close are
+"""Frame-level differential checks: reserved fields and the failing-method ids of every close are
 compared byte for byte with RabbitMQ's, on raw frames (pamqp and pika forgive both).
 """
 

@@ -5,7 +5,7 @@ with redelivered=true, in every cycle.
 
 A delivery leaves the broker in the loop turn that marks it, before the batch holding the mark commits, so
 the mark of a delivery made just before the kill may be missing. After a crash recovery therefore marks every
-recovered message redelivered, as RabbitMQ's queue index does at a dirty recovery (issue 29: 2 of 2,773 such
+recovered message redelivered, as RabbitMQ's queue index does at a dirty recovery (2 of 2,773 such
 deliveries came back redelivered=false when recovery trusted the marks).
 
 WARRENMQ_KILL_CYCLES (default 4) sets the number of kill/restart cycles; e.g. 50 for a long run.

@@ -1,4 +1,4 @@
-"""kill -9 (and a clean restart) against state that used to live only in memory (issue 29): the messages a
+"""kill -9 (and a clean restart) against state that used to live only in memory: the messages a
 durable x-delayed-message exchange holds, and quorum queues' delivery counts with the x-delivery-limit they
 enforce. Real clients, `warrenmq serve --data-dir`, the broker killed with SIGKILL between steps.
 

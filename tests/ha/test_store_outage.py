@@ -1,4 +1,4 @@
-"""Losing the database (issue #30): PostgreSQL stopped under confirmed persistent load from pika.
+"""Losing the database: PostgreSQL stopped under confirmed persistent load from pika.
 
 Within the lease the active node confirms nothing, blocks its publisher with connection.blocked ('store
 unreachable') and goes on serving consumers from memory; once PostgreSQL is back it commits what it held,

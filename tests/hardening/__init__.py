@@ -1,1 +1,1 @@
-"""The hardening suite (issue 17): the broker protects itself and its tenants; real clients, real sockets."""
+"""The hardening suite: the broker protects itself and its tenants; real clients, real sockets."""

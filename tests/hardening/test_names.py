@@ -1,4 +1,4 @@
-"""Every queue and exchange name RabbitMQ accepts works everywhere (issue 17 part 3).
+"""Every queue and exchange name RabbitMQ accepts works everywhere.
 
 Any UTF-8 up to 255 bytes: NUL, ``*``, ``#``, brackets, slashes, quotes, control characters, non-ASCII, the
 longest name. Each scenario runs over real sockets side by side with RabbitMQ where it is the spec (replies

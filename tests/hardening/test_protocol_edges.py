@@ -1,4 +1,4 @@
-"""Protocol edges answered as RabbitMQ answers them (issue 17 part 4), side by side with the oracle.
+"""Protocol edges answered as RabbitMQ answers them , side by side with the oracle.
 
 Frames in flight for a channel the broker is closing are dropped until close-ok; a channel.close crossing the
 broker's is answered with close-ok; connection.update-secret; protocol headers other than 0-9-1; a method

@@ -1,4 +1,4 @@
-"""Vhost and user limits (issue 17 item 5, set through the management API as an operator would) meeting pika
+"""Vhost and user limits (set through the management API as an operator would) meeting pika
 clients over real sockets: a vhost's max-connections and max-queues, a user's max-connections and
 max-channels, with RabbitMQ 3.10's reply codes and texts (the texts are checked against the oracle in
 tests/management and tests/compat)."""

@@ -1,4 +1,4 @@
-"""What `warrenmq serve` imports: only what its configuration uses, and only once it is used (issue #29): the
+"""What `warrenmq serve` imports: only what its configuration uses, and only once it is used: the
 management and Prometheus listeners build their aiohttp applications at their first connection.
 
 Each test runs the real command (``python -m broker``'s ``__main__`` through runpy, in a child process) until
@@ -44,7 +44,7 @@ UNUSED = (
     "broker.server.tls",
     "broker.management.api.app",
     "broker.bench",
-    # The PostgreSQL store and high availability: only with --store postgresql://... (issue #30).
+    # The PostgreSQL store and high availability: only with --store postgresql://....
     "asyncpg",
     "broker.storage.postgres",
     "broker.ha",

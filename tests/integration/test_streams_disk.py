@@ -1,4 +1,4 @@
-"""Streams served from their segment files (issue 19): a closed segment whose entries are written leaves
+"""Streams served from their segment files, not from memory: a closed segment whose entries are written leaves
 memory, consumers read it back from its file in bounded sequential batches, attaching by offset or
 timestamp seeks through the index, and after a restart only the open segment is held. Memory is measured
 through the stream's own counter of the body bytes it holds (`StreamPath.ram_bytes`, also the management

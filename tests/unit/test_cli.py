@@ -1,5 +1,5 @@
 """broker/cli.py's parser: a `serve` command line parses the same with the parser `serve` builds for itself,
-which leaves out `config show`'s copy of the serve arguments (issue #29)."""
+which leaves out `config show`'s copy of the serve arguments (start-up time)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_an_unknown_serve_argument_is_refused_alike(capsys: pytest.CaptureFixtur
 
 def test_serve_sets_its_gc_thresholds_before_structlog_and_asyncio_load() -> None:
     """Start-up allocates much and frees little: with the default thresholds the collector ran ~31 times
-    while structlog and asyncio loaded, finding nothing (issue #29)."""
+    while structlog and asyncio loaded, finding nothing (start-up time)."""
     code = (
         "import gc, sys; from broker.cli import _prepare_serve_process; _prepare_serve_process();"
         "from broker.server.runtime import GC_THRESHOLDS;"
@@ -50,7 +50,7 @@ def test_serve_sets_its_gc_thresholds_before_structlog_and_asyncio_load() -> Non
 
 
 def test_help_takes_the_width_shutil_would_give(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The formatter finds the width without shutil (issue #29), the same way: $COLUMNS, else the
+    """The formatter finds the width without importing shutil at start-up, the same way: $COLUMNS, else the
     terminal on standard output, else 80."""
     import shutil
 

@@ -63,7 +63,7 @@ def _compile(pattern: str, topic: bool = False) -> re.Pattern[str]:
 class User:
     """A user as rabbit_auth_backend_internal keeps it. Its fields are not reassigned (``put_user`` makes a
     new one); ``limits`` is changed in place (broker.set_user_limits, recovery). No dataclasses in this
-    module: their generated methods are compiled at every start (issue #29)."""
+    module: their generated methods are compiled at every start."""
 
     __slots__ = ("hashing_algorithm", "limits", "name", "password_hash", "tags")
 

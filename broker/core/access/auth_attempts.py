@@ -7,7 +7,7 @@ from typing import Any
 
 
 class AuthAttempts:
-    # A plain class, not a dataclass: a dataclass's methods are compiled at every start (issue #29).
+    # A plain class, not a dataclass: a dataclass's methods are compiled at every start.
     __slots__ = ("counts",)
 
     def __init__(self) -> None:

@@ -15,7 +15,7 @@ class Binding(NamedTuple):
     Identity is all four fields with the arguments frozen (top-level keys sorted, values typed), as RabbitMQ's
     binding record is: binding twice with equal arguments in another key order is the same binding. A
     NamedTuple (equal and hashed by its fields, as the frozen dataclass it was), because a dataclass's methods
-    are compiled at every start (issue #29).
+    are compiled at every start.
     """
 
     source: Exchange

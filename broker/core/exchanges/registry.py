@@ -13,7 +13,7 @@ from broker.core.exchanges.topic import TopicExchangeType
 
 
 # Plugin types (RabbitMQ needs rabbitmq-plugins enable; here they are always available), imported at their
-# first declare or recovery: a broker that never uses one does not load it (issue #29). x-delayed-message is
+# first declare or recovery: a broker that never uses one does not load it. x-delayed-message is
 # loaded anyway (its durable store is part of recovery).
 def _consistent_hash() -> type[ExchangeType]:
     from broker.core.exchanges.consistent_hash import ConsistentHashExchangeType

@@ -35,7 +35,7 @@ class Topology(Enum):
     CONSUMER_REMOVED = "consumer_removed"  # detail: queue and consumer_detail's fields
 
 
-# No dataclasses here: their generated methods are compiled at import (start-up cost, issue #29). These are
+# No dataclasses here: their generated methods are compiled at import (start-up cost). These are
 # built for every fate of every message while events are on, so the constructors stay positional and plain.
 
 

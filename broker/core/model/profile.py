@@ -11,7 +11,7 @@ from typing import NamedTuple
 MIB = 1024 * 1024
 
 
-# A NamedTuple, not a dataclass: start-up cost (issue #29).
+# A NamedTuple, not a dataclass: start-up cost.
 class Profile(NamedTuple):
     name: str
     # max_message_size default: 128 MiB up to 3.13, 16 MiB since 4.0 (4.0 release notes).

@@ -45,7 +45,7 @@ _TYPE_TARGET = {CLASSIC: "classic_queues", QUORUM: "quorum_queues", STREAM: "str
 
 class Policy(NamedTuple):
     """One policy or operator policy as stored and listed (rabbit_policy:p/2). A NamedTuple, not a frozen
-    dataclass: the dataclass's methods were compiled at every start (issue #29)."""
+    dataclass: the dataclass's methods were compiled at every start."""
 
     vhost: str
     name: str

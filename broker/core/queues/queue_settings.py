@@ -63,7 +63,7 @@ class QueueSettings:
     """The compiled feature arguments of one queue; ``None`` means the feature is off. Immutable (queues share
     `PLAIN`), compared by value.
 
-    Not a dataclass: its generated methods are compiled at every start (issue #29). Not a NamedTuple either:
+    Not a dataclass: its generated methods are compiled at every start. Not a NamedTuple either:
     the message path reads these attributes, and a slot is read faster than a tuple field."""
 
     __slots__ = _FIELDS

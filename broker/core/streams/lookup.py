@@ -1,6 +1,6 @@
 """Whether a queue is a stream, for the places every queue passes through (basic.consume, basic.nack and
 basic.reject, recovery, statistics), without importing the stream classes: they load with the first stream
-queue, so a broker that never declares one never pays for them (issue #29: start-up imports only what the
+queue, so a broker that never declares one never pays for them (start-up imports only what the
 configuration and the clients use)."""
 
 from __future__ import annotations

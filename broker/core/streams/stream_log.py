@@ -1,7 +1,7 @@
 """A stream's append-only log: messages at increasing offsets, grouped in segments that retention removes
 whole (by total size and by age), as RabbitMQ's osiris log does. Only the open segment (and closed ones not
-yet written) stays in memory; the rest is read from the segment files (issue 19). Pure: time comes in as
-``now_ms``, files through `StreamDisk`.
+yet written) stays in memory; the rest is read from the segment files, so a long stream does not live in RAM.
+Pure: time comes in as ``now_ms``, files through `StreamDisk`.
 """
 
 from __future__ import annotations

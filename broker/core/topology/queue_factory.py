@@ -96,7 +96,7 @@ def new_queue(
     queue.events = vhost.events
     queue.host = vhost
     if settings.queue_type == STREAM:
-        from broker.core.streams.stream_queue import StreamPath  # with the first stream (issue #29)
+        from broker.core.streams.stream_queue import StreamPath  # with the first stream only
 
         queue.features = StreamPath(queue, settings, vhost, vhost.with_stream_offset)
     elif settings is not PLAIN:

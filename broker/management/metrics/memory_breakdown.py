@@ -104,7 +104,7 @@ def breakdown(context: ManagementContext) -> dict[str, Any]:
     sampler = getattr(context, "sampler", None)
     sizes["mgmt_db"] += _deep_containers(getattr(sampler, "__dict__", {}))
     sizes["code"] = _code_bytes()
-    # psutil only when a breakdown is asked for: the management app imports this module at start-up (#29).
+    # psutil only when a breakdown is asked for: the management app imports this module at start-up.
     import psutil
 
     memory = psutil.Process().memory_info()

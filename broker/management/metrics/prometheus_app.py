@@ -21,7 +21,7 @@ def _response(body: bytes) -> web.Response:
 
 
 async def metrics(request: web.Request) -> web.Response:
-    # The families and prometheus-client load at the first scrape, not with the listener (issue #29).
+    # The families and prometheus-client load at the first scrape, not with the listener (start-up time).
     from broker.management.metrics import prometheus_metrics
 
     return _response(prometheus_metrics.core(request.app[_CONTEXT], per_object=False))

@@ -1,7 +1,7 @@
 """The metric families rabbitmq_prometheus serves, built with prometheus-client from what the broker holds at
 scrape time, and their text exposition. Imported at the first scrape
 (broker.management.metrics.prometheus_app), so that prometheus-client and psutil are not part of the broker's
-start-up (issue #29)."""
+start-up."""
 
 from __future__ import annotations
 

@@ -58,7 +58,8 @@ def declare(channel: ChannelPort, method: commands.Queue.Declare) -> None:
     if not method.nowait:
         conn.send(
             channel.channel_id,
-            # Not pamqp's constructor: its validate() refuses names RabbitMQ accepts (541 before, issue 17).
+            # Not pamqp's constructor: its validate() refuses names RabbitMQ accepts, and the reply would
+            # become a 541 where RabbitMQ answers declare-ok.
             make_method(
                 commands.Queue.DeclareOk,
                 queue=queue.name,

@@ -1,6 +1,6 @@
-"""Losing the database (issue #30): which failures of a PostgreSQL commit mean "the server cannot be
-reached" (the writer keeps the batch and tries again) rather than "this batch is wrong" (fatal, as a failed
-SQLite commit is), and the read connection, opened again after an outage.
+"""Losing the database (PostgreSQL restarted or out of reach): which failures of a PostgreSQL commit mean "the
+server cannot be reached" (the writer keeps the batch and tries again) rather than "this batch is wrong"
+(fatal, as a failed SQLite commit is), and the read connection, opened again after an outage.
 
 Unreachable: the socket failed (refused, reset, no route), the connection is gone or closed, a statement or
 connect timed out, or the server said it is shutting down, crashed or is still starting (SQLSTATE class 08,

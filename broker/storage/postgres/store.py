@@ -1,5 +1,5 @@
 """The PostgreSQL store: everything the SQLite store holds (broker.storage.sqlite), in a database that
-several machines can reach, so a standby can take over a failed node's durable state (issue #30).
+several machines can reach, so a standby can take over a failed node's durable state.
 
 Same write rules as SQLite: one transaction per `apply(batch)` (the group commit: its confirms go out when
 it is committed), message inserts, delivered marks, returns and acks each as one statement over arrays

@@ -1,4 +1,4 @@
-"""``--store`` (issue #30): the durable store is SQLite under the data directory unless a PostgreSQL URL is
+"""``--store``: the durable store is SQLite under the data directory unless a PostgreSQL URL is
 given by flag, WARRENMQ_STORE or rabbitmq.conf's ``warrenmq.store``; the ready line and the logs name it
 without its password."""
 

@@ -1,4 +1,4 @@
-"""QueueSettings as a hand-written class (issue #29): what the code relies on from the frozen dataclass it
+"""QueueSettings as a hand-written class (start-up time): what the code relies on from the frozen dataclass it
 replaced. Queues share `PLAIN`, so it must refuse assignment; policy application compares settings by value
 (``settings == current``) and derives them with ``replace``."""
 

@@ -1,5 +1,5 @@
 """The disk alarm's free-space figure (disk_free_limit): statvfs read directly, as shutil.disk_usage reads it,
-without importing shutil into every start (issue #29)."""
+without importing shutil into every start."""
 
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ def test_urls_bracket_ipv6_addresses() -> None:
 
 
 def test_a_host_name_binds_as_getaddrinfo_resolves_it() -> None:
-    """Names reach getaddrinfo as ASCII bytes, not through the idna codec (issue #29): resolved the same."""
+    """Names reach getaddrinfo as ASCII bytes, not through the idna codec (start-up): resolved the same."""
     expected = str(
         socket.getaddrinfo("localhost", 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][4][0]
     )

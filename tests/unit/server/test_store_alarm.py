@@ -1,5 +1,6 @@
-"""The store alarm (issue #30): the writer's outage reports become a resource alarm whose connection.blocked
-reason names the store, raised and cleared once each, alongside the memory and disk alarms."""
+"""The store alarm (PostgreSQL out of reach): the writer's outage reports become a resource alarm whose
+connection.blocked reason names the store, raised and cleared once each, alongside the memory and disk
+alarms."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which PostgreSQL failures the writer rides out (the server out of reach) and which stay fatal (issue #30):
+"""Which PostgreSQL failures the writer rides out (the server out of reach) and which stay fatal:
 built as asyncpg builds them from the server's ErrorResponse (its SQLSTATE), or as the socket raises them."""
 
 from __future__ import annotations

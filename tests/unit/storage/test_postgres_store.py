@@ -1,5 +1,5 @@
 """PostgresStore on its own: its versioned schema, the databases it refuses, its clean-stop mark, the fencing
-hook the leadership work relies on (issue #30), and stream logs kept as rows, read back as SQLite's segment
+hook the leadership work relies on, and stream logs kept as rows, read back as SQLite's segment
 files are (the same batches, the same segments and reads)."""
 
 from __future__ import annotations
@@ -284,7 +284,7 @@ def test_a_fenced_node_cannot_mark_its_successors_run_clean(
         reopened.close()
 
 
-# -- losing the database: the writer applies a batch again after an outage (issue #30)
+# -- losing the database: the writer applies a batch again after an outage
 
 
 def _snapshot(cluster: PostgresCluster, name: str) -> str:

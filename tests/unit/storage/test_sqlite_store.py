@@ -367,7 +367,7 @@ def test_a_schema_1_store_migrates_its_users_to_administrators_with_full_permiss
 def test_an_upgrade_that_fails_in_a_later_step_leaves_the_store_at_its_version(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The pending migrations run in one transaction (one fsync'd commit for a new store, issue #29): a step
+    """The pending migrations run in one transaction (one fsync'd commit for a new store): a step
     that fails takes the earlier steps of the same upgrade with it, so the file is never left between
     versions."""
     with sqlite3.connect(tmp_path / DB_NAME) as db:

@@ -1,4 +1,4 @@
-"""StoreWriter when the store's server cannot be reached (issue #30, "losing the database"): the batch is
+"""StoreWriter when the store's server cannot be reached ("losing the database"): the batch is
 kept and applied again until it commits, its confirms are withheld meanwhile, the store alarm is raised once
 and cleared once, and writes made during the outage commit after it; any other failure stays fatal, and
 close() during an outage stops the retries.
