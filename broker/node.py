@@ -28,7 +28,7 @@ from broker.server.alarms import AlarmSources, ResourceAlarms
 from broker.server.clock import LoopClock
 from broker.server.runtime import pid_file, tune_for_serving
 from broker.server.server import Addon, Server, StartupError
-from broker.server.sockets import display_host
+from broker.server.sockets import display_address
 from protocol import compiled
 from protocol.header_rewrite import rewrite_content_header
 
@@ -200,8 +200,8 @@ def ha_dsn(config: ServerConfig) -> str | None:
 def report_ready(ready: dict[str, Any], plugins: Sequence[str] = ()) -> None:
     """The JSON line on stdout that scripts and fixtures wait for (`--port 0` tells them the port), first;
     then RabbitMQ's own "Server startup complete" line and plugin list, which Testcontainers waits for."""
-    host, port = ready["amqp_host"], ready["amqp_port"]
-    print(json.dumps({"event": "ready", **ready, "url": f"amqp://{display_host(host)}:{port}/"}), flush=True)
+    url = f"amqp://{display_address(ready['amqp_host'], ready['amqp_port'])}/"
+    print(json.dumps({"event": "ready", **ready, "url": url}), flush=True)
     print("\n".join(startup_complete_lines(plugins)), flush=True)
 
 
@@ -231,7 +231,8 @@ def run(config: ServerConfig, addons: Sequence[Addon] | None = None) -> int:
         if error.filename is not None:  # the data directory or the pid file, not a listener
             print(f"warrenmq: {error.filename}: {error.strerror}", file=sys.stderr)
         else:
-            print(f"warrenmq: cannot listen on {config.host}:{config.port}: {error}", file=sys.stderr)
+            address = display_address(config.host, config.port)
+            print(f"warrenmq: cannot listen on {address}: {error}", file=sys.stderr)
         return 1
     except StartupError as error:
         print(f"warrenmq: {error}", file=sys.stderr)

@@ -14,7 +14,7 @@ from broker.config import ServerConfig, TLSOptions
 from broker.config.plugins import started_plugins
 from broker.management.lazy_http import LazyHTTPListener
 from broker.server.server import Addon, Server, StartupError
-from broker.server.sockets import listen_socket
+from broker.server.sockets import display_address, listen_socket
 
 # What each addon serves with is imported when it is first needed, not with this module, which `warrenmq
 # serve` imports whatever it runs: aiohttp and the applications at an HTTP listener's first connection
@@ -59,7 +59,7 @@ def _bind(host: str, port: int, what: str) -> socket.socket:
     try:
         return listen_socket(host, port)
     except OSError as error:
-        raise StartupError(f"cannot listen on {host}:{port} ({what}): {error}") from None
+        raise StartupError(f"cannot listen on {display_address(host, port)} ({what}): {error}") from None
 
 
 class _HTTPAddon:

@@ -17,7 +17,7 @@ from broker.config.cookie import cookie_path, ensure_cookie
 from broker.config.plugins import started_plugins
 from broker.management.lazy_http import LazyRunner
 from broker.server.server import Server, StartupError
-from broker.server.sockets import listen_socket
+from broker.server.sockets import display_address, listen_socket
 
 # The HTTP side (aiohttp, the management application) is imported at the first authenticated connection,
 # not at start-up: `warrenmq serve` opens this channel whatever it runs (start-up time).
@@ -137,7 +137,8 @@ class ControlAddon:
                 self.port = 0
                 return await self.after_listen(server)
             raise StartupError(
-                f"cannot listen on {self.host}:{self.port} (distribution port, CLI channel): {error}"
+                f"cannot listen on {display_address(self.host, self.port)} (distribution port, CLI channel): "
+                f"{error}"
             ) from None
         self._server = await asyncio.get_running_loop().create_server(lambda: _Handshake(self), sock=sock)
         port = int(sock.getsockname()[1])

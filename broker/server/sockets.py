@@ -84,6 +84,11 @@ def display_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
+def display_address(host: str, port: int) -> str:
+    """A listening address as RabbitMQ prints one (``[::]:5672``, ``127.0.0.1:25672``), never ``:::5672``."""
+    return f"{display_host(host)}:{port}"
+
+
 def unread_bytes(fd: int) -> int:
     """Bytes the kernel holds for ``fd`` that the broker has not read yet (FIONREAD; 0 when unknown)."""
     if fd < 0:

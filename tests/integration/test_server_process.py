@@ -18,6 +18,7 @@ import pytest
 
 from broker.config import add_serve_arguments, config_from_args
 from tests.conftest import BrokerProcess
+from tests.ports import free_port
 
 Factory = Callable[..., BrokerProcess]
 
@@ -113,6 +114,26 @@ def test_port_in_use_is_a_clear_error_and_exit_1(broker_factory: Factory) -> Non
     )
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{broker.port}" in result.stderr
+
+
+@pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6 on this machine")
+def test_a_clash_on_the_dual_stack_address_prints_it_as_rabbitmq_does() -> None:
+    """The default listener `::` is printed `[::]:PORT`, as RabbitMQ prints its listeners, not `:::PORT`."""
+    holder = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    holder.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    port = free_port()
+    holder.bind(("::", port))
+    holder.listen()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "broker", "serve", "--host", "::", "--port", str(port),
+             "--data-dir", "none", "--management-port", "-1", "--prometheus-port", "-1"],
+            capture_output=True, text=True, timeout=20, check=False,
+        )  # fmt: skip
+    finally:
+        holder.close()
+    assert result.returncode == 1
+    assert f"warrenmq: cannot listen on [::]:{port}: " in result.stderr, result.stderr
 
 
 def _parse(argv: list[str]) -> Any:

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from broker.server.sockets import display_host, effective_host, has_ipv6, listen_socket
+from broker.server.sockets import display_address, display_host, effective_host, has_ipv6, listen_socket
 
 needs_ipv6 = pytest.mark.skipif(not has_ipv6(), reason="this machine has no IPv6")
 
@@ -79,3 +79,12 @@ def test_a_name_that_does_not_resolve_is_an_os_error() -> None:
     for name in ("no-such-host.invalid", "bücher.invalid", "a..b"):
         with pytest.raises(OSError):
             listen_socket(name, 0)
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "shown"),
+    [("::", 5672, "[::]:5672"), ("::1", 15672, "[::1]:15672"), ("127.0.0.1", 25672, "127.0.0.1:25672"),
+     ("[::]", 5672, "[::]:5672"), ("localhost", 5672, "localhost:5672")],
+)  # fmt: skip
+def test_listening_addresses_print_as_rabbitmq_prints_them(host: str, port: int, shown: str) -> None:
+    assert display_address(host, port) == shown
