@@ -7,6 +7,8 @@ RUN_STAMP := $(VENV)/.installed-run
 # Empty: the broker's own defaults ([::]:5672, dual-stack), or what rabbitmq.conf / the environment say.
 HOST ?=
 PORT ?=
+MANAGEMENT_PORT ?=
+PROMETHEUS_PORT ?=
 PYTEST_ARGS ?=
 # The modules setup.py compiles with mypyc (its MYPYC_MODULES): a change to one rebuilds them in place, so an
 # extension never runs older code than its source (protocol/compiled.py also checks, and falls back to pure).
@@ -43,7 +45,9 @@ $(STAMP): pyproject.toml setup.py broker/journal/_lane.c protocol/_wire.c $(MYPY
 	touch $(STAMP) $(RUN_STAMP)
 
 run: $(RUN_STAMP)
-	$(VENV)/bin/warrenmq serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
+	$(VENV)/bin/warrenmq serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT)) \
+		$(if $(MANAGEMENT_PORT),--management-port $(MANAGEMENT_PORT)) \
+		$(if $(PROMETHEUS_PORT),--prometheus-port $(PROMETHEUS_PORT))
 
 lint: $(STAMP)
 	bash -n .ci/run
