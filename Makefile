@@ -26,7 +26,7 @@ FAST_TESTS ?= tests/unit tests/property tests/component
 JUNIT_DIR ?=
 N ?= 3
 
-.PHONY: run test test-fast test-repeat lint typecheck contracts pytest pytest-pure bench benchmarks clean ui ui-test
+.PHONY: run docs test test-fast test-repeat lint typecheck contracts pytest pytest-pure bench benchmarks clean ui ui-test
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -99,7 +99,12 @@ ui-test: ui/node_modules/.package-lock.json
 	diff -r .ui-build-check broker/management/ui/dist || (echo "broker/management/ui/dist is stale: run make ui and commit it" && exit 1)
 	rm -rf .ui-build-check
 
-test: lint typecheck contracts ui-test pytest pytest-pure
+# The documentation site (mkdocs.yml, pages in docs/): --strict fails on a broken link or anchor. Built into
+# site/, which is gitignored.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir site
+
+test: lint typecheck contracts docs ui-test pytest pytest-pure
 
 # Routing-core and codec microbenchmarks (pytest-benchmark); reported, never asserted as times.
 bench: $(STAMP)
@@ -112,6 +117,6 @@ benchmarks: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .test-repeat .coverage .coverage.*
-	rm -rf build
+	rm -rf build site
 	rm -f broker/journal/_lane.*.so protocol/native__mypyc.*.so protocol/_compiled.json
 	rm -f $(foreach source,$(MYPYC_SOURCES),$(source:.py=).*.so)

@@ -2,8 +2,8 @@
 recorded from real pika traffic:
 
 - `warrenmq analytics JOB --master spark://… --python-env ARCHIVE` (the driver ships the project's code);
-- `spark-submit`, by running the README's cluster recipe as written in a copy of the repository (fresh venv,
-  `pip install`, `warrenmq analytics pack`, one `spark-submit` per job, then `report`).
+- `spark-submit`, by running the cluster recipe of docs/analytics.md as written in a copy of the repository
+  (fresh venv, `pip install`, `warrenmq analytics pack`, one `spark-submit` per job, then `report`).
 
 Each run must show up in the master's /json/ as a FINISHED application whose executor finished tasks, and
 write the summary local mode writes.
@@ -25,11 +25,12 @@ import pytest
 
 from broker.analytics.cli import SPARK_JOBS, build_parser, run
 from tests.analytics.standalone import StandaloneCluster
+from tests.docs.blocks import docs_block
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 ROOT = Path(__file__).resolve().parents[2]
-RECIPE_MARK = "<!-- cluster-recipe -->"
+RECIPE_PAGE, RECIPE_ID = "docs/analytics.md", "cluster-recipe"
 _PERCENTILES = ("p50_ms", "p95_ms", "p99_ms")
 
 
@@ -136,12 +137,8 @@ def master_route(
 
 
 def recipe() -> str:
-    """The README's cluster recipe: the sh block after the cluster-recipe mark, as written."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    after = readme[readme.index(RECIPE_MARK) + len(RECIPE_MARK) :]
-    block = re.match(r"\s*```sh\n(.*?)```", after, re.DOTALL)
-    assert block is not None, "the cluster-recipe mark must precede a ```sh block"
-    return block.group(1)
+    """The cluster recipe of docs/analytics.md (the sh block marked run-by this file), as written."""
+    return docs_block(RECIPE_PAGE, RECIPE_ID)
 
 
 def fresh_copy(into: Path) -> Path:
@@ -165,7 +162,7 @@ def submit_route(
     live_definitions: tuple[Path, Path],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Route:
-    """The README's recipe run by bash in a fresh copy, with the variables it asks the user to set."""
+    """The recipe run by bash in a fresh copy, with the variables it asks the user to set."""
     clone = fresh_copy(tmp_path_factory.mktemp("fresh-clone"))
     results = tmp_path_factory.mktemp("submit-route")
     our_bin = str(Path(sys.executable).parent)
@@ -182,7 +179,7 @@ def submit_route(
         ["bash", "-euo", "pipefail", "-c", recipe()], cwd=clone, env=env, capture_output=True, text=True,
         timeout=1100, check=False,
     )  # fmt: skip
-    assert done.returncode == 0, f"README recipe failed:\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, f"the docs/analytics.md recipe failed:\n{done.stderr[-4000:]}"
     apps = {job: new_apps(cluster, before, f"warrenmq-{job}") for job in SPARK_JOBS}
     return Route(results, apps, done.stderr)
 
