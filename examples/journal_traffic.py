@@ -1,4 +1,5 @@
-"""Traffic for the README's worked journal example: a direct, a topic and a fanout exchange side by side.
+"""Traffic for the worked journal example of docs/analytics.md: a direct, a topic and a fanout exchange side
+by side.
 
 Publishes at a steady rate for a while, round-robin over
 - ``shop.direct`` with routing key ``orders`` (one queue),

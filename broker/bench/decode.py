@@ -1,6 +1,6 @@
 """`warrenmq bench decode`: field-table decoding from 1 KB to 1 MB, in this process (no broker needed).
 
-Issue 17 asks the decoder for untrusted tables to be linear in the table's size: the scenario times
+The decoder for untrusted tables must be linear in the table's size (RabbitMQ's is): the scenario times
 `protocol.field_table.decode_table` on three shapes (many small int fields, one array of 1-byte void fields,
 four large longstrs) at each size and reports the microseconds per table and the cost per KB at 1 MB over
 the cost per KB at 1 KB (``*_scaling``: about 1 when linear; a quadratic decoder's grows with the size). The

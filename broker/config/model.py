@@ -72,7 +72,7 @@ class ServerConfig(NamedTuple):
     # lasts without a renewal; a standby takes over at most this long after the active node died.
     ha_lease_s: float = 3.0
     # rabbitmq.conf settings carried for the planes that use them (prometheus endpoint, access control,
-    # resource alarms); see README "Configuration".
+    # resource alarms); see docs/configuration.md.
     prometheus_port: int | None = 15692
     collect_statistics_interval_ms: int = 5000
     event_exchange_vhost: str = "/"  # rabbitmq.conf event_exchange.vhost

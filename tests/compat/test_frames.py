@@ -42,7 +42,7 @@ def test_warrenmq_sends_rabbitmqs_frames(rabbitmq_url: str, amqp_url: str, name:
 @pytest.fixture(scope="module")
 def warrenmq_310_url() -> Iterator[str]:
     """WarrenMQ under the oracle's release profile: 3.13 (the default) hashes a hash-header's value, 3.10 its
-    typed pair (README, Version profiles), so the plugin scenarios compare like with like."""
+    typed pair (docs/deviations.md, Version profiles), so the plugin scenarios compare like with like."""
     broker = start_broker_process("--profile", "rabbitmq-3.10", "--prometheus-port", "0")
     try:
         yield broker.url

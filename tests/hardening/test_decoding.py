@@ -1,6 +1,6 @@
 """Field tables and arrays from untrusted input decode in linear time, bounded, as RabbitMQ accepts them.
 
-Issue 17 part 2. The decoder (protocol.field_table) is checked in-process for linear cost and memory, then
+The decoder (protocol.field_table) is checked in-process for linear cost and memory, then
 over real sockets: malformed tables end the connection on both brokers, legal awkward ones (deep nesting,
 type ``L``) are accepted on both, and a flood of 122 KB void-array headers does not stall an honest client.
 """
@@ -96,7 +96,7 @@ def test_pamqp_is_the_quadratic_reference() -> None:
 
 
 def test_deep_nesting_costs_memory_proportional_to_the_frame() -> None:
-    # Issue 17: a 10,000-deep table cost pamqp +65 MB (a copy of the tail per level) before a 501.
+    # A 10,000-deep table cost pamqp +65 MB (a copy of the tail per level) before a 501.
     raw = _nested(10_000)
     payload = queue_declare(b"q", raw)
     tracemalloc.start()
@@ -249,7 +249,7 @@ def _honest_round_trip(url: str) -> float:
 def test_void_array_flood_does_not_stall_an_honest_client(
     amqp_url: str, unique: str, record_property: Callable[[str, object], None]
 ) -> None:
-    # Issue 17: five 122 KB content headers of 125,000 void fields each delayed other clients by ~800 ms
+    # Five 122 KB content headers of 125,000 void fields each delayed other clients by ~800 ms
     # with pamqp. Measured here: the honest client's round trips (passive queue.declare) from the moment the
     # five frames are sent until the broker has routed all five. The figure is recorded (junit property,
     # stdout), not asserted (wall clock on a shared machine); that all five were decoded and routed is.

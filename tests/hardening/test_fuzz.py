@@ -1,7 +1,7 @@
 """A bounded coverage-guided fuzz run (atheris) of the frame splitter, the codecs and the table decoder.
 
 The harness is tests/hardening/fuzz_decoders.py; it runs in a child process (libFuzzer owns the process and
-exits when done). ``make test`` gives it 15 seconds; the README has the long-run command. A crash, an
+exits when done). ``make test`` gives it 15 seconds; docs/protection.md has the long-run command. A crash, an
 unexpected exception type or a table decoded differently from pamqp makes libFuzzer exit non-zero with the
 input that did it.
 """

@@ -50,7 +50,7 @@ def test_non_amqp_urls_are_refused() -> None:
 
 
 def test_decode_scenario_shows_linear_scaling_from_1_kb_to_1_mb(tmp_path: Path) -> None:
-    # Issue 17: the decode benchmark of `warrenmq bench`. The per-KB cost at 1 MB over that at 1 KB stays
+    # The decode benchmark of `warrenmq bench`. The per-KB cost at 1 MB over that at 1 KB stays
     # near 1 for every shape (CPU time, best of several runs); a quadratic decoder's would be ~1000.
     out = tmp_path / "decode.jsonl"
     result = run_broker_cli("bench", "--json", str(out), "decode", timeout_s=300)

@@ -1,5 +1,5 @@
-"""The README's worked journal example, without Spark: examples/journal_traffic.py against a broker with the
-journal on, and the compact rows it leaves are the deliveries the topology implies."""
+"""The worked journal example of docs/analytics.md, without Spark: examples/journal_traffic.py against a
+broker with the journal on, and the compact rows it leaves are the deliveries the topology implies."""
 
 from __future__ import annotations
 

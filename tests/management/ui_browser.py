@@ -57,7 +57,7 @@ class Watched:
             self.errors.append(f"console: {message.text}")
 
     async def shot(self, name: str, readme: bool = False) -> None:
-        """Save a full-page artifact; with ``readme``, also the README's image when asked to refresh them."""
+        """Save a full-page artifact; with ``readme``, also the docs' image when asked to refresh them."""
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         await self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
         if readme and os.environ.get("WARRENMQ_README_SCREENSHOTS") == "1":

@@ -41,7 +41,7 @@ class Profile(NamedTuple):
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
-        # The Debian oracle's release: 3.13's rows but for those listed in README's profile table.
+        # The Debian oracle's release: 3.13's rows but for those in docs/deviations.md's table.
         Profile(
             "rabbitmq-3.10",
             128 * MIB,

@@ -2,7 +2,7 @@
 
 ``VOLATILE`` lists values that differ between any two runs or any two brokers and carry nothing a client can
 depend on (names a broker or client makes up, clocks, the server's self-description). ``DEVIATIONS`` lists the
-differences WarrenMQ keeps on purpose; each names its row in the README's table of deliberate deviations
+differences WarrenMQ keeps on purpose; each names its row in the table of docs/deviations.md
 ("Deliberate deviations"), with the profile it belongs to. Nothing else is hidden: every other argument, type,
 flag, size and order is compared as sent.
 
@@ -22,7 +22,7 @@ Record = dict[str, Any]
 
 @dataclass(frozen=True)
 class Rule:
-    """One normalisation: ``why`` is the reason (for a deviation, with its README row and profile)."""
+    """One normalisation: ``why`` is the reason (a deviation's: its docs/deviations.md row, profile)."""
 
     name: str
     why: str
@@ -215,7 +215,7 @@ VOLATILE: tuple[Rule, ...] = (
     Rule("event exchange run values", _event_values.__doc__ or "", _event_values),
 )
 
-# -- deliberate deviations (README "Deliberate deviations") -------------------------------------------------
+# -- deliberate deviations (docs/deviations.md "Deliberate deviations") --------------------------------------
 
 # server-properties keys only WarrenMQ sends.
 _EXTRA_SERVER_PROPERTIES = frozenset({"warrenmq_version"})
@@ -309,26 +309,27 @@ def _event_header_order(record: Record) -> Record:
 DEVIATIONS: tuple[Rule, ...] = (
     Rule(
         "event exchange header order",
-        "README, Deliberate deviations: the order of an event's headers (all profiles). "
+        "docs/deviations.md, Deliberate deviations: the order of an event's headers (all profiles). "
         + (_event_header_order.__doc__ or ""),
         _event_header_order,
     ),
     Rule(
         "unknown exchange type",
-        "README, Deliberate deviations: an unknown exchange type is 406 on the channel (profile "
+        "docs/deviations.md, Deliberate deviations: an unknown exchange type is 406 on the channel (profile "
         "rabbitmq-3.13; 3.10: 503 on the connection). " + (_unknown_exchange_type_313.__doc__ or ""),
         _unknown_exchange_type_313,
     ),
     Rule(
         "warrenmq_version in server-properties",
-        "README, Deliberate deviations: `warrenmq_version` in connection.start server-properties (all "
-        "profiles): says what actually answers; clients read these keys for display only",
+        "docs/deviations.md, Deliberate deviations: `warrenmq_version` in connection.start "
+        "server-properties (all profiles): says what actually answers; clients read these keys for display "
+        "only",
         _extra_server_properties,
     ),
     Rule(
         "x-death headers of RabbitMQ 3.13",
-        "README, Deliberate deviations: x-last-death-* headers and x-death key order (profile rabbitmq-3.13; "
-        "the oracle is 3.10). " + (_x_death_313.__doc__ or ""),
+        "docs/deviations.md, Deliberate deviations: x-last-death-* headers and x-death key order "
+        "(profile rabbitmq-3.13; the oracle is 3.10). " + (_x_death_313.__doc__ or ""),
         _x_death_313,
     ),
 )

@@ -175,7 +175,7 @@ def exchange_class(open_client: Open, prefix: str) -> None:
     client.step(method(1, c.Exchange.Delete(exchange=x, if_unused=True)), until=["Exchange.DeleteOk"])
     client.close()
     # An unknown type: 3.10 refuses it with 503 on the connection, 3.13 (and WarrenMQ) with 406 on the channel
-    # (README, Deliberate deviations). The client reads the refusal and drops the socket.
+    # (docs/deviations.md, Deliberate deviations). The client reads the refusal and drops the socket.
     refused = open_client()
     refused.handshake()
     refused.open_channel(1)
