@@ -28,9 +28,11 @@ N ?= 3
 
 .PHONY: run docs test test-fast test-repeat lint typecheck contracts pytest pytest-pure bench benchmarks clean ui ui-test
 
+# setuptools 77 or later in the venv too (a venv brings 65): `python setup.py build_ext --inplace` reads
+# pyproject.toml's SPDX `license` with it, which older setuptools refuse.
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q --upgrade pip 'setuptools>=77'
 
 # `make run` installs what the broker needs and nothing else (no dev tools, no journal or analytics extras:
 # `pip install -e '.[journal]'` adds Parquet for the journal); `make test` and the tools install everything.
