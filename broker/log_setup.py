@@ -19,7 +19,7 @@ import json
 import logging
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
@@ -41,7 +41,7 @@ class Destination(NamedTuple):
     level: int  # logging's number: events below it are not written here
 
 
-def plain_line(event_dict: dict[str, Any]) -> str:
+def plain_line(event_dict: MutableMapping[str, Any]) -> str:
     """RabbitMQ's plain-text line(s) for one event."""
     stamp = str(event_dict.get("timestamp", "")).replace("T", " ").replace("Z", "+00:00")
     prefix = f"{stamp} [{event_dict.get('level', 'info')}] {event_dict.get('pid', NODE_PID)} "
@@ -55,7 +55,7 @@ def plain_line(event_dict: dict[str, Any]) -> str:
     return "\n".join(prefix + line for line in message.split("\n"))
 
 
-def json_line(event_dict: dict[str, Any]) -> str:
+def json_line(event_dict: MutableMapping[str, Any]) -> str:
     return json.dumps(event_dict, default=repr)
 
 
@@ -67,7 +67,7 @@ class _Fanout:
         self.destinations = tuple(destinations)
         self.lock = threading.Lock()
 
-    def __call__(self, _logger: Any, _method: str, event_dict: dict[str, Any]) -> str:
+    def __call__(self, _logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> str:
         level = _LEVELS.get(str(event_dict.get("level", "info")).upper(), logging.INFO)
         rendered: dict[str, str] = {}
         with self.lock:
@@ -86,7 +86,8 @@ class _Fanout:
 def open_log_file(path: str) -> TextIO:
     """Append to ``path`` (RABBITMQ_LOGS), creating its directory as RabbitMQ creates RABBITMQ_LOG_BASE."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    return open(path, "a", buffering=1)  # noqa: SIM115 - the process's log, open until it exits
+    # The process's log: open until it exits.
+    return open(path, "a", buffering=1)
 
 
 def destinations(
