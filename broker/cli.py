@@ -127,12 +127,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         loaded = Loaded(args, environ())
         config = config_from_loaded(loaded, args)
-        configure_logging(config.log_format, config.log_level, config.log_file)
+        configure_logging(
+            config.log_format, config.log_level, config.log_file, config.log_console, config.log_file_format
+        )
         log = structlog.get_logger("warrenmq.config")
         if loaded.files:
             log.info("config_files", files=loaded.files)
         for warning in loaded.warnings:
-            log.warning("config_ignored", detail=warning)
+            log.warning(warning)
         return run(config)
     if args.command == "config":
         from broker.config.args import Loaded, config_from_loaded

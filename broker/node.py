@@ -109,6 +109,7 @@ def build_node(
         config.data_dir,
         alarms_changed,
         alarm_sources,
+        node_name=config.node_name or "rabbit@localhost",
     )
     node = Server(config, loop, clock, broker, alarms, store, writer)
     ratio = config.vm_memory_high_watermark_paging_ratio

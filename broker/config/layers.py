@@ -108,6 +108,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("pid_file", None, ("RABBITMQ_PID_FILE",)),
     Setting("log_base", None, ("RABBITMQ_LOG_BASE",)),
     Setting("logs", None, ("RABBITMQ_LOGS",)),
+    # rabbitmq.conf log.console = true: the console as well as the file (broker/log_setup.py).
+    Setting("log_console", None),
+    Setting("log_file_format", None),
     # The CLI channel (broker/management/control.py): RabbitMQ's distribution port, AMQP port + 20000.
     Setting("dist_port", None, ("RABBITMQ_DIST_PORT",), int),
     Setting("fsync", "always", ("WARRENMQ_FSYNC",)),

@@ -110,6 +110,10 @@ class ServerConfig(NamedTuple):
     dist_port_configured: bool = False
     pid_file: str | None = None
     log_file: str | None = None
+    # rabbitmq.conf log.console (None: not set, the console only without a log file, as RabbitMQ) and
+    # log.file.formatter (None: log_format, which log.console.formatter and WARRENMQ_LOG_FORMAT set).
+    log_console: bool | None = None
+    log_file_format: str | None = None
 
 
 def store_display(config: ServerConfig) -> str | None:

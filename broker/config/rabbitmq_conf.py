@@ -252,6 +252,12 @@ def apply_entry(entry: Entry, settings: FileSettings) -> None:
             _log_level(entry, settings)
     elif key == "log.console.formatter":
         settings.set("log_format", "json" if entry.value == "json" else "console", entry)
+    elif key == "log.file.formatter":
+        settings.set("log_file_format", "json" if entry.value == "json" else "console", entry)
+    elif key == "log.console":
+        settings.set("log_console", _boolean(entry), entry)
+    elif key == "log.file" and parse_bool(entry.value) is False:
+        settings.set("logs", "-", entry)  # log.file = false: no log file, whatever RABBITMQ_LOG_BASE says
     elif key in ("connection_max", "consumer_max_per_channel"):
         settings.set(key, _limit(entry), entry)
     elif key == "vm_memory_high_watermark_paging_ratio":

@@ -9,6 +9,7 @@ told of a change (``on_change``) blocks and unblocks publishers (``broker.server
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -151,8 +152,10 @@ class ResourceAlarms:
         on_change: Callable[[tuple[str, ...]], None],
         sources: AlarmSources | None = None,
         on_memory: Callable[[int, int], None] | None = None,
+        node_name: str = "rabbit@localhost",
     ) -> None:
         self.clock = clock
+        self.node_name = node_name  # the log's "alarm set on node ..."
         self.sources = sources or AlarmSources()
         total = total_memory_bytes()
         self.total_memory_bytes = total
@@ -211,7 +214,7 @@ class ResourceAlarms:
         alarm, publishers are blocked while it lasts and consumers go on."""
         if unreachable != self.store_alarm:
             self.store_alarm = unreachable
-            log.warning("store resource alarm " + ("set" if unreachable else "cleared"))
+            self._log_alarm(STORE, unreachable)
             self.on_change(self.reasons)
 
     def sample_memory(self) -> None:
@@ -225,12 +228,15 @@ class ResourceAlarms:
         alarm = self.mem_used > self.mem_limit
         if alarm != self.mem_alarm:
             self.mem_alarm = alarm
-            # rabbit_alarm's log lines: "memory resource limit alarm set on node ...".
-            log.warning(
-                "memory resource limit alarm " + ("set" if alarm else "cleared"),
+            # vm_memory_monitor's line, then rabbit_alarm's.
+            log.info(
+                f"vm_memory_high_watermark {'set' if alarm else 'clear'}. Memory used:{self.mem_used} "
+                f"allowed:{self.mem_limit}",
+                domain="rabbitmq",
                 mem_used=self.mem_used,
                 mem_limit=self.mem_limit,
             )
+            self._log_alarm(MEMORY, alarm)
             self.on_change(self.reasons)
         if self.on_memory is not None:
             self.on_memory(self.mem_used, self.mem_limit)
@@ -247,14 +253,42 @@ class ResourceAlarms:
             alarm = self.disk_free < self.disk_free_limit
             if alarm != self.disk_alarm:
                 self.disk_alarm = alarm
-                log.warning(
-                    "disk resource limit alarm " + ("set" if alarm else "cleared"),
+                # rabbit_disk_monitor's line, then rabbit_alarm's.
+                log.info(
+                    f"Free disk space is {'insufficient' if alarm else 'sufficient'}. Free bytes: "
+                    f"{self.disk_free}. Limit: {self.disk_free_limit}",
+                    domain="rabbitmq",
                     disk_free=self.disk_free,
                     disk_free_limit=self.disk_free_limit,
                     data_dir=self.data_dir,
                 )
+                self._log_alarm(DISK, alarm)
                 self.on_change(self.reasons)
         self._schedule("disk", DISK_INTERVAL_S, self.sample_disk)
+
+    def _log_alarm(self, resource: str, on: bool) -> None:
+        """rabbit_alarm's warnings (RabbitMQ 3.10), the node as Erlang prints its name (quoted unless it is
+        a plain atom); the store's alarm, WarrenMQ's own, in the same words."""
+        node = (
+            self.node_name if re.fullmatch(r"[a-z][A-Za-z0-9_@]*", self.node_name) else f"'{self.node_name}'"
+        )
+        if on:
+            stars = "*" * 58
+            log.warning(
+                f"{resource} resource limit alarm set on node {node}.\n\n{stars}\n"
+                f"*** Publishers will be blocked until this alarm clears ***\n{stars}\n",
+                domain="rabbitmq",
+                resource=resource,
+            )
+            return
+        log.warning(
+            f"{resource} resource limit alarm cleared on node {node}", domain="rabbitmq", resource=resource
+        )
+        log.warning(
+            f"{resource} resource limit alarm cleared across the cluster",
+            domain="rabbitmq",
+            resource=resource,
+        )
 
     def _schedule(self, name: str, delay_s: float, callback: Callable[[], None]) -> None:
         if self._running:

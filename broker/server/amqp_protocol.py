@@ -265,7 +265,7 @@ class AMQPProtocol(asyncio.Protocol):
         if session is None or self._closing or session.state is ConnectionState.OPEN:
             return
         if session.state not in STOPPING:
-            session.connection_lost()
+            session.handshake_timed_out()
             self.close()
 
     def _schedule_heartbeat(self) -> None:

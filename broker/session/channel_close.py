@@ -11,7 +11,7 @@ from pamqp import commands
 
 from broker.core.queues.queue_admin import remove_consumer
 from broker.core.queues.unacked import requeue_deliveries
-from broker.session import direct_reply, lifecycle_events
+from broker.session import connection_log, direct_reply, lifecycle_events
 from broker.session.fates import settled_events
 from protocol.errors import HardError, ReplyCode
 
@@ -39,6 +39,7 @@ def method_while_closing(channel: ChannelPort, method: Frame) -> None:
 
 def close_with_error(channel: ChannelPort, error: ChannelError) -> None:
     """Soft error: earned confirms first, then channel.close; frames are dropped until close-ok."""
+    connection_log.channel_error(channel, error)
     channel.flush_confirms()
     channel.release()
     channel.conn.send(

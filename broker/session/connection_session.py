@@ -15,7 +15,7 @@ from broker.core.broker import Broker
 from broker.core.model.acting import INTERNAL, acting
 from broker.core.queues.queue import Queue
 from broker.core.topology.vhost import VirtualHost
-from broker.session import channel_close, closing, confirms, lifecycle_events, preauth
+from broker.session import channel_close, closing, confirms, connection_log, lifecycle_events, preauth
 from broker.session.ack_timeout import AckTimeoutWatch
 from broker.session.channel_open import open_channel
 from broker.session.channel_session import ChannelSession
@@ -102,6 +102,10 @@ class ConnectionSession:
         self._held_until = 0
         self._closed = False
         self._close_noticed = False
+        # For the log (broker.session.connection_log): bytes have come (the "accepting" line is written),
+        # and the connection's last line is written.
+        self.data_seen = False
+        self._end_logged = False
         self.faults: SessionFaults | None = None  # test fault injection, installed by the edge
 
     # -- input
@@ -111,10 +115,15 @@ class ConnectionSession:
         if self._closed:
             return
         self.heartbeat.received = True
+        if not self.data_seen:
+            self.data_seen = True
+            connection_log.accepting(self)
         try:
             frames = self.frames.feed(data)
         except ProtocolHeaderError:
             # Spec 4.2.2: answer with the header we speak, then close.
+            connection_log.bad_header(self, data)
+            self._end_logged = True
             self.transport.write(PROTOCOL_HEADER)
             self._shutdown()
             return
@@ -157,7 +166,8 @@ class ConnectionSession:
                     error.class_id, error.method_id = failing_method(frame_type, payload)
                 channel = channels.get(channel_id)
                 if channel is None or channel_id == 0:
-                    self.hard_close(HardError(error.code, error.text, error.class_id, error.method_id))
+                    hard = HardError(error.code, error.text, error.class_id, error.method_id)
+                    self.hard_close(hard, channel_id)
                     return
                 channel.close_with_error(error)
             except HardError as error:
@@ -170,13 +180,13 @@ class ConnectionSession:
                     # A connection error raised past the handlers' table (a stream's nack or reject: 540)
                     # names its method too; the reader's own errors and crashes keep 0/0, as RabbitMQ's.
                     error.class_id, error.method_id = failing_method(frame_type, payload)
-                self.hard_close(error)
+                self.hard_close(error, channel_id)
                 return
             except Exception:
                 # A bug must not take the broker down: close this connection as RabbitMQ does when a channel
                 # process crashes (541), and keep serving the others.
                 log.exception("internal_error", peer=self.peer, channel=channel_id)
-                self.hard_close(HardError(ReplyCode.INTERNAL_ERROR, "internal error"))
+                self.hard_close(HardError(ReplyCode.INTERNAL_ERROR, "internal error"), channel_id)
                 return
             if self._closed:
                 return
@@ -299,21 +309,22 @@ class ConnectionSession:
             )
             self.ack_timeout.start()
 
-    def hard_close(self, error: AMQPError) -> None:
-        """Send connection.close with RabbitMQ's code and text, await close-ok; channels go down now."""
+    def hard_close(self, error: AMQPError, channel_id: int = 0) -> None:
+        """Send connection.close with RabbitMQ's code and text, await close-ok; channels go down now.
+        ``channel_id``: the channel whose frame raised it (the log names it)."""
         if self.state in (ConnectionState.CLOSING, ConnectionState.CLOSED):
             return
         if preauth.closes_silently(self.state, error):
             # rabbit_reader before open-ok: no close frame, the socket dropped after ?SILENT_CLOSE_DELAY.
-            log.info(
-                "connection_error_before_open", peer=self.peer, code=int(error.code), text=error.reply_text
-            )
+            connection_log.handshake_error(self, error)
+            self._end_logged = True
             self._teardown()
             self._closed = True
             self.state = ConnectionState.CLOSED
             self.transport.close(after_s=preauth.SILENT_CLOSE_DELAY_S)
             return
-        log.info("connection_error", peer=self.peer, code=int(error.code), text=error.reply_text)
+        if not (error.code is ReplyCode.ACCESS_REFUSED and self.state in preauth.LOGIN_STATES):
+            connection_log.connection_error(self, channel_id, error)  # a refused login is logged already
         self._teardown()
         self.state = ConnectionState.CLOSING
         self.send(
@@ -344,9 +355,21 @@ class ConnectionSession:
 
     def connection_lost(self) -> None:
         """The socket is gone (either side): release everything the connection held."""
+        if not self._end_logged:
+            self._end_logged = True
+            if not self.data_seen:
+                connection_log.accepting(self, data=False)
+            connection_log.closed(self, self.data_seen)
         self._teardown()
         self._closed = True
         self.state = ConnectionState.CLOSED
+
+    def handshake_timed_out(self) -> None:
+        """rabbit_reader's handshake_timeout: not open in time; the edge closes the socket."""
+        if not self._end_logged:
+            self._end_logged = True
+            connection_log.handshake_timeout(self)
+        self.connection_lost()
 
     def abort(self) -> None:
         """Close the socket without a close frame (failed login of a client without
@@ -401,7 +424,8 @@ class ConnectionSession:
             return
         if self.heartbeat.peer_dead() and self.state not in STOPPING:  # once closed: broker.session.closing
             # As rabbit_reader: the socket is closed without a connection.close.
-            log.info("missed_heartbeats", peer=self.peer, timeout_s=self.heartbeat.interval_s)
+            connection_log.missed_heartbeats(self, self.heartbeat.interval_s)
+            self._end_logged = True
             self._shutdown()
             return
         if self.heartbeat.should_send():

@@ -41,6 +41,10 @@ class ConnectionPort(Protocol):
 
     vhost: VirtualHost | None
     username: str
+    # rabbit_reader's pid and the socket it was accepted on: the log's connection name.
+    pid: str
+    endpoint: Endpoint
+    client_properties: dict[str, Any]
     consumer_cancel_notify: bool
     # False while the peer's socket buffer is full: no deliveries (read once per delivery).
     writable: bool
@@ -105,9 +109,7 @@ class HandshakePort(ConnectionPort, Protocol):
 
     state: ConnectionState
     mechanism: str
-    endpoint: Endpoint
     peer_cert_login: str | None
-    client_properties: dict[str, Any]
     channel_max: int
 
     @property

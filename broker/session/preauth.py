@@ -27,6 +27,10 @@ _SILENT_STATES: Final = frozenset(
 )
 
 
+# Where a refused login is answered (rabbit_reader's states starting and securing).
+LOGIN_STATES: Final = frozenset({ConnectionState.AWAITING_START_OK, ConnectionState.AWAITING_SECURE_OK})
+
+
 class UndecodableBeforeOpen(HardError):
     """A channel-0 method whose fields could not be decoded before the connection was open."""
 

@@ -20,6 +20,7 @@ from broker import __version__
 from broker.core.access.access import AccessError, parse_tags
 from broker.core.access.passwords import ALGORITHMS, DEFAULT_ALGORITHM
 from broker.core.broker import Broker
+from broker.management.definitions import import_log
 from broker.management.definitions import parameters as definitions_parameters
 from broker.management.views.binding_key import json_arguments
 from protocol.errors import AMQPError
@@ -108,6 +109,7 @@ def _check_item(section: str, index: int, item: Mapping[str, Any], where: str) -
 def apply_definitions(broker: Broker, data: Mapping[str, Any], where: str = "definitions") -> None:
     """Create what ``data`` defines; an entity the broker refuses raises DefinitionsError with its text."""
     validate_definitions(data, where)
+    import_log.asked_to_import(data)
     named = {v["name"] for v in data.get("vhosts", [])}
     _check_parameters(data, set(broker.vhosts) | named, where)
     for user in data.get("users", []):

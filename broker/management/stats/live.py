@@ -72,4 +72,9 @@ def channel_unacked(channel: Any) -> int:
 
 
 def force_close(protocol: Any, reason: str) -> None:
+    """An operator's close (DELETE /api/connections/NAME, rabbitmqctl close_connection): logged as
+    rabbit_networking:close_connection/2 logs it, then closed with 320 and the reason."""
+    from broker.session.connection_log import closing_connection  # only when an operator closes one
+
+    closing_connection(protocol.session, reason)
     protocol.session.force_close(reason)

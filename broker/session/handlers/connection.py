@@ -7,11 +7,10 @@ from __future__ import annotations
 import ipaddress
 from typing import TYPE_CHECKING, Any
 
-import structlog
 from pamqp import commands
 from pamqp.base import Frame
 
-from broker.session import lifecycle_events
+from broker.session import connection_log, lifecycle_events
 from broker.session.limits import check_connection_limits
 from protocol.codec import encode_heartbeat
 from protocol.connection import (
@@ -30,10 +29,7 @@ from protocol.errors import HardError, ReplyCode
 if TYPE_CHECKING:
     from broker.session.ports import HandshakePort
 
-log = structlog.get_logger("warrenmq.connection")
-
 HEARTBEAT = encode_heartbeat()
-log = structlog.get_logger("warrenmq.session")
 
 
 def send_start(session: HandshakePort) -> None:
@@ -74,6 +70,8 @@ def handle(session: HandshakePort, method: Frame) -> None:
 def _start_ok(session: HandshakePort, method: commands.Connection.StartOk) -> None:
     properties: dict[str, Any] = dict(method.client_properties or {})
     session.client_properties = properties
+    if connection_log.client_provided_name(session) is not None:
+        connection_log.client_named(session)
     capabilities = properties.get("capabilities") or {}
     session.consumer_cancel_notify = bool(capabilities.get("consumer_cancel_notify", False))
     mechanism = method.mechanism or ""
@@ -114,7 +112,7 @@ def _start_ok(session: HandshakePort, method: commands.Connection.StartOk) -> No
 def _login_refused(session: HandshakePort, capabilities: Any, reason: str) -> None:
     """rabbit_reader auth_fail: the reason goes to the log ("PLAIN login refused: ..."); clients advertising
     authentication_failure_close get connection.close 403 with the safe text, others see the socket close."""
-    log.error("login_refused", peer=session.peer, reason=f"{session.mechanism} login refused: {reason}")
+    connection_log.login_refused(session, f"{session.mechanism} login refused: {reason}")
     if not capabilities.get("authentication_failure_close", False):
         session.abort()
         return
@@ -158,7 +156,7 @@ def _update_secret(session: HandshakePort, method: commands.Connection.UpdateSec
     ``update_state/2`` decides. The internal backend (ours: users and password hashes) keeps the user as it
     is, so the answer is update-secret-ok whatever the secret (RabbitMQ 3.10 and 3.13 alike, checked
     against the oracle); token backends (OAuth2), which re-validate, are not implemented here."""
-    log.info("secret_updated", user=session.username, reason=method.reason)
+    connection_log.secret_updated(session, str(method.reason or ""))
     session.send(0, commands.Connection.UpdateSecretOk())
 
 
@@ -182,4 +180,5 @@ def _open(session: HandshakePort, method: commands.Connection.Open) -> None:
             40,
         )
     session.opened(vhost)
+    connection_log.authenticated(session)
     session.send(0, commands.Connection.OpenOk())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
 from aiohttp import web
 
 from broker.core.policies.policies import Policy, PolicyError, parse_policy
@@ -19,6 +20,8 @@ from broker.management.api.paging import reply, sort_items
 from broker.management.api.routing import Route, body_json
 from broker.management.context import ManagementContext
 from broker.management.errors import ApiError, bad_request, json_response, no_content, not_found
+
+log = structlog.get_logger("warrenmq.policies")
 
 
 def _operator(request: web.Request) -> bool:
@@ -71,6 +74,14 @@ async def put_policy(request: web.Request, context: ManagementContext) -> web.Re
     policy = parse_body(vhost, name, body, operator)
     existed = context.broker.policies.get(vhost, name, operator) is not None
     context.broker.put_policy(policy, operator)
+    # rabbit_policy:parse_set0/8's line (rabbitmqctl set_policy and set_operator_policy come here too).
+    log.info(
+        f"Successfully set policy '{name}' matching {policy.apply_to} names in virtual host '{vhost}' "
+        f"using pattern '{policy.pattern}'",
+        domain="rabbitmq",
+        vhost=vhost,
+        policy=name,
+    )
     return no_content(204 if existed else 201)
 
 
@@ -78,6 +89,10 @@ async def delete_policy(request: web.Request, context: ManagementContext) -> web
     vhost, name = request.match_info["vhost"], request.match_info["name"]
     if not context.broker.delete_policy(vhost, name, _operator(request)):
         raise not_found()
+    # RabbitMQ 3.10 logs nothing when a policy is cleared: debug, so that an info log stays RabbitMQ's.
+    log.debug(
+        f"Cleared policy '{name}' in virtual host '{vhost}'", domain="rabbitmq", vhost=vhost, policy=name
+    )
     return no_content()
 
 
