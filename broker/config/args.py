@@ -365,6 +365,8 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         dist_port_configured=not loaded.resolved["dist_port"].source.startswith("default"),
         pid_file=value("pid_file") or None,
         log_file=None if value("logs") in ("-", "", None) else value("logs"),
+        config_files=tuple(loaded.files),
+        enabled_plugins_file=loaded.plugins_file,
     )
 
 

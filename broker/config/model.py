@@ -110,6 +110,9 @@ class ServerConfig(NamedTuple):
     dist_port_configured: bool = False
     pid_file: str | None = None
     log_file: str | None = None
+    # What `rabbitmq-diagnostics status` reports the node read: its configuration files and enabled_plugins.
+    config_files: tuple[str, ...] = ()
+    enabled_plugins_file: str | None = None
 
 
 def store_display(config: ServerConfig) -> str | None:
