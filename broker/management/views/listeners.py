@@ -41,15 +41,14 @@ def active(context: ManagementContext) -> list[tuple[str, str, int]]:
     return [(protocol, ip, port) for protocol, ip, port in found if port]
 
 
-def _socket_opts(protocol: str, ip: str, port: int) -> Any:
+def _socket_opts(protocol: str, port: int) -> Any:
     if protocol == "clustering":
         return []  # RabbitMQ's distribution listener has an empty list of socket options
     if protocol == "http/prometheus":
         return {"cowboy_opts": _COWBOY_OPTS, "port": port, "protocol": protocol}
     if protocol in ("http", "https"):
-        # management.tcp.ip appears as the listener's "ip" option; with none set, cowboy binds all.
-        bound = {} if ip in ("::", "0.0.0.0", "") else {"ip": ip}
-        return {"cowboy_opts": _COWBOY_OPTS, **bound, "port": port}
+        # RabbitMQ adds "ip" when management.tcp.ip is set, a setting WarrenMQ does not have.
+        return {"cowboy_opts": _COWBOY_OPTS, "port": port}
     return {}
 
 
@@ -60,7 +59,7 @@ def overview_listeners(context: ManagementContext) -> list[dict[str, Any]]:
             "node": context.node,
             "port": port,
             "protocol": protocol,
-            "socket_opts": _socket_opts(protocol, ip, port),
+            "socket_opts": _socket_opts(protocol, port),
         }
         for protocol, ip, port in active(context)
     ]
