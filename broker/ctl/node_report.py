@@ -143,7 +143,7 @@ def status(target: Target, options: Options, out: Output) -> int:
         "Enabled plugins:\n",
         *(f" * {name}" for name in plugins),
         "\nData directory\n",
-        f"Node data directory: {report['data_directory']}",
+        f"Node data directory: {report['data_directory'] or '(none: the node keeps nothing on disk)'}",
         "\nConfig files\n",
         *(f" * {path}" for path in report["config_files"]),
         "\nLog file(s)\n",
