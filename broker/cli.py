@@ -1,5 +1,5 @@
-"""The `warrenmq` command: `serve` runs the broker, `config show` explains its settings, `bench` measures
-one, `analytics` runs Spark jobs."""
+"""The `warrenmq` command: `serve` runs the broker, `config show` explains its settings, `ctl` is rabbitmqctl,
+`bench` measures one, `analytics` runs Spark jobs."""
 
 from __future__ import annotations
 
@@ -67,6 +67,10 @@ def build_parser(serving: bool = False) -> argparse.ArgumentParser:
         "analytics", help="PySpark jobs over the event journal (needs the `analytics` extra)", add_help=False
     )
     analytics.add_argument("job_args", nargs=argparse.REMAINDER)
+    ctl = commands.add_parser(
+        "ctl", help="rabbitmqctl: the running node's queues, users, policies, ...", add_help=False
+    )
+    ctl.add_argument("ctl_args", nargs=argparse.REMAINDER)
     config = commands.add_parser("config", help="configuration as `serve` would resolve it")
     config_commands = config.add_subparsers(dest="config_command", required=True)
     show = config_commands.add_parser(
@@ -111,6 +115,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from broker.analytics.cli import main as analytics_main
 
         return analytics_main(argv[1:])
+    if argv[:1] == ["ctl"]:
+        # `warrenmq ctl` is rabbitmqctl (broker/ctl), its arguments its own.
+        from broker.ctl.rabbitmqctl import main as rabbitmqctl
+
+        return rabbitmqctl(argv[1:])
     if argv[:1] == ["bench"]:
         from broker.bench.runner import build_parser as build_bench_parser
         from broker.bench.runner import run as run_bench

@@ -5,11 +5,11 @@ parts lives here; the parts themselves know only the layers below them."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -206,6 +206,45 @@ def report_ready(ready: dict[str, Any], plugins: Sequence[str] = ()) -> None:
     print("\n".join(startup_complete_lines(plugins)), flush=True)
 
 
+# The ready line's ports by RabbitMQ's listener protocol names (what the node registry records).
+_READY_PORTS = {
+    "amqp_port": "amqp",
+    "amqps_port": "amqp/ssl",
+    "dist_port": "clustering",
+    "management_port": "http",
+    "management_ssl_port": "https",
+    "prometheus_port": "http/prometheus",
+}
+
+
+class Registration:
+    """The node's entry in the machine's node registry (broker/config/node_registry.py), written when it is
+    ready, before the ready line (a script that waited for the line finds the node), removed at exit. A
+    registry that cannot be written costs the CLIs their lookup, not the node its start."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.path: Path | None = None
+
+    def ready(self, ready: dict[str, Any]) -> None:
+        from broker.config import node_registry
+
+        ports = {protocol: ready[key] for key, protocol in _READY_PORTS.items() if ready.get(key)}
+        try:
+            self.path = node_registry.register(self.config.node_name, self.config.host, ports)
+        except OSError as error:
+            log.warning("node_registry_unavailable", node=self.config.node_name, error=str(error))
+
+    def __enter__(self) -> Registration:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.path is not None:
+            from broker.config import node_registry
+
+            node_registry.unregister(self.path)
+
+
 def run(config: ServerConfig, addons: Sequence[Addon] | None = None) -> int:
     """Serve ``config`` until SIGTERM/SIGINT with its addons (definitions, management, Prometheus, the CLI
     channel; those ``config`` turns on unless given): the process's exit status."""
@@ -226,8 +265,13 @@ def run(config: ServerConfig, addons: Sequence[Addon] | None = None) -> int:
         runner = asyncio.run
     try:
         plugins = started_plugins(config.enabled_plugins)
-        with pid_file(config.pid_file):
-            runner(serve(config, functools.partial(report_ready, plugins=plugins), addons))
+        with pid_file(config.pid_file), Registration(config) as registration:
+
+            def ready(fields: dict[str, Any]) -> None:
+                registration.ready(fields)
+                report_ready(fields, plugins)
+
+            runner(serve(config, ready, addons))
     except OSError as error:
         if error.filename is not None:  # the data directory or the pid file, not a listener
             print(f"warrenmq: {error.filename}: {error.strerror}", file=sys.stderr)

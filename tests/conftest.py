@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,6 +35,10 @@ os.environ.setdefault("WARRENMQ_PROMETHEUS_PORT", "0")
 # Nor do they read this machine's /etc/rabbitmq (a RabbitMQ installed as the oracle may have a rabbitmq.conf
 # or enabled_plugins there): the default paths move under a prefix that does not exist.
 os.environ.setdefault("WARRENMQ_SYS_PREFIX", "/nonexistent/warrenmq-tests")
+# Nor do they share the machine's node registry (epmd's part, broker/config/node_registry.py): each test
+# process (each xdist worker) registers its brokers in a directory of its own, so that a CLI run by one test
+# never finds another worker's node of the default name, and a SIGKILLed broker leaves no file in /tmp.
+os.environ.setdefault("WARRENMQ_REGISTRY_DIR", tempfile.mkdtemp(prefix="warrenmq-test-nodes-"))
 
 
 @dataclass

@@ -367,6 +367,8 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         log_file=None if value("logs") in ("-", "", None) else value("logs"),
         log_console=value("log_console"),
         log_file_format=value("log_file_format"),
+        config_files=tuple(loaded.files),
+        enabled_plugins_file=loaded.plugins_file,
     )
 
 

@@ -114,6 +114,9 @@ class ServerConfig(NamedTuple):
     # log.file.formatter (None: log_format, which log.console.formatter and WARRENMQ_LOG_FORMAT set).
     log_console: bool | None = None
     log_file_format: str | None = None
+    # What `rabbitmq-diagnostics status` reports the node read: its configuration files and enabled_plugins.
+    config_files: tuple[str, ...] = ()
+    enabled_plugins_file: str | None = None
 
 
 def store_display(config: ServerConfig) -> str | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.ctl.api import Api, ApiFailure, quote
-from broker.ctl.diagnostics import Options, Output
+from broker.ctl.options import Options, Output
 from broker.ctl.tables import render
 
 EX_DATAERR, EX_NOUSER, EX_UNAVAILABLE, EX_SOFTWARE = 65, 67, 69, 70

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from broker.ctl.api import Api, ApiFailure, quote
-from broker.ctl.diagnostics import Options, Output
+from broker.ctl.options import Options, Output
 from broker.ctl.policies import no_vhost, print_table
 
 EX_UNAVAILABLE = 69

@@ -20,7 +20,7 @@ from broker.config.plugins import (
 )
 from broker.core.model.profile import PROFILES
 from broker.ctl.api import Api, ApiFailure, Unavailable
-from broker.ctl.diagnostics import UNREACHABLE, Options, Output, parse
+from broker.ctl.options import UNREACHABLE, Options, Output, parse
 from broker.ctl.target import Target, find_target
 
 EX_USAGE, EX_UNAVAILABLE, EX_SOFTWARE = 64, 69, 70

@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 from broker.ctl.api import Api, ApiFailure, quote
-from broker.ctl.diagnostics import Options, Output
+from broker.ctl.options import Options, Output
 from broker.ctl.tables import render
 
 EX_USAGE, EX_DATAERR, EX_NOUSER, EX_UNAVAILABLE = 64, 65, 67, 69

@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from broker.ctl import admin, limits, policies
 from broker.ctl.api import Api, ApiFailure, Unavailable
 from broker.ctl.diagnostics import COMMANDS as DIAGNOSTICS
-from broker.ctl.diagnostics import UNREACHABLE, Options, Output, parse
 from broker.ctl.lists import LISTINGS, fetch_rows, unsupported
+from broker.ctl.options import UNREACHABLE, Options, Output, parse
 from broker.ctl.tables import render
 from broker.ctl.target import Target, find_target
 

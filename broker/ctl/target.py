@@ -1,18 +1,22 @@
 """The broker a CLI talks to, found as RabbitMQ's CLIs find their node: the node name from ``-n`` or
-RABBITMQ_NODENAME (default rabbit@<short hostname>; its host part names the machine, resolved locally), the
-distribution port from RABBITMQ_DIST_PORT (default AMQP port + 20000: RabbitMQ's CLIs ask epmd, which
-WarrenMQ does not run), the other ports and the default user from the same environment, rabbitmq-env.conf
-and configuration files the server reads (broker/config), so that a healthcheck needs no arguments."""
+RABBITMQ_NODENAME (default rabbit@<short hostname>; its host part names the machine, resolved locally), then,
+for a node of this machine, its ports from the node registry the node wrote at start
+(broker/config/node_registry.py, what epmd is to RabbitMQ), whatever ports it chose. Ports set explicitly in
+the environment (RABBITMQ_DIST_PORT, RABBITMQ_NODE_PORT, ...) still win; with no live
+entry (a node not running, or on another machine) the CLI falls back to them and their defaults (the
+distribution port: AMQP port + 20000), from the same environment, rabbitmq-env.conf and configuration files
+the server reads (broker/config), so that a healthcheck needs no arguments. What a command reports of the
+node (its listeners, paths) it asks the node itself (broker/ctl/node_facts.py)."""
 
 from __future__ import annotations
 
 import argparse
 import socket
 from dataclasses import dataclass
-from typing import Any
 
 from broker.config.args import Loaded, add_serve_arguments
 from broker.config.layers import environ
+from broker.config.node_registry import Entry, lookup
 from broker.config.plugins import MANAGEMENT
 
 
@@ -29,38 +33,25 @@ class Target:
     password: str
     vhost: str
     loaded: Loaded
-
-    def listeners(self) -> list[dict[str, Any]]:
-        """The listeners the configuration opens, in RabbitMQ's listener shape."""
-        # RabbitMQ lists its distribution listener first; WarrenMQ's CLI channel binds loopback.
-        found = (
-            [
-                {
-                    **self._listener(self.dist_port, "clustering", "inter-node and CLI tool communication"),
-                    "interface": "127.0.0.1",
-                }
-            ]
-            if self.dist_port
-            else []
-        )
-        found.append(self._listener(self.amqp_port, "amqp", "AMQP 0-9-1 and AMQP 1.0"))
-        if self.management_port:
-            found.append(self._listener(self.management_port, "http", "HTTP API"))
-        return found
-
-    def _listener(self, port: int, protocol: str, purpose: str) -> dict[str, Any]:
-        return {
-            "interface": self.interface,
-            "node": self.node,
-            "port": port,
-            "protocol": protocol,
-            "purpose": purpose,
-        }
+    registered: Entry | None = None  # the node's live registry entry, when it has one
 
 
 def _local(host: str) -> bool:
     short = socket.gethostname().split(".")[0]
     return host in ("localhost", short, socket.gethostname())
+
+
+def _explicit(loaded: Loaded, name: str) -> bool:
+    """Whether the CLI's environment (or command line) names a setting: that wins over the registry. A file
+    does not (a node started with other settings than the files' registered what it got), nor port 0
+    (ephemeral), which says nothing of the port the node got."""
+    source = loaded.resolved[name].source
+    return source.startswith(("env ", "--")) and bool(loaded.value(name))
+
+
+def _connect_host(interface: str) -> str:
+    # The wildcard listeners (dual-stack "::" included) take IPv4 loopback clients.
+    return "127.0.0.1" if interface in ("0.0.0.0", "", "::", "[::]") else interface.strip("[]")
 
 
 def find_target(node: str | None) -> Target:
@@ -72,28 +63,39 @@ def find_target(node: str | None) -> Target:
     if "@" not in name:
         name = f"{name}@{socket.gethostname().split('.')[0]}"
     node_host = name.split("@", 1)[1]
+    local = _local(node_host)
+    entry = lookup(name) if local else None
     interface = value("host")
-    if not _local(node_host):
-        host = node_host
-    else:
-        # The wildcard listeners (dual-stack "::" included) take IPv4 loopback clients.
-        host = "127.0.0.1" if interface in ("0.0.0.0", "", "::", "[::]") else interface.strip("[]")
+    if entry is not None and not _explicit(loaded, "host"):
+        interface = entry.host or interface
+    host = _connect_host(interface) if local else node_host
     users = value("users")
     user, password = next(iter(users.items())) if users else (value("default_user"), value("default_pass"))
     vhosts = value("vhosts")
     management = value("management_port")
     if value("management_ssl_port") is not None and loaded.resolved["management_port"].source == "default":
         management = -1  # HTTPS alone (rabbit_mgmt_app): no plain HTTP API for the CLI to call
+    management_port = management if management > 0 and loaded.plugin_on(MANAGEMENT) else None
+    amqp_port, dist_port = value("port"), value("dist_port")
+    if entry is not None:
+        # The running node's own ports, unless the environment names them.
+        if not _explicit(loaded, "port"):
+            amqp_port = entry.ports.get("amqp", amqp_port)
+        if not _explicit(loaded, "dist_port"):
+            dist_port = entry.ports.get("clustering", dist_port)
+        if not _explicit(loaded, "management_port"):
+            management_port = entry.ports.get("http")
     return Target(
         node=name,
         host=host,
         interface=interface,
-        amqp_port=value("port"),
-        management_port=management if management > 0 and loaded.plugin_on(MANAGEMENT) else None,
-        dist_host="127.0.0.1" if _local(node_host) else node_host,
-        dist_port=value("dist_port"),
+        amqp_port=amqp_port,
+        management_port=management_port,
+        dist_host="127.0.0.1" if local else node_host,
+        dist_port=dist_port,
         user=user,
         password=password,
         vhost=vhosts[0] if vhosts else value("default_vhost"),
         loaded=loaded,
+        registered=entry,
     )

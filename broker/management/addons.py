@@ -163,13 +163,18 @@ class ManagementAddon(_HTTPAddon):
 class PrometheusAddon(_HTTPAddon):
     """rabbitmq_prometheus's endpoint on its own ``port`` (0 = ephemeral), reported as ``prometheus_port``."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, shared: ManagementAddon | None = None) -> None:
         self.host = host
         self.port = port
+        self.shared = shared  # the management addon, whose context lists this listener (/api/overview)
+        self.bound_port = 0
 
     async def after_listen(self, server: Server) -> dict[str, Any]:
         self._listener = LazyHTTPListener(lambda: self._build(server), "prometheus")
         port = await self._listener.listen(_bind(self.host, self.port, "prometheus"))
+        self.bound_port = port
+        if self.shared is not None and self.shared.context is not None:
+            self.shared.context.prometheus_port = port
         log.info("prometheus_listening", port=port)
         return {"prometheus_port": port}
 
@@ -194,14 +199,18 @@ def addons_for(config: ServerConfig) -> list[Addon]:
                 http=config.management_http,
             )
         )
+    # After the management addon: the prometheus listener and the CLI channel share its context.
+    management = next((addon for addon in addons if isinstance(addon, ManagementAddon)), None)
+    prometheus = None
     if config.prometheus_port is not None:
-        addons.append(PrometheusAddon(config.host, config.prometheus_port))
+        prometheus = PrometheusAddon(config.host, config.prometheus_port, management)
+        addons.append(prometheus)
     if config.dist_port is not None:
         from broker.management.control import LOOPBACK, ControlAddon
 
-        # After the management addon: the CLI channel shares its context (and stops first).
-        management = next((addon for addon in addons if isinstance(addon, ManagementAddon)), None)
-        addons.append(ControlAddon(LOOPBACK, config.dist_port, management, config.dist_port_configured))
+        addons.append(  # last: it stops first
+            ControlAddon(LOOPBACK, config.dist_port, management, config.dist_port_configured, prometheus)
+        )
     return addons
 
 

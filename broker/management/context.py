@@ -26,7 +26,7 @@ class ManagementContext:
     # A plain class, not a dataclass: a dataclass's methods are compiled at every start.
     __slots__ = (
         "cluster_name", "collect_statistics_interval_s", "dist_port", "http_host", "http_port", "https_port",
-        "node", "os_pid", "running_plugins", "sampler", "server", "started_monotonic_s",
+        "node", "os_pid", "prometheus_port", "running_plugins", "sampler", "server", "started_monotonic_s",
     )  # fmt: skip
 
     def __init__(
@@ -46,6 +46,8 @@ class ManagementContext:
         self.https_port = https_port  # management.ssl.port once bound; 0: no HTTPS listener
         # The CLI channel's port once bound (broker/management/control.py); 0: none.
         self.dist_port = dist_port
+        # rabbitmq_prometheus's listener once bound (broker/management/addons.py); 0: none.
+        self.prometheus_port = 0
         self.http_host = http_host
         self.started_monotonic_s = time.monotonic()
         self.os_pid = str(os.getpid())

@@ -103,16 +103,46 @@ async def _stop(request: web.Request) -> web.Response:
     return web.json_response({"stopping": request.app[CONTEXT_KEY].node})
 
 
+async def _node(request: web.Request) -> web.Response:
+    """What `rabbitmq-diagnostics status`, `listeners` and `check_port_connectivity` report of the node: its
+    pid, listeners and paths, as the node has them (RabbitMQ's CLIs ask the node, not their environment)."""
+    from aiohttp import web
+
+    from broker.management.api.app import CONTEXT_KEY
+    from broker.management.views.listeners import cli_listeners
+
+    context = request.app[CONTEXT_KEY]
+    config = context.server.config
+    return web.json_response(
+        {
+            "node": context.node,
+            "pid": int(context.os_pid),
+            "listeners": cli_listeners(context),
+            "config_files": list(config.config_files),
+            "enabled_plugin_file": config.enabled_plugins_file,
+            "data_directory": config.data_dir,
+            "log_file": config.log_file,
+            "vm_memory_high_watermark_setting": {
+                config.vm_memory_high_watermark.kind: config.vm_memory_high_watermark.value
+            },
+            "running_plugins": list(context.running_plugins),
+        }
+    )
+
+
 class ControlAddon:
     """Serves the CLI channel from the moment the AMQP port is bound; shares the management listener's
     context (its running plugin list) when there is one."""
 
-    def __init__(self, host: str, port: int, shared: Any = None, required: bool = True) -> None:
+    def __init__(
+        self, host: str, port: int, shared: Any = None, required: bool = True, prometheus: Any = None
+    ) -> None:
         self.host = host
         self.port = port
         # False for the derived default port: taken, it gives way to an ephemeral one (in the ready line).
         self.required = required
         self.shared = shared  # a ManagementAddon, whose context the CLIs then see
+        self.prometheus = prometheus  # a PrometheusAddon, listed among the listeners when not shared
         self.node = ""
         self.cookie: str | None = None
         self._lazy = LazyRunner(self._app_runner, "CLI channel")
@@ -163,8 +193,10 @@ class ControlAddon:
                 server, node=self.node, running_plugins=started_plugins(server.config.enabled_plugins)
             )
             context.dist_port = int(self._server.sockets[0].getsockname()[1]) if self._server else 0
+            context.prometheus_port = int(getattr(self.prometheus, "bound_port", 0))
         app = build_app(context, cli=True)
         app.router.add_post("/api/warrenmq/cli/stop", _stop)
+        app.router.add_get("/api/warrenmq/cli/node", _node)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         return runner

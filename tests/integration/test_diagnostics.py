@@ -93,10 +93,13 @@ def test_port_connectivity_and_alarms(served: tuple[BrokerProcess, dict[str, str
     assert ports.returncode == 0
     report = json.loads(ports.stdout)
     assert report["result"] == "ok"
+    # The node's own listeners, in RabbitMQ 3.10's order: the plugins' HTTP listeners (the ephemeral
+    # prometheus port of prometheus.tcp.port = 0 included), distribution (the CLI channel), AMQP.
     assert [(item["protocol"], item["port"]) for item in report["listeners"]] == [
-        ("clustering", int(env["RABBITMQ_DIST_PORT"])),  # the CLI channel, first as in RabbitMQ
-        ("amqp", broker.port),
         ("http", broker.ready["management_port"]),
+        ("http/prometheus", broker.ready["prometheus_port"]),
+        ("clustering", int(env["RABBITMQ_DIST_PORT"])),
+        ("amqp", broker.port),
     ]
     # A full login with the configured default user (app/pw from rabbitmq.conf).
     alarms = cli("rabbitmq-diagnostics", "-q", "check_local_alarms", env=env)

@@ -14,6 +14,7 @@ from broker.management.api.routing import Route, body_json
 from broker.management.context import ManagementContext
 from broker.management.errors import bad_request, json_response, no_content
 from broker.management.stats.stream_info import ready_messages
+from broker.management.views.listeners import overview_listeners
 from broker.management.views.serialize import RATE
 from broker.management.views.serialize_stats import add_overview_stats
 
@@ -63,32 +64,6 @@ def _counters(names: list[str]) -> dict[str, Any]:
     return out
 
 
-def listeners(context: ManagementContext) -> list[dict[str, Any]]:
-    config = context.server.config
-    http_ip = context.http_host or config.host
-    found = [
-        ("amqp", config.host, context.server.port),
-        ("amqp/ssl", config.host, context.server.ssl_port),
-        # Erlang distribution, RabbitMQ's "clustering" listener: WarrenMQ's CLI channel, on loopback.
-        ("clustering", "127.0.0.1", context.dist_port),
-        ("http", http_ip, context.http_port),
-        ("https", http_ip, context.https_port),
-    ]
-    # Only the listeners that are on (HTTPS alone when management.ssl.* is set without management.tcp.*).
-    return [
-        {
-            "ip_address": ip,
-            "node": context.node,
-            "port": port,
-            "protocol": protocol,
-            # RabbitMQ's clustering listener has an empty list of socket options, the others an object.
-            "socket_opts": [] if protocol == "clustering" else {},
-        }
-        for protocol, ip, port in found
-        if port
-    ]
-
-
 async def get_overview(request: web.Request, context: ManagementContext) -> web.Response:
     user = current_user(request)
     names = visible_vhosts(context, user)
@@ -123,7 +98,7 @@ async def get_overview(request: web.Request, context: ManagementContext) -> web.
         "erlang_full_version": f"Python {platform.python_version()}",
         "erlang_version": platform.python_version(),
         "exchange_types": EXCHANGE_TYPES,
-        "listeners": listeners(context),
+        "listeners": overview_listeners(context),
         "management_version": session.product_version,
         "message_stats": _counters(_MESSAGE_STATS),
         "node": context.node,
