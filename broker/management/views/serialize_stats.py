@@ -111,14 +111,6 @@ class Stats:
             ]
         return dict(sorted(out.items()))
 
-    def neutral_details(self, like: dict[str, Any]) -> dict[str, Any]:
-        """Details of a counter WarrenMQ does not have (disk_reads): zeros, in the shape of ``like``."""
-        out: dict[str, Any] = {"rate": 0.0}
-        if "samples" in like:
-            out.update(avg=0.0, avg_rate=0.0)
-            out["samples"] = [{"sample": 0, "timestamp": s["timestamp"]} for s in like["samples"]]
-        return dict(sorted(out.items()))
-
     def lengths(self, row: dict[str, Any]) -> None:
         for name in LENGTHS:
             if name in row:
@@ -248,9 +240,9 @@ def add_overview_stats(body: dict[str, Any], context: ManagementContext, request
     counts = totals_counts(sampler, ("overview",))
     message_stats = body.get("message_stats", {})
     message_stats.update(stats.message_stats(counts, CHANNEL_GROUPS, always=True))
-    for name in ("disk_reads", "disk_writes"):  # no paging to disk: neutral, as the serializer had them
-        message_stats[name] = 0
-        message_stats[f"{name}_details"] = stats.neutral_details(message_stats["publish_details"])
+    for name in QueueStats.DISK_FIELDS:  # every queue's, deleted ones included (vhost_msg_rates)
+        message_stats[name] = counts.get(name, 0)
+        message_stats[f"{name}_details"] = stats.details(name, "msg_rates")
     body["message_stats"] = dict(sorted(message_stats.items()))
     stats.lengths(body.get("queue_totals", {}))
     churn = view(sampler, ("churn",), broker.churn, window)
