@@ -62,13 +62,21 @@ class Stats:
             return 0.0
         return self.series.rates()[field]
 
-    def details(self, field: str, kind: str) -> dict[str, Any]:
+    def details(self, field: str, kind: str, current: int | None = None) -> dict[str, Any]:
+        """``current``: a gauge's value as the row reports it, read at request time; it becomes the newest
+        sample. The samples are the sampler's, taken every collect_statistics_interval and aligned on
+        ``incr``, so the newest one can be up to an interval plus an ``incr`` old: RabbitMQ's UI draws a
+        chart and its legend from the same collected sample, and WarrenMQ's legend is the live count, so
+        without this the chart ended at the count of ten seconds earlier (a flat 0 under a legend of 100
+        unacknowledged)."""
         out: dict[str, Any] = {"rate": self.rate(field)}
         window = self.window.ages.get(kind)
         if window is None or self.series is None or field not in self.series.fields:
             return out
         now_ms = self.sampler.server.clock.now_ms()
         samples = self.series.history(field, now_ms, *window)
+        if samples and current is not None:
+            samples[0] = {"sample": current, "timestamp": samples[0]["timestamp"]}
         out["samples"] = samples
         if samples:
             out["avg"] = sum(s["sample"] for s in samples) / len(samples)
@@ -114,7 +122,7 @@ class Stats:
     def lengths(self, row: dict[str, Any]) -> None:
         for name in LENGTHS:
             if name in row:
-                row[f"{name}_details"] = self.details(name, "lengths")
+                row[f"{name}_details"] = self.details(name, "lengths", row[name])
 
 
 def view(sampler: StatsSampler, key: Key, owner: object, window: Window) -> Stats:
