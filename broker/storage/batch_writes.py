@@ -194,6 +194,9 @@ class BatchWrites:
             getattr(envelope, "expires_at", None),
             1 if envelope.redelivered else 0,
         )
+        # rabbit_variable_queue counts a persistent message of a durable queue as one disk write when it
+        # hands it to its queue index (or message store), whether or not an ack cancels it before the flush.
+        queue.stats.disk_writes += 1
         self.writes += 1
         if not self._flush_scheduled:
             self._flush_scheduled = True

@@ -27,6 +27,7 @@ from broker.storage.stream_files import StoredSegment, StreamRecord, snapshot_of
 
 class MemoryStore:
     threaded = False
+    on_disk = False  # writes nothing to a file: the node's io_* counters stay as they are
 
     def __init__(self) -> None:
         self.vhosts: dict[str, None] = {}

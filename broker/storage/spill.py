@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 from pathlib import Path
+
+from broker.storage.io_counters import IOCounters
 
 # A segment is closed for writing past this size; a token is (segment number << OFFSET_BITS) | offset.
 SEGMENT_BYTES = 64 << 20
@@ -32,9 +35,10 @@ class SpillDirectory:
         _clear(self.path)  # left by a previous run: nothing in it is needed
         self.path.mkdir(parents=True, exist_ok=True)
         self._numbers = itertools.count(1)
+        self.io = IOCounters()  # every spill's writes and reads, for /api/nodes' io_* figures
 
     def new_spill(self) -> SpillFile:
-        return SpillFile(self.path / f"q{next(self._numbers)}")
+        return SpillFile(self.path / f"q{next(self._numbers)}", self.io)
 
 
 def _clear(directory: Path) -> None:
@@ -59,8 +63,9 @@ def _clear(directory: Path) -> None:
 class SpillFile:
     """Segments ``<base>.<n>``; ``live[n]`` counts the bodies of segment n not read back yet."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, io: IOCounters | None = None) -> None:
         self.base = base
+        self.io = io if io is not None else IOCounters()
         self.live: dict[int, int] = {}
         self._fds: dict[int, int] = {}
         self._segment = 0
@@ -75,9 +80,14 @@ class SpillFile:
             self._start_segment()
         segment, offset = self._segment, self._offset
         fd = self._fds[segment]
+        started = time.perf_counter()
         written = os.write(fd, body)
         while written < len(body):  # a regular file takes it all, but a short write must not lose bytes
             written += os.write(fd, body[written:])
+        io = self.io
+        io.write_s += time.perf_counter() - started
+        io.write_count += 1
+        io.write_bytes += written
         self._offset += len(body)
         self.bytes_written += len(body)
         self.live[segment] += 1
@@ -98,7 +108,12 @@ class SpillFile:
         fd = self._fds.get(segment)
         if fd is None:
             raise SpillError(f"spill segment {self._path(segment)} is gone")
+        started = time.perf_counter()
         body = os.pread(fd, size, offset)
+        io = self.io
+        io.read_s += time.perf_counter() - started
+        io.read_count += 1
+        io.read_bytes += len(body)
         if len(body) != size:
             raise SpillError(f"spill segment {self._path(segment)}: short read at {offset}")
         self.live[segment] -= 1

@@ -116,6 +116,8 @@ class SqliteStore:
         self.streams_root = self.directory / STREAMS_DIR
         self._streams: StreamFiles | None = None
         self._streams_fsync = fsync == "always"
+        self.on_disk = True
+        self.syncs_each_commit = fsync == "always"  # synchronous=FULL: each commit ends in an fsync
         self._streams_lock = threading.Lock()  # the loop (stream_disk) or the writer may load it first
         if self.streams_root.is_dir():  # streams were written here: recovery and stale drops need the files
             self._streams = self.streams

@@ -29,6 +29,7 @@ from broker.core.topology.persistence import CommitWaiter
 from broker.storage.base import Batch, Store, StoreUnreachable
 from broker.storage.batch_writes import BatchWrites, CallSoon
 from broker.storage.commit_times import CommitTimes
+from broker.storage.io_counters import IOCounters
 
 log = structlog.get_logger("warrenmq.storage")
 
@@ -58,6 +59,11 @@ class StoreWriter(BatchWrites):
         # belongs to the active node meanwhile. release() lets them go.
         self.held = False
         self.commit_times = CommitTimes()  # read by Prometheus (warrenmq_store_commit_seconds)
+        # The store's file I/O for /api/nodes (io_*, queue_index_*, msg_store_*, mnesia_disk_tx_count); a
+        # store that writes no file (MemoryStore) counts none.
+        self.io = IOCounters()
+        self._on_disk = bool(getattr(store, "on_disk", True))
+        self._synced = bool(getattr(store, "syncs_each_commit", False))
         self._call_soon = call_soon
         self._call_soon_threadsafe = call_soon_threadsafe
         self._on_failure = on_failure
@@ -144,7 +150,10 @@ class StoreWriter(BatchWrites):
             self.store.apply(batch)
         except BaseException as error:  # reported to the loop, which stops the broker
             return error
-        self.commit_times.record(time.perf_counter() - started)
+        elapsed_s = time.perf_counter() - started
+        self.commit_times.record(elapsed_s)
+        if self._on_disk:
+            self.io.commit(batch, elapsed_s, self._synced)
         batch.committed = True
         return None
 

@@ -24,7 +24,8 @@ export function Chart({ title, lines, unit = "" }: { title: string; lines: Line[
         <text class="tick" x={-4} y={H} text-anchor="end">0</text>
         {lines.map((line, i) =>
           line.points.length > 1 ? (
-            <polyline class="series" data-label={line.label} points={polyline(line.points, s, W, H)} stroke={COLOURS[i % COLOURS.length]} />
+            // data-values: the values drawn, oldest first, so a test can hold the line to its legend.
+            <polyline class="series" data-label={line.label} data-values={line.points.map((p) => p[1]).join(" ")} points={polyline(line.points, s, W, H)} stroke={COLOURS[i % COLOURS.length]} />
           ) : null,
         )}
       </svg>

@@ -13,9 +13,23 @@ from typing import Any, ClassVar
 
 
 class QueueStats:
-    """rabbit_mgmt's queue message_stats (queue_stats_publish, queue_msg_stats, queue_delivery_stats)."""
+    """rabbit_mgmt's queue message_stats (queue_stats_publish, queue_msg_stats, queue_delivery_stats), and
+    its queue_msg_rates: ``disk_writes`` counts the messages the queue handed to the durable store or paged
+    out to a spill file, ``disk_reads`` those it read back (recovery at boot, paging in), as
+    rabbit_variable_queue's disk_write_count/disk_read_count count messages, not file operations."""
 
-    __slots__ = ("ack", "deliver", "deliver_no_ack", "get", "get_empty", "get_no_ack", "publish", "redeliver")
+    __slots__ = (
+        "ack",
+        "deliver",
+        "deliver_no_ack",
+        "disk_reads",
+        "disk_writes",
+        "get",
+        "get_empty",
+        "get_no_ack",
+        "publish",
+        "redeliver",
+    )
     FIELDS: ClassVar[tuple[str, ...]] = (
         "publish",
         "deliver",
@@ -26,10 +40,14 @@ class QueueStats:
         "ack",
         "redeliver",
     )
+    # Not in FIELDS: RabbitMQ shows them per vhost and node-wide (vhost_msg_rates), never in a queue's
+    # message_stats (rabbit_mgmt_format drops them from queue rows).
+    DISK_FIELDS: ClassVar[tuple[str, ...]] = ("disk_reads", "disk_writes")
 
     def __init__(self) -> None:
         self.publish = self.deliver = self.deliver_no_ack = self.get = self.get_no_ack = 0
         self.get_empty = self.ack = self.redeliver = 0
+        self.disk_reads = self.disk_writes = 0
 
 
 class ExchangeStats:

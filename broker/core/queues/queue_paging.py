@@ -131,6 +131,7 @@ class PagedQueue:
         queue = self.queue
         size = len(envelope.message.body)
         envelope.message = _page_out(envelope.message, spill)
+        queue.stats.disk_writes += 1  # a message paged out is a disk write (rabbit_variable_queue's)
         queue.paged += 1
         queue.paged_bytes += size
 
@@ -149,6 +150,7 @@ class PagedQueue:
             message = envelope.message
             assert isinstance(message, PagedMessage)
             envelope.message = _page_in(message, spill)
+            queue.stats.disk_reads += 1  # and one paged back in a disk read
             queue.paged -= 1
             queue.paged_bytes -= message.spill_size
             start += 1
@@ -164,6 +166,7 @@ class PagedQueue:
             message = envelope.message
             if isinstance(message, PagedMessage):
                 envelope.message = _page_in(message, spill)
+                queue.stats.disk_reads += 1
                 queue.paged -= 1
                 queue.paged_bytes -= message.spill_size
         self._close()

@@ -19,7 +19,7 @@ from broker.core.model.event_types import Topology
 from broker.core.model.message import Message
 from broker.core.model.names import NameGenerator
 from broker.core.model.profile import DEFAULT_PROFILE, Profile
-from broker.core.model.stats import ChannelStats, ChurnStats
+from broker.core.model.stats import ChannelStats, ChurnStats, QueueStats
 from broker.core.policies.policy_apply import reapply
 from broker.core.policies.runtime_parameters import RuntimeParameters
 from broker.core.queues.queue import Envelope, Queue
@@ -78,6 +78,9 @@ class VirtualHost(VhostTopology):
         # that closed leave their message_stats here so the vhost's totals survive them (as RabbitMQ's do).
         self.churn = ChurnStats()
         self.channel_totals = ChannelStats()
+        # Deleted queues leave their disk_reads/disk_writes here: the vhost's counts are cumulative, as
+        # RabbitMQ's vhost_msg_rates are.
+        self.deleted_queue_totals = QueueStats()
         self.dead_lettered: dict[tuple[str, str, str], int] = {}  # (reason, queue type, strategy) -> count
         # Copies enqueued into lagging queues, ever: a session reads it around one socket read (flow credit),
         # so the publish path pays one test per queue it already touches and no second walk.
@@ -165,6 +168,8 @@ class VirtualHost(VhostTopology):
         """
         self.queues.pop(queue.name, None)
         self.churn.queue_deleted += 1
+        self.deleted_queue_totals.disk_reads += queue.stats.disk_reads
+        self.deleted_queue_totals.disk_writes += queue.stats.disk_writes
         removed = self.bindings.remove_destination(queue)
         self._unbound(removed)
         self._after_unbind(removed)

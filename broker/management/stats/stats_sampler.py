@@ -29,7 +29,10 @@ CONNECTION = ("recv_oct", "send_oct", "recv_cnt", "send_cnt")
 QUEUE_FIELDS = QueueStats.FIELDS + LENGTHS
 EXCHANGE_FIELDS = ExchangeStats.FIELDS
 CHANNEL_FIELDS = ChannelStats.FIELDS
-TOTAL_FIELDS = ChannelStats.FIELDS + LENGTHS + OCTETS
+DISK = QueueStats.DISK_FIELDS
+# A vhost's (and the node's) totals: its channels' message_stats, its queues' lengths, its connections'
+# octets, and its queues' disk reads and writes (RabbitMQ's vhost_msg_rates).
+TOTAL_FIELDS = ChannelStats.FIELDS + LENGTHS + OCTETS + DISK
 CHURN_FIELDS = ChurnStats.FIELDS
 DEFAULT_INTERVAL_S = 5.0
 
@@ -174,10 +177,14 @@ class StatsSampler:
                         a + b for a, b in zip(counts, values(channel.stats, ChannelStats.FIELDS), strict=True)
                     ]
         messages = ready = unacked = 0
+        deleted = vhost.deleted_queue_totals
+        disk_reads, disk_writes = deleted.disk_reads, deleted.disk_writes
         for queue in vhost.queues.values():
             total, r, u = queue_lengths(queue)
             messages, ready, unacked = messages + total, ready + r, unacked + u
-        return (*counts, messages, ready, unacked, recv, send)
+            disk_reads += queue.stats.disk_reads
+            disk_writes += queue.stats.disk_writes
+        return (*counts, messages, ready, unacked, recv, send, disk_reads, disk_writes)
 
     # -- sampling
 

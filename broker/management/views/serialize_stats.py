@@ -62,13 +62,21 @@ class Stats:
             return 0.0
         return self.series.rates()[field]
 
-    def details(self, field: str, kind: str) -> dict[str, Any]:
+    def details(self, field: str, kind: str, current: int | None = None) -> dict[str, Any]:
+        """``current``: a gauge's value as the row reports it, read at request time; it becomes the newest
+        sample. The samples are the sampler's, taken every collect_statistics_interval and aligned on
+        ``incr``, so the newest one can be up to an interval plus an ``incr`` old: RabbitMQ's UI draws a
+        chart and its legend from the same collected sample, and WarrenMQ's legend is the live count, so
+        without this the chart ended at the count of ten seconds earlier (a flat 0 under a legend of 100
+        unacknowledged)."""
         out: dict[str, Any] = {"rate": self.rate(field)}
         window = self.window.ages.get(kind)
         if window is None or self.series is None or field not in self.series.fields:
             return out
         now_ms = self.sampler.server.clock.now_ms()
         samples = self.series.history(field, now_ms, *window)
+        if samples and current is not None:
+            samples[0] = {"sample": current, "timestamp": samples[0]["timestamp"]}
         out["samples"] = samples
         if samples:
             out["avg"] = sum(s["sample"] for s in samples) / len(samples)
@@ -111,18 +119,10 @@ class Stats:
             ]
         return dict(sorted(out.items()))
 
-    def neutral_details(self, like: dict[str, Any]) -> dict[str, Any]:
-        """Details of a counter WarrenMQ does not have (disk_reads): zeros, in the shape of ``like``."""
-        out: dict[str, Any] = {"rate": 0.0}
-        if "samples" in like:
-            out.update(avg=0.0, avg_rate=0.0)
-            out["samples"] = [{"sample": 0, "timestamp": s["timestamp"]} for s in like["samples"]]
-        return dict(sorted(out.items()))
-
     def lengths(self, row: dict[str, Any]) -> None:
         for name in LENGTHS:
             if name in row:
-                row[f"{name}_details"] = self.details(name, "lengths")
+                row[f"{name}_details"] = self.details(name, "lengths", row[name])
 
 
 def view(sampler: StatsSampler, key: Key, owner: object, window: Window) -> Stats:
@@ -248,9 +248,9 @@ def add_overview_stats(body: dict[str, Any], context: ManagementContext, request
     counts = totals_counts(sampler, ("overview",))
     message_stats = body.get("message_stats", {})
     message_stats.update(stats.message_stats(counts, CHANNEL_GROUPS, always=True))
-    for name in ("disk_reads", "disk_writes"):  # no paging to disk: neutral, as the serializer had them
-        message_stats[name] = 0
-        message_stats[f"{name}_details"] = stats.neutral_details(message_stats["publish_details"])
+    for name in QueueStats.DISK_FIELDS:  # every queue's, deleted ones included (vhost_msg_rates)
+        message_stats[name] = counts.get(name, 0)
+        message_stats[f"{name}_details"] = stats.details(name, "msg_rates")
     body["message_stats"] = dict(sorted(message_stats.items()))
     stats.lengths(body.get("queue_totals", {}))
     churn = view(sampler, ("churn",), broker.churn, window)

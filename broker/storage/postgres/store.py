@@ -81,6 +81,9 @@ def redacted(dsn: str) -> str:
 
 class PostgresStore:
     threaded = True
+    on_disk = True
+    # The server flushes its WAL before a commit returns (synchronous_commit on, PostgreSQL's default).
+    syncs_each_commit = True
 
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn

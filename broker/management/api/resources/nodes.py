@@ -18,6 +18,7 @@ from broker.management.api.routing import Route
 from broker.management.context import ManagementContext
 from broker.management.errors import json_response, not_found
 from broker.management.metrics.memory_breakdown import breakdown
+from broker.management.stats.node_io import persister_counts
 from broker.management.views.serialize import RATE
 
 _COUNTERS = [
@@ -86,8 +87,11 @@ def node_json(context: ManagementContext) -> dict[str, Any]:
         disk_free = 0
     alarms = context.server.alarms  # broker.server.alarms: the limits in force and the alarms in effect
     body: dict[str, Any] = {}
+    # The store's and spill files' I/O and the churn record where WarrenMQ has them; the Erlang VM's own
+    # (context switches, garbage collection, seeks, reopens, RAM transactions) stay 0.
+    counts = persister_counts(context.server)
     for name in _COUNTERS:
-        body[name] = 0
+        body[name] = counts.get(name, 0)
         body[f"{name}_details"] = dict(RATE)
     fd_total = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     body.update(
