@@ -2,7 +2,7 @@
 
 Mirrors ``rabbit_command_assembler:process/2`` (deps/rabbit_common/src/rabbit_command_assembler.erl) for
 its states, checks and 505 texts, plus the max-message-size check of ``rabbit_channel:check_msg_size/2``,
-which we make from the header's body_size before any body is buffered (design §6; RabbitMQ checks it once
+which we make from the header's body_size before any body is buffered (errors rule 2; RabbitMQ checks it once
 the body is complete).
 """
 

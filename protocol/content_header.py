@@ -1,4 +1,4 @@
-"""The content-header fields the broker acts on, read from a header frame's payload (design §4.3).
+"""The content-header fields the broker acts on, read from a header frame's payload (hot-path rule 3).
 
 Only delivery_mode, priority, expiration, reply_to, user_id and headers are decoded; the raw payload is kept
 for delivery. Proven equal to pamqp's parse by tests/property/test_protocol_fastpath.py.
@@ -20,7 +20,7 @@ _U32 = struct.Struct("!I")
 
 
 class HeaderInfo(NamedTuple):
-    """The content-header fields the broker acts on; the raw payload is kept for delivery (design §4.3).
+    """The content-header fields the broker acts on; the raw payload is kept for delivery (hot-path rule 3).
 
     Immutable (a slotted named tuple), so one instance may be shared by identical headers (see the cache)."""
 

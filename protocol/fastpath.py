@@ -1,4 +1,4 @@
-"""Hot-path codecs on precompiled structs for every publish, delivery and ack (design §4.2-4.3).
+"""Hot-path codecs on precompiled structs for every publish, delivery and ack (hot-path rules 2-3).
 
 basic.publish/ack/nack/reject in; basic.deliver/get-ok/ack/nack/return out (the content header the broker
 reads: protocol.content_header). Each is proven equal to pamqp byte for byte by
@@ -169,7 +169,7 @@ def py_encode_basic_deliver_content(
     frame_max: int,
 ) -> bytes:
     """A basic.deliver frame, its content-header frame and body frame(s) as one bytes object, built with one
-    join (design §4.5: one write per delivery). Equal to `encode_basic_deliver` followed by
+    join (hot-path rule 5: one write per delivery). Equal to `encode_basic_deliver` followed by
     `protocol.codec.encode_delivery`: no body frame for an empty body, ``frame_max - 8`` bytes per frame."""
     ct = consumer_tag.encode()
     ex = exchange.encode()

@@ -1,4 +1,4 @@
-"""The benchmark scenarios (those of ../shared/perf's amqpperf): set up, run workers in processes, measure."""
+"""The benchmark scenarios (those of perf/amqpperf.c): set up, run workers in processes, measure."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """One AMQP channel: the publish → route and deliver → ack hot path, and dispatch of every other method.
 
-Hot methods (basic.publish/ack/nack/reject) are decoded by protocol.fastpath without pamqp (design §4.2);
+Hot methods (basic.publish/ack/nack/reject) are decoded by protocol.fastpath without pamqp (hot-path rule 2);
 the rest go through pamqp and the per-class handler modules.
 """
 
@@ -79,7 +79,7 @@ class ChannelSession:
         self.last_queue = ""
         self.reply_key = ""  # this channel's direct reply-to key, when it has a reply consumer
         self.reply_pid = 0  # the pid id its reply names carry (broker.session.direct_reply); 0: none yet
-        self.stats = ChannelStats()  # message_stats: increments only (design §4)
+        self.stats = ChannelStats()  # message_stats: increments only (hot-path rule 7)
         # A completed publish goes here: through the connection's first-publish hook until it has run, then
         # straight to `_published`, so later messages pay no test for it.
         self._on_content: Callable[[Any, HeaderInfo, bytes, bytes], None] = (

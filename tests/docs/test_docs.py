@@ -108,6 +108,11 @@ def test_neither_docs_nor_code_cite_issue_numbers() -> None:
         for number, line in enumerate(text.split("\n"), 1):
             if ISSUE_REFERENCE.search(line):
                 found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+            # Nor a document a clone does not have (the rules they came from are in docs/architecture.md).
+            elif path != Path(__file__) and OUTSIDE_FILES.search(line):
+                found.append(
+                    f"{path.relative_to(ROOT)}:{number}: {line.strip()} (a file a clone does not have)"
+                )
     assert not found, "say what it matches instead of which issue asked for it:\n" + "\n".join(found)
 
 

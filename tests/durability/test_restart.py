@@ -1,5 +1,6 @@
 """What survives a restart, with real clients against `warrenmq serve --data-dir` (RabbitMQ's durability
-contract, reliability.md §1): durable entities and persistent messages on durable queues; nothing transient.
+contract, the durability promises in docs/architecture.md):
+durable entities and persistent messages on durable queues; nothing transient.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""R1/R2 of reliability.md §6: kill -9 a broker while confirmed persistent publishing and unacked
-deliveries are in flight, restart it, and check RabbitMQ's promise: every confirmed message is there (at least
-once; duplicates allowed), and every message a consumer received before the kill and did not ack comes back
-with redelivered=true, in every cycle.
+"""The durability promises of docs/architecture.md: kill -9 a broker while confirmed persistent publishing and
+unacked deliveries are in flight, restart it, and check RabbitMQ's promise: every confirmed message is there
+(at least once; duplicates allowed), and every message a consumer received before the kill and did not ack
+comes back with redelivered=true, in every cycle.
 
 A delivery leaves the broker in the loop turn that marks it, before the batch holding the mark commits, so
 the mark of a delivery made just before the kill may be missing. After a crash recovery therefore marks every

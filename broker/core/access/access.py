@@ -340,8 +340,9 @@ def topic_refusal(user: str, vhost: str, exchange: str, routing_key: str) -> str
 
 
 class DecisionCache:
-    """One channel's remembered `authorize()` answers (design §4b): a dict lookup per check on the publish
-    path, dropped as a whole when the access model's ``version`` moves (any user or permission change)."""
+    """One channel's remembered `authorize()` answers (docs/architecture.md, control planes): a dict lookup
+    per check on the publish path, dropped as a whole when the access model's ``version`` moves (any user or
+    permission change)."""
 
     __slots__ = ("_access", "_decisions", "_topics", "_user", "_version", "_vhost", "control", "publishable")
 

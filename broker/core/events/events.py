@@ -1,8 +1,8 @@
 """Message-fate and topology events for observers (test inspection, the journal); free when nobody listens.
 
 Emit sites test a cheap attribute before building anything, so with nothing attached the hot path pays one
-attribute check per site (design §4.7). Observers run synchronously on the loop thread and must only append
-to their own buffers: they never block and never call back into the core.
+attribute check per site (hot-path rule 7). Observers run synchronously on the loop thread and must only
+append to their own buffers: they never block and never call back into the core.
 
 Two lanes. Generic observers get a ``MessageEvent`` per fate (a slots object and a detail dict: about 1.6 µs a
 message, fine for tests and tooling). The journal must cost almost nothing per message, so the steps every

@@ -1,4 +1,4 @@
-"""Runs queue dispatch in bounded batches once per loop turn (design §4.6); the loop is injected, so this
+"""Runs queue dispatch in bounded batches once per loop turn (hot-path rule 6); the loop is injected, so this
 stays pure.
 """
 

@@ -1,4 +1,4 @@
-"""The message value shared by every queue a publish reaches (design §4.4)."""
+"""The message value shared by every queue a publish reaches (hot-path rule 4)."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ class Message:
     """One published message. Routed copies share this object; nothing here is mutated after routing.
 
     ``header_payload`` is the content-header frame payload exactly as the publisher sent it (class id, weight,
-    body size, property flags and properties), so deliveries forward it without re-encoding (design §4.3). The
-    session decodes the few properties the broker acts on into the plain fields below.
+    body size, property flags and properties), so deliveries forward it without re-encoding (hot-path rule
+    3). The session decodes the few properties the broker acts on into the plain fields below.
     """
 
     __slots__ = FIELDS

@@ -1,9 +1,9 @@
 """Message statistics: plain integer counters bumped on the hot path, and the sample history that turns them
 into RabbitMQ's rates. Pure: the sampler (outer ring) passes the time in.
 
-A counter increment is all the hot path does (design §4). ``Series`` keeps (timestamp, values) samples taken
-every ``collect_statistics_interval``; a rate is the difference of the last two samples over their time span,
-as rabbit_mgmt_stats computes ``rate`` in ``*_details``.
+A counter increment is all the hot path does (hot-path rule 7). ``Series`` keeps (timestamp, values) samples
+taken every ``collect_statistics_interval``; a rate is the difference of the last two samples over their time
+span, as rabbit_mgmt_stats computes ``rate`` in ``*_details``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The slow path of a queue that uses features: message TTL, queue expiry, length limits, priorities,
 single active consumer, consumer priorities and the quorum delivery limit.
 
-A `Queue` with ``features is None`` never enters this module (design §4: a feature costs one attribute check
-when unused). Behaviour follows rabbit_amqqueue_process (classic queues, RabbitMQ 3.10-3.13): expiry only at
-the head, ``Now >= Expiry`` expires, an empty queue with a free consumer delivers at once (so TTL 0 means
-"deliver now or expire"), drop-head trims after enqueue, reject-publish refuses when ``len + 1 > max`` or
-``bytes + size > max_bytes`` (ready messages only).
+A `Queue` with ``features is None`` never enters this module (hot-path rule 7: a feature costs one attribute
+check when unused). Behaviour follows rabbit_amqqueue_process (classic queues, RabbitMQ 3.10-3.13): expiry
+only at the head, ``Now >= Expiry`` expires, an empty queue with a free consumer delivers at once (so TTL 0
+means "deliver now or expire"), drop-head trims after enqueue, reject-publish refuses when ``len + 1 > max``
+or ``bytes + size > max_bytes`` (ready messages only).
 """
 
 from __future__ import annotations

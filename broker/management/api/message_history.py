@@ -3,7 +3,7 @@ hops through exchanges → queues → delivered to which consumer → acked / na
 expired / dropped, with timestamps.
 
 An observer on the broker's EventBus, attached only while some vhost records (as RabbitMQ's firehose is on
-only while a vhost traces): with none, the hot path is back to one attribute test (design §4.7). Memory is
+only while a vhost traces): with none, the hot path is back to one attribute test (hot-path rule 7). Memory is
 bounded: the last ``capacity`` messages per vhost, each with at most ``MAX_STEPS`` steps. No payloads are
 kept, only the properties the UI searches by (message_id, correlation_id) and the routing inputs.
 """
