@@ -864,13 +864,15 @@ int main(int argc, char **argv) {
       if (evs[i].events & EPOLLIN) on_readable(c);
       else if (evs[i].events & (EPOLLHUP | EPOLLERR)) conn_close(c);
     }
-    /* One write per connection per turn; stalled publishers get another go for as long as that frees
-       room or credit, so no one waits on an event that will not come. */
-    for (;;) {
-      int moved = run_stalled();
-      flush_dirty();
-      if (!moved) break;
-    }
+    /* One write per connection per turn. Stalled publishers go first (acks read this turn gave credit
+       back), then again after every flush for as long as they move: a flush that empties a consumer's
+       buffer arms no EPOLLOUT, so a publisher stalled on that room would otherwise wait for an event
+       that never comes. When they stop moving, each waits on an armed event: EPOLLOUT of a consumer
+       with pending output, or the acks of deliveries already written. */
+    run_stalled();
+    flush_dirty();
+    while (g_nstalled && run_stalled()) flush_dirty();
+    flush_dirty(); /* a connection closed with an error inside run_stalled */
     for (int i = 0; i < g_ndead; i++) {
       free(g_dead[i]->rbuf);
       free(g_dead[i]->obuf);
