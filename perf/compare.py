@@ -3,7 +3,8 @@
 Each scenario runs on a freshly started broker (no carry-over between scenarios), the brokers taking turns
 within every round (the order rotates each round); the table reports medians over rounds and WarrenMQ's
 ratio to each other broker. Requires librabbitmq-dev (amqpperf), amqp-tools, Debian's rabbitmq-server and,
-for the third column, Debian's garagemq (left out when not installed). Usage: `make benchmarks` or
+for the third column, Debian's garagemq (left out when not installed). `--brokers warrenmq,ceiling` adds
+perf/sink.c, the C sink that gives each scenario's physical limit (no broker). Usage: `make benchmarks` or
 `python perf/compare.py --rounds 3 --output docs/benchmarks.md`. When the output file holds the markers
 below, only the text between them is replaced, so the rest of docs/benchmarks.md survives a re-run.
 """
@@ -28,8 +29,14 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RUN = HERE / "run.sh"
 RABBITMQ = HERE / "brokers" / "rabbitmq.sh"
-LAUNCHERS = {"rabbitmq": RABBITMQ, "garagemq": HERE / "brokers" / "garagemq.sh"}
-NAMES = {"warrenmq": "WarrenMQ", "rabbitmq": "RabbitMQ", "garagemq": "garagemq"}
+LAUNCHERS = {
+    "rabbitmq": RABBITMQ,
+    "garagemq": HERE / "brokers" / "garagemq.sh",
+    "ceiling": HERE / "brokers" / "csink.sh",
+}
+# "ceiling" is perf/sink.c, no broker: the least any server can do per scenario, so WarrenMQ's ratio to it
+# is the fraction of the physical limit it reaches.
+NAMES = {"warrenmq": "WarrenMQ", "rabbitmq": "RabbitMQ", "garagemq": "garagemq", "ceiling": "ceiling"}
 BEGIN = "<!-- perf/compare.py: begin -->"
 END = "<!-- perf/compare.py: end -->"
 
@@ -238,6 +245,8 @@ def render(
         "(Debian, default config, no plugins)",
         "garagemq": f"garagemq {_version(['dpkg-query', '-W', '-f', '${Version}', 'garagemq'])} "
         "(Debian, its packaged config, in-memory queues)",
+        "ceiling": "the ceiling: perf/sink.c (cc -O2), a C sink that answers only the frames each scenario "
+        "needs and stores nothing; the ratio to it is the fraction of the physical limit",
     }
     others = [broker for broker in brokers if broker != "warrenmq"]
     names = [NAMES[broker] for broker in brokers]
@@ -310,7 +319,8 @@ def main() -> int:
     parser.add_argument(
         "--brokers",
         default="warrenmq,rabbitmq,garagemq" if shutil.which("garagemq") else "warrenmq,rabbitmq",
-        help="comma-separated, from warrenmq, rabbitmq, garagemq (default: all installed)",
+        help="comma-separated, from warrenmq, rabbitmq, garagemq, ceiling (the C sink); default: the "
+        "installed brokers",
     )
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument("--raw", type=Path, default=None, help="append every raw JSON result here")
@@ -318,7 +328,7 @@ def main() -> int:
     brokers = [name for name in args.brokers.split(",") if name]
     unknown = [name for name in brokers if name not in NAMES]
     if unknown or "warrenmq" not in brokers:
-        parser.error(f"--brokers: warrenmq and any of rabbitmq, garagemq (got {args.brokers})")
+        parser.error(f"--brokers: warrenmq and any of rabbitmq, garagemq, ceiling (got {args.brokers})")
     results: dict[str, dict[str, list[float]]] = {}
     for round_index in range(args.rounds):
         for scenario in args.scenarios:
