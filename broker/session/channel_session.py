@@ -80,6 +80,11 @@ class ChannelSession:
         self.reply_key = ""  # this channel's direct reply-to key, when it has a reply consumer
         self.reply_pid = 0  # the pid id its reply names carry (broker.session.direct_reply); 0: none yet
         self.stats = ChannelStats()  # message_stats: increments only (hot-path rule 7)
+        # The connection's frame_max, read once: connection.tune-ok fixes it before connection.open, so
+        # before any channel opens (rabbit_reader refuses channel frames until open-ok). A Python int (Any),
+        # as every delivery passes it to the C encoder: read through ConnectionPort per delivery, the
+        # compiled connection's int was boxed twice per delivery (its getter, then the call).
+        self.frame_max: Any = connection.frame_max
         # A completed publish goes here: through the connection's first-publish hook until it has run, then
         # straight to `_published`, so later messages pay no test for it.
         self._on_content: Callable[[Any, HeaderInfo, bytes, bytes], None] = (
@@ -316,7 +321,7 @@ class ChannelSession:
             message.routing_key,
             message.header_payload,
             message.body,
-            conn.frame_max,
+            self.frame_max,
         )
         conn.write(frames)
 
@@ -324,7 +329,7 @@ class ChannelSession:
         conn = self.conn
         conn.write(
             encode_delivery(
-                method_frame, self.channel_id, message.header_payload, message.body, conn.frame_max
+                method_frame, self.channel_id, message.header_payload, message.body, self.frame_max
             )
         )
 
