@@ -56,7 +56,7 @@ def build_parser(serving: bool = False) -> argparse.ArgumentParser:
     parser.add_argument(
         "--version", action="version", version=f"warrenmq {__version__}, {compiled.describe()}"
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = commands.add_parser("serve", help="run the broker in the foreground")
     add_serve_arguments(serve)
     # Listed here; main() hands `bench` its own parser, so that `serve` never imports the scenarios (their
