@@ -76,11 +76,12 @@ RECONNECT_TIMEOUT_S = 5.0
 
 
 def redacted(dsn: str) -> str:
-    """``postgresql://host:port/db``: the DSN without user and password, for logs and the ready line."""
+    """``postgresql://host:port/db``: the DSN without user, password or query, for logs and the ready line.
+    A libpq multi-host DSN (``postgresql://u:p@a:5432,b:5432/db?target_session_attrs=read-write``, a
+    replicated store) keeps its host list: ``urlsplit`` cannot read its port."""
     parts = urlsplit(dsn)
-    host = parts.hostname or "localhost"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
+    hosts = parts.netloc.rpartition("@")[2] or "localhost"
+    return f"{parts.scheme}://{hosts}{parts.path}"
 
 
 class PostgresStore:
