@@ -56,7 +56,7 @@ def build_node(
         from broker.storage.postgres.store import PostgresStore
 
         try:
-            store = PostgresStore(config.store)
+            store = PostgresStore(config.store, config.ha_lease_s)
         except StorageError as error:
             raise StartupError(str(error)) from error
     elif store is None and config.data_dir is not None:

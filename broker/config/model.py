@@ -123,7 +123,8 @@ def store_display(config: ServerConfig) -> str | None:
     """The store as the ready line and the start-up log name it: ``postgresql://host:port/db`` (never the
     user or the password), ``sqlite:<data dir>``, or None (in memory)."""
     if config.store is not None:
+        # The netloc after any user:password@, not hostname and port: a libpq multi-host DSN (a replicated
+        # store, "a:5432,b:5432") has no single port for urlsplit to read.
         parts = urlsplit(config.store)
-        port = f":{parts.port}" if parts.port else ""
-        return f"{parts.scheme}://{parts.hostname or 'localhost'}{port}{parts.path}"
+        return f"{parts.scheme}://{parts.netloc.rpartition('@')[2] or 'localhost'}{parts.path}"
     return None if config.data_dir is None else f"sqlite:{config.data_dir}"

@@ -1,5 +1,6 @@
 """Leader election on the shared PostgreSQL store: one ``warrenmq_leader`` row holding the active node's
-epoch and lease, on a connection of its own (never the store's, so a long commit cannot starve a renewal).
+epoch and lease, on a connection of its own (never the store's, so a long commit cannot starve a renewal),
+with server-side lock and statement timeouts shorter than an attempt (broker.storage.postgres.sessions).
 
 A standby tries to take the row every third of a lease; it succeeds when the row is missing or its lease
 has run out *by the database's clock* (``lease_until < now()``), and each success increments the epoch.
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from broker.ha.lease import LeaseTimer
+from broker.storage.postgres.sessions import election_settings
 
 if TYPE_CHECKING:
     import asyncpg
@@ -30,13 +32,19 @@ LEADER_DDL = (
     "CREATE TABLE IF NOT EXISTS warrenmq_leader (id smallint PRIMARY KEY CHECK (id = 1), "
     "epoch bigint NOT NULL, holder text NOT NULL, lease_until timestamptz NOT NULL)"
 )
-# One statement, so taking the row is atomic: insert it, or take it over once its lease has run out on the
-# database's clock; either way the epoch moves on, and RETURNING says whether this node got it.
+# One statement, so taking the row is atomic: take it over once its lease has run out on the database's clock,
+# or insert it when there is none; either way the epoch moves on, and RETURNING says whether this node got it.
+# An UPDATE, not INSERT ... ON CONFLICT DO UPDATE ... WHERE: ON CONFLICT locks the row before it evaluates its
+# WHERE, so every attempt against a live lease would queue behind the active node's commits (their fence
+# holds the row FOR KEY SHARE); an UPDATE locks only a row whose lease has lapsed in its snapshot, and
+# rechecks that on the row's newest version once the lock is granted (PostgreSQL's EvalPlanQual).
 _ACQUIRE = (
-    "INSERT INTO warrenmq_leader AS l (id, epoch, holder, lease_until) "
-    "VALUES (1, 1, $1, now() + make_interval(secs => $2)) "
-    "ON CONFLICT (id) DO UPDATE SET epoch = l.epoch + 1, holder = EXCLUDED.holder, "
-    "lease_until = EXCLUDED.lease_until WHERE l.lease_until < now() RETURNING epoch"
+    "WITH taken AS (UPDATE warrenmq_leader SET epoch = epoch + 1, holder = $1,"
+    " lease_until = now() + make_interval(secs => $2) WHERE id = 1 AND lease_until < now() RETURNING epoch),"
+    " first AS (INSERT INTO warrenmq_leader (id, epoch, holder, lease_until)"
+    " SELECT 1, 1, $1, now() + make_interval(secs => $2) WHERE NOT EXISTS (SELECT FROM warrenmq_leader)"
+    " ON CONFLICT (id) DO NOTHING RETURNING epoch)"
+    " SELECT epoch FROM taken UNION ALL SELECT epoch FROM first"
 )
 _RENEW = (
     "UPDATE warrenmq_leader SET lease_until = now() + make_interval(secs => $2) "
@@ -53,13 +61,13 @@ class LostLeadership(Enum):
     LEASE_EXPIRED = "lease_expired"  # the database could not be reached before the lease ran out
 
 
-Connect = Callable[[str, float], Awaitable["asyncpg.Connection"]]
+Connect = Callable[[str, float, dict[str, str]], Awaitable["asyncpg.Connection"]]
 
 
-async def _asyncpg_connect(dsn: str, timeout_s: float) -> asyncpg.Connection:
+async def _asyncpg_connect(dsn: str, timeout_s: float, server_settings: dict[str, str]) -> asyncpg.Connection:
     import asyncpg
 
-    return await asyncpg.connect(dsn, timeout=timeout_s)
+    return await asyncpg.connect(dsn, timeout=timeout_s, server_settings=server_settings)
 
 
 class Unreachable(Exception):
@@ -107,7 +115,9 @@ class Leadership:
             if self._connection is None or self._connection.is_closed():
                 self._connection = None
                 started = self.clock()
-                connection = await asyncio.wait_for(self._connect(self.dsn, timeout_s), timeout_s)
+                connection = await asyncio.wait_for(
+                    self._connect(self.dsn, timeout_s, election_settings(self.lease_s)), timeout_s
+                )
                 self._connection = connection
                 timeout_s = max(timeout_s - (self.clock() - started), 0.05)
                 await connection.execute(LEADER_DDL, timeout=timeout_s)

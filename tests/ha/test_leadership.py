@@ -88,10 +88,10 @@ async def test_the_active_node_steps_down_when_it_cannot_renew_before_its_lease_
     time = VirtualTime()
     reachable = True
 
-    async def connect(dsn: str, timeout_s: float) -> asyncpg.Connection:
+    async def connect(dsn: str, timeout_s: float, settings: dict[str, str]) -> asyncpg.Connection:
         if not reachable:
             raise ConnectionRefusedError("the database is down")
-        return await asyncpg.connect(dsn, timeout=timeout_s)
+        return await asyncpg.connect(dsn, timeout=timeout_s, server_settings=settings)
 
     node = Leadership(postgres_dsn, "a", 3.0, clock=time.clock, sleep=time.sleep, connect=connect)
     try:
@@ -110,12 +110,12 @@ async def test_a_renewal_that_succeeds_within_the_lease_keeps_the_node_active(po
     time = VirtualTime()
     failures = 2
 
-    async def connect(dsn: str, timeout_s: float) -> asyncpg.Connection:
+    async def connect(dsn: str, timeout_s: float, settings: dict[str, str]) -> asyncpg.Connection:
         nonlocal failures
         if failures:
             failures -= 1
             raise ConnectionRefusedError("the database is restarting")
-        return await asyncpg.connect(dsn, timeout=timeout_s)
+        return await asyncpg.connect(dsn, timeout=timeout_s, server_settings=settings)
 
     node = Leadership(postgres_dsn, "a", 3.0, clock=time.clock, sleep=time.sleep, connect=connect)
     with pytest.raises(Unreachable):

@@ -5,7 +5,9 @@ package installs one; these tests leave it alone).
     cluster = PostgresCluster.create()   # None when PostgreSQL is not installed (see `unavailable()`)
     cluster.start(); dsn = cluster.dsn(); cluster.stop(); cluster.start(); cluster.destroy()
 
-A store-outage test stops and restarts the same cluster: the port and the data directory stay.
+A store-outage test stops and restarts the same cluster: the port and the data directory stay. With
+``netns`` (tests/ha/netns.py) every server command runs inside that network namespace and the server listens
+on ``host``, the namespace's address, instead of loopback.
 """
 
 from __future__ import annotations
@@ -55,25 +57,30 @@ class PostgresCluster:
     """One private cluster. As root every server command runs as the ``postgres`` user (initdb refuses
     root); otherwise as the current user."""
 
-    def __init__(self, bin_dir: Path, root: Path, port: int) -> None:
+    def __init__(
+        self, bin_dir: Path, root: Path, port: int, host: str = "127.0.0.1", netns: str | None = None
+    ) -> None:
         self.bin_dir = bin_dir
         self.root = root
         self.data_dir = root / "data"
         self.port = port
-        self.host = "127.0.0.1"
+        self.host = host
+        self.netns = netns
         self.user = _USER
         self.password = _PASSWORD
         self._as_postgres = os.geteuid() == 0
 
     @classmethod
-    def create(cls, port: int | None = None) -> PostgresCluster:
+    def create(
+        cls, port: int | None = None, host: str = "127.0.0.1", netns: str | None = None
+    ) -> PostgresCluster:
         reason = unavailable()
         if reason is not None:
             raise RuntimeError(reason)
         bin_dir = _bin_dir()
         assert bin_dir is not None
         root = Path(tempfile.mkdtemp(prefix="warrenmq-pg-"))
-        cluster = cls(bin_dir, root, port or free_port())
+        cluster = cls(bin_dir, root, port or free_port(), host, netns)
         if cluster._as_postgres:
             shutil.chown(root, user=_USER, group=_USER)
             os.chmod(root, 0o700)
@@ -94,7 +101,7 @@ class PostgresCluster:
             # Loopback only, no Unix socket in /var/run (the system service owns it), and fsync on: the
             # durability tests rely on commits reaching the disk as a production store would.
             conf.write(
-                f"\nlisten_addresses = '127.0.0.1'\nport = {cluster.port}\n"
+                f"\nlisten_addresses = '{host}'\nport = {cluster.port}\n"
                 f"unix_socket_directories = '{root}'\nmax_connections = 50\n"
             )
         return cluster
@@ -103,13 +110,19 @@ class PostgresCluster:
         cmd = [str(self.bin_dir / tool), *args]
         if self._as_postgres:
             cmd = ["runuser", "-u", _USER, "--", *cmd]
+        cmd = self._in_netns(cmd)
         return subprocess.run(cmd, check=check, capture_output=True, text=True, cwd=str(self.root))
+
+    def _in_netns(self, cmd: list[str]) -> list[str]:
+        return cmd if self.netns is None else ["ip", "netns", "exec", self.netns, *cmd]
 
     def start(self, timeout_s: float = 30.0) -> None:
         log = self.root / "server.log"
         self._run(
             "pg_ctl", "-D", str(self.data_dir), "-l", str(log), "-w", "-t", str(int(timeout_s)), "start"
         )
+        if self.netns is not None:
+            return  # unreachable from this namespace; pg_ctl -w waited until it accepted connections
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
@@ -137,9 +150,10 @@ class PostgresCluster:
 
     def psql(self, sql: str, database: str = "postgres") -> str:
         env = dict(os.environ, PGPASSWORD=self.password)
+        psql = [str(self.bin_dir / "psql"), "-h", self.host, "-p", str(self.port), "-U", self.user,
+                "-d", database, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql]  # fmt: skip
         out = subprocess.run(
-            [str(self.bin_dir / "psql"), "-h", self.host, "-p", str(self.port), "-U", self.user,
-             "-d", database, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql],
+            self._in_netns(psql),
             check=True, capture_output=True, text=True, env=env,
         )  # fmt: skip
         return out.stdout

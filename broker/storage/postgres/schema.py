@@ -87,6 +87,12 @@ MIGRATIONS: list[str] = [
         lease_until timestamptz NOT NULL
     );
     """,
+    # The epoch as a key: an UPDATE that changes a uniquely indexed column takes FOR UPDATE, which waits for
+    # the fence's FOR KEY SHARE (a commit in flight), while the renewal (lease_until only, FOR NO KEY UPDATE)
+    # does not. Without it the fence would let a takeover through in the middle of a commit.
+    """
+    CREATE UNIQUE INDEX IF NOT EXISTS warrenmq_leader_epoch ON warrenmq_leader (epoch);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

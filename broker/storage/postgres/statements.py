@@ -107,12 +107,15 @@ INSERT_DELAYED = (
 )
 DELETE_DELAYED = "DELETE FROM delayed_messages WHERE key = ANY($1::bigint[])"
 DELETE_RANGE = "DELETE FROM messages WHERE key >= $1 AND key < $2"
-# The fence, sent with BEGIN: the lease row read FOR SHARE (broker/ha cannot move the epoch on while this
-# transaction holds it), and an error of our own SQLSTATE when a newer active node holds the store.
+# The fence, sent with BEGIN: the lease row read FOR KEY SHARE (broker/ha cannot move the epoch on while this
+# transaction holds it: the epoch is a key, schema migration 2, so changing it needs FOR UPDATE, which waits
+# for KEY SHARE), and an error of our own SQLSTATE when a newer active node holds the store. KEY SHARE, not
+# SHARE: the renewal changes only lease_until (FOR NO KEY UPDATE, which KEY SHARE lets through), so the
+# active node's renewal never queues behind its own commits; PostgreSQL's "Row-Level Locks" table.
 FENCED_SQLSTATE = "WQF01"
 FENCE = (
     "DO $fence$ DECLARE held bigint; BEGIN"
-    " SELECT epoch INTO held FROM warrenmq_leader WHERE id = 1 FOR SHARE;"
+    " SELECT epoch INTO held FROM warrenmq_leader WHERE id = 1 FOR KEY SHARE;"
     " IF held IS DISTINCT FROM $epoch THEN"
     " RAISE EXCEPTION 'epoch % holds the store, this node''s epoch $epoch is stale',"
     " coalesce(held::text, 'none')"

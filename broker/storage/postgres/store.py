@@ -7,10 +7,13 @@ it is committed), message inserts, delivered marks, returns and acks each as one
 (``synchronous_commit`` is the server's: the store never lowers it). asyncpg runs on a loop of the store's
 own (broker.storage.postgres.runner).
 
-Fencing: with an epoch set (`fence`), every transaction first reads the ``warrenmq_leader`` row ``FOR
+Fencing: with an epoch set (`fence`), every transaction first reads the ``warrenmq_leader`` row ``FOR KEY
 SHARE`` and raises `StoreFenced` (rolling back) when a newer active node has taken the lease: a node that
-lost its lease can never commit over its successor's writes, as the lease row cannot change while a commit
-holds its share lock. With no epoch (one node, no leadership) no check runs.
+lost its lease can never commit over its successor's writes, as the row's epoch cannot change while a commit
+holds that lock (the epoch is a key: schema migration 2). The lease's renewal changes no key and so never
+waits for a commit. With no epoch (one node, no leadership) no check runs. The sessions carry server-side
+limits derived from the lease (broker.storage.postgres.sessions), so that a node cut off in the middle of a
+commit cannot keep that lock, and with it its successor's takeover, past the lease.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from broker.storage.base import (
 from broker.storage.postgres.outage import Reconnecting, is_unreachable
 from broker.storage.postgres.runner import LoopThread
 from broker.storage.postgres.schema import migrate
+from broker.storage.postgres.sessions import DEFAULT_LEASE_S, store_settings
 from broker.storage.postgres.statements import (
     COPY_FROM_ROWS,
     COPY_MESSAGES,
@@ -72,11 +76,12 @@ RECONNECT_TIMEOUT_S = 5.0
 
 
 def redacted(dsn: str) -> str:
-    """``postgresql://host:port/db``: the DSN without user and password, for logs and the ready line."""
+    """``postgresql://host:port/db``: the DSN without user, password or query, for logs and the ready line.
+    A libpq multi-host DSN (``postgresql://u:p@a:5432,b:5432/db?target_session_attrs=read-write``, a
+    replicated store) keeps its host list: ``urlsplit`` cannot read its port."""
     parts = urlsplit(dsn)
-    host = parts.hostname or "localhost"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
+    hosts = parts.netloc.rpartition("@")[2] or "localhost"
+    return f"{parts.scheme}://{hosts}{parts.path}"
 
 
 class PostgresStore:
@@ -85,8 +90,9 @@ class PostgresStore:
     # The server flushes its WAL before a commit returns (synchronous_commit on, PostgreSQL's default).
     syncs_each_commit = True
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, lease_s: float = DEFAULT_LEASE_S) -> None:
         self.dsn = dsn
+        self._server_settings = store_settings(lease_s)
         self.where = redacted(dsn)
         self.epoch: int | None = None
         self.streams = PgStreams()
@@ -121,19 +127,25 @@ class PostgresStore:
             raise kind(f"PostgreSQL store {self.where}: {error!r}") from error
 
     async def _connect(self) -> tuple[asyncpg.Connection, asyncpg.Connection]:
-        writer = await asyncpg.connect(self.dsn, timeout=CONNECT_TIMEOUT_S, command_timeout=COMMAND_TIMEOUT_S)
+        writer = await self._open(CONNECT_TIMEOUT_S)
         try:
             await migrate(writer, self.where)
-            reader = await asyncpg.connect(
-                self.dsn, timeout=CONNECT_TIMEOUT_S, command_timeout=COMMAND_TIMEOUT_S
-            )
+            reader = await self._open(CONNECT_TIMEOUT_S)
         except BaseException:
             await writer.close()
             raise
         return writer, reader
 
     async def _reconnect(self) -> asyncpg.Connection:
-        return await asyncpg.connect(self.dsn, timeout=RECONNECT_TIMEOUT_S, command_timeout=COMMAND_TIMEOUT_S)
+        return await self._open(RECONNECT_TIMEOUT_S)
+
+    async def _open(self, timeout_s: float) -> asyncpg.Connection:
+        return await asyncpg.connect(
+            self.dsn,
+            timeout=timeout_s,
+            command_timeout=COMMAND_TIMEOUT_S,
+            server_settings=self._server_settings,
+        )
 
     def fence(self, epoch: int | None) -> None:
         """From now on every commit checks that ``warrenmq_leader`` still holds ``epoch`` (None: no check)."""

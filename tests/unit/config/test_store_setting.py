@@ -41,6 +41,12 @@ def test_the_store_is_named_without_user_or_password(tmp_path: Path) -> None:
     assert store_display(config) == "postgresql://db.example:5433/warrenmq"
 
 
+def test_a_multi_host_store_is_named_with_its_hosts(tmp_path: Path) -> None:
+    dsn = "postgresql://u:secret@db-a:5432,db-b:5433/warrenmq?target_session_attrs=read-write"
+    _loaded, config = _load(tmp_path, ["--store", dsn], {})
+    assert store_display(config) == "postgresql://db-a:5432,db-b:5433/warrenmq"
+
+
 @pytest.mark.parametrize("value", ["none", "sqlite", ""])
 def test_none_or_sqlite_means_the_default(tmp_path: Path, value: str) -> None:
     assert _load(tmp_path, ["--store", value], {})[1].store is None

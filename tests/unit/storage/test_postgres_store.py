@@ -17,6 +17,7 @@ from broker.storage.postgres.statements import COPY_FROM_ROWS
 from broker.storage.postgres.store import PostgresStore, redacted
 from broker.storage.sqlite import SqliteStore
 from broker.storage.stream_files import StreamRow
+from tests.ports import free_port
 from tests.postgres.cluster import PostgresCluster
 from tests.unit.storage.helpers import abandon, make_message
 
@@ -47,7 +48,8 @@ def test_a_new_database_gets_the_schema_and_its_version_once(
     cluster, dsn, name = database
     PostgresStore(dsn).close()
     PostgresStore(dsn).close()  # reopened: nothing applied twice
-    assert cluster.psql("SELECT version FROM warrenmq_schema", name).split() == [str(SCHEMA_VERSION)]
+    versions = cluster.psql("SELECT version FROM warrenmq_schema ORDER BY version", name).split()
+    assert versions == [str(step) for step in range(1, SCHEMA_VERSION + 1)]  # one row per migration
     # The lease row's table, for broker/ha, with the agreed shape.
     columns = cluster.psql(
         "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'warrenmq_leader'"
@@ -82,6 +84,25 @@ def test_an_unreachable_server_is_a_storage_error_without_the_password() -> None
         PostgresStore(dsn)
     assert "secret" not in str(refused.value)
     assert redacted(dsn) == "postgresql://127.0.0.1:1/nowhere"
+    # A replicated store's multi-host DSN: its hosts, still no password (urlsplit cannot read its port).
+    many = "postgresql://user:secret@a:5432,b:5433/db?target_session_attrs=read-write"
+    assert redacted(many) == "postgresql://a:5432,b:5433/db"
+
+
+def test_a_multi_host_dsn_opens_the_store_on_the_host_that_takes_writes(
+    database: tuple[PostgresCluster, str, str],
+) -> None:
+    """libpq's multi-host DSN as a replicated store is given: the first host is down (as a lost primary is),
+    target_session_attrs=read-write picks the one that accepts writes."""
+    cluster, _dsn, name = database
+    where = f"127.0.0.1:{free_port()},{cluster.host}:{cluster.port}"
+    dsn = f"postgresql://{cluster.user}:{cluster.password}@{where}/{name}?target_session_attrs=read-write"
+    store = PostgresStore(dsn)
+    try:
+        store.apply(_declare())
+        assert [row.name for row in store.load().queues] == ["q"]
+    finally:
+        store.close()
 
 
 def test_the_clean_mark_is_set_by_a_clean_close_only(database: tuple[PostgresCluster, str, str]) -> None:
