@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .expected_spring import SPRING_OBSERVATION
+
 NO_EXCHANGE = "NOT_FOUND - no exchange 'P-missing' in vhost '/'"
 # basic.publish (class 60, method 40) to a missing exchange: the channel is closed with 404 and the ids of the
 # method that failed, which clients put in the exception they raise.
@@ -39,6 +41,8 @@ _COMMON: dict[str, Any] = {
 _REFUSED_ERROR: dict[str, Any] = {
     "node": "channel 1 closed: " + NO_EXCHANGE + " (404)",
     "go": {"code": 404, "reason": NO_EXCHANGE, "server": True, "recover": True},
+    # lapin's Display of the error that the channel.close gave the next operation on the channel.
+    "rust": "protocol error: AMQP soft error: NOT-FOUND: " + NO_EXCHANGE,
     "java": {
         "hard_error": False,
         "initiated_by_application": False,
@@ -63,8 +67,40 @@ _REFUSED_ERROR: dict[str, Any] = {
 }
 
 
+# The Java programs (current client and Debian's 5.0.0) also do these.
+_JAVA_ONLY: dict[str, Any] = {
+    # DELETE /api/connections/NAME closes the connection with 320 and RabbitMQ's default reason; the client
+    # recovers the connection, channel, exchange, exclusive queue, binding and consumer, which then gets
+    # the message published after recovery.
+    "recovery": {
+        "management_delete": 204,
+        "close": {
+            "hard_error": True,
+            "initiated_by_application": False,
+            "code": 320,
+            "text": "CONNECTION_FORCED - Closed via management plugin",
+        },
+        "recovered": True,
+        "deliveries": ["before", "after"],
+        "connection_open": True,
+        "channel_open": True,
+        "consumers": 1,
+    },
+    # newConnection(List<Address>) with a first address that refuses connects to the second.
+    "failover": {"connected_to_broker": True, "queue_declared": True},
+    # The NIO transport: both messages confirmed, then got, then basic.get-empty.
+    "nio": {"confirmed": True, "got": ["n1", "n2", None]},
+}
+
+# The Debian builds run the same source as the current ones.
+_SAME_PROGRAM = {"java-debian": "java", "go-debian": "go"}
+
+
 def expected_observation(client: str) -> dict[str, Any]:
     """The observation ``client``'s program must print against RabbitMQ, and so against WarrenMQ."""
+    if client == "spring":
+        return dict(SPRING_OBSERVATION)
+    client = _SAME_PROGRAM.get(client, client)
     observation = {key: dict(value) for key, value in _COMMON.items()}
     if client in ("java", "node"):
         # The Java client's ConfirmListener is told each ack's multiple flag; the Node.js program reads it
@@ -76,4 +112,6 @@ def expected_observation(client: str) -> dict[str, Any]:
         "channel_closed": True,
         "connection_open": True,
     }
+    if client == "java":
+        observation.update(_JAVA_ONLY)
     return observation

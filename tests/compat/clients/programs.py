@@ -1,9 +1,11 @@
-"""The client matrix's scenario programs: how each is built (once per test session) and run.
+"""The client matrix's scenario programs: how each is built (once, see build_cache.py) and run.
 
-Each client library comes from Debian (ruby-bunny, php-amqplib, librabbitmq-client-java,
-golang-github-rabbitmq-amqp091-go-dev) or from npm through this folder's package-lock.json
-(@cloudamqp/amqp-client); ``.ci/run`` installs them. A language whose toolchain or library is missing is
-skipped with the reason; a program that does not build is a failure.
+Client libraries come from the registries, pinned by this folder's lock files (Maven Central: java/pom.xml
+and spring/pom.xml; the Go module proxy: go/go.sum; crates.io: rust/Cargo.lock; npm: node/package-lock.json)
+and fetched at test time, or from Debian (ruby-bunny, php-amqplib, librabbitmq-client-java,
+golang-github-rabbitmq-amqp091-go-dev), which ``.ci/run`` installs. A language whose toolchain or library is
+missing, or whose registry cannot be reached, is skipped with the reason; a program that does not build is a
+failure.
 """
 
 from __future__ import annotations
@@ -20,12 +22,11 @@ from urllib.parse import quote, urlparse
 
 import pytest
 
+from .build_jvm import build_java, build_java_debian, build_spring
+from .build_native import build_go, build_go_debian, build_rust
+
 HERE = Path(__file__).parent
-CLIENTS = ("go", "java", "node", "php", "ruby")
-# Where Debian puts the libraries.
-JAVA_JARS = (Path("/usr/share/java/amqp-client.jar"), Path("/usr/share/java/slf4j-api.jar"))
-GO_PATH = Path("/usr/share/gocode")
-GO_PACKAGE = GO_PATH / "src/github.com/rabbitmq/amqp091-go"
+CLIENTS = ("go", "go-debian", "java", "java-debian", "node", "php", "ruby", "rust", "spring")
 BUILD_TIMEOUT_S = 300
 # A program bounds each of its waits (5 s); this only stops one that hangs regardless, within pytest's 120 s.
 RUN_TIMEOUT_S = 75
@@ -65,11 +66,6 @@ def _require(condition: bool, reason: str) -> None:
         pytest.skip(reason)
 
 
-def _built(done: subprocess.CompletedProcess[str], what: str) -> None:
-    if done.returncode != 0:
-        pytest.fail(f"{what} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
-
-
 def _build_node(_: Path) -> list[str]:
     node_dir = HERE / "node"
     _require(bool(shutil.which("node") and shutil.which("npm")), "node/npm not installed")
@@ -95,40 +91,16 @@ def _build_php(_: Path) -> list[str]:
     return ["php", str(HERE / "php/scenario.php")]
 
 
-def _build_java(build_dir: Path) -> list[str]:
-    _require(shutil.which("javac") is not None and shutil.which("java") is not None, "no JDK (javac/java)")
-    missing = [str(jar) for jar in JAVA_JARS if not jar.exists()]
-    _require(not missing, f"no RabbitMQ Java client: {missing} (apt-get install librabbitmq-client-java)")
-    classpath = ":".join(str(jar) for jar in JAVA_JARS)
-    classes = build_dir / "java"
-    sources = [str(path) for path in sorted((HERE / "java").glob("*.java"))]
-    _built(_run(["javac", "-d", str(classes), "-cp", classpath, *sources], HERE), "javac")
-    return ["java", "-cp", f"{classes}:{classpath}", "Scenario"]
-
-
-def _build_go(build_dir: Path) -> list[str]:
-    _require(shutil.which("go") is not None, "go not installed (apt-get install golang-go)")
-    package = "golang-github-rabbitmq-amqp091-go-dev"
-    _require(GO_PACKAGE.is_dir(), f"{GO_PACKAGE} missing (apt-get install {package})")
-    binary = build_dir / "go-scenario"
-    # GOPATH mode against Debian's Go sources: no module download, no network.
-    env = {
-        "GO111MODULE": "off",
-        "GOPATH": str(GO_PATH),
-        "GOFLAGS": "",
-        "GOPROXY": "off",
-        "GOCACHE": str(build_dir / "go-cache"),
-    }
-    _built(_run(["go", "build", "-o", str(binary), str(HERE / "go/scenario.go")], HERE, env), "go build")
-    return [str(binary)]
-
-
 _BUILDERS = {
-    "go": _build_go,
-    "java": _build_java,
+    "go": build_go,
+    "go-debian": build_go_debian,
+    "java": build_java,
+    "java-debian": build_java_debian,
     "node": _build_node,
     "php": _build_php,
     "ruby": _build_ruby,
+    "rust": build_rust,
+    "spring": build_spring,
 }
 
 
@@ -151,9 +123,10 @@ class ClientPrograms:
                 raise
         return self._commands[client]
 
-    def observe(self, client: str, amqp_url: str, prefix: str) -> Any:
-        """Run ``client``'s program against the broker at ``amqp_url``; its normalised observation."""
-        cmd = [*self.command(client), program_url(amqp_url), prefix]
+    def observe(self, client: str, amqp_url: str, prefix: str, management_url: str) -> Any:
+        """Run ``client``'s program against the broker at ``amqp_url`` (its management API at
+        ``management_url``); its normalised observation."""
+        cmd = [*self.command(client), program_url(amqp_url), prefix, management_url]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
         except subprocess.TimeoutExpired as hung:

@@ -1,10 +1,13 @@
-"""The client matrix: one scenario program per language (Go, Java, Node.js, PHP, Ruby), each with the client
-library RabbitMQ users of that language use, run against RabbitMQ (the oracle) and against WarrenMQ.
+"""The client matrix: one scenario program per language and client (Go, Java, Node.js, PHP, Ruby, Rust and
+Spring AMQP), each with the client library RabbitMQ users of that language use, run against RabbitMQ (the
+oracle) and against WarrenMQ.
 
 Each program connects, opens and closes channels, publishes with confirms and a mandatory return, consumes
 with ack/nack/reject, does a direct reply-to round trip, idles on a 1 s heartbeat and has a publish refused;
-it prints what its client library reported. Both brokers must give exactly the expected observation, so a
-difference between them, or a shared bug, fails.
+the Java programs also recover from a connection closed by the management API, fail over across addresses
+and use NIO; the Spring program does the same through Spring AMQP's abstractions (see spring/). Each prints
+what its client library reported. Both brokers must give exactly the expected observation, so a difference
+between them, or a shared bug, fails.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import MatrixBroker
 from .expected import expected_observation
 from .programs import CLIENTS, ClientPrograms
 
@@ -32,6 +36,6 @@ def test_client_observes_rabbitmq_behaviour(
 ) -> None:
     # Build first: a missing toolchain skips before an oracle node is started for nothing.
     client_programs.command(client)
-    url = request.getfixturevalue("rabbitmq_url" if broker == "rabbitmq" else "amqp_url")
-    observed = client_programs.observe(client, url, unique)
+    target: MatrixBroker = request.getfixturevalue(f"{broker}_matrix_broker")
+    observed = client_programs.observe(client, target.amqp_url, unique, target.management_url)
     assert observed == expected_observation(client)

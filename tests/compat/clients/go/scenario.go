@@ -1,5 +1,6 @@
-// The client matrix's Go program: amqp091-go (Debian's golang-github-rabbitmq-amqp091-go-dev), built in GOPATH mode.
-// Usage: scenario AMQP_URL NAME_PREFIX; prints one JSON observation (see tests/compat/clients/README.md).
+// The client matrix's Go program: amqp091-go as go.mod/go.sum pin it (module mode), and the same source on
+// Debian's golang-github-rabbitmq-amqp091-go-dev in GOPATH mode.
+// Usage: scenario AMQP_URL NAME_PREFIX [MANAGEMENT_URL]; prints one JSON observation (see tests/compat/clients/README.md).
 package main
 
 import (

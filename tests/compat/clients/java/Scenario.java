@@ -1,5 +1,7 @@
-// The client matrix's Java program: the RabbitMQ Java client (Debian's librabbitmq-client-java).
-// Usage: java Scenario AMQP_URL NAME_PREFIX; prints one JSON observation (see tests/compat/clients/README.md).
+// The client matrix's Java program: the RabbitMQ Java client, the current one from Maven Central (pom.xml) and
+// Debian's librabbitmq-client-java 5.0.0, the same source for both.
+// Usage: java Scenario AMQP_URL NAME_PREFIX MANAGEMENT_URL; prints one JSON observation (see
+// tests/compat/clients/README.md).
 
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
@@ -21,15 +23,16 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 public final class Scenario {
-  private static final int WAIT_S = 5;
-  private static String url;
-  private static String prefix;
+  static final int WAIT_S = 5;
+  static String url;
+  static String prefix;
+  static String managementUrl;
 
   interface Body {
     Map<String, Object> run(Connection conn) throws Exception;
   }
 
-  private static Connection connect(int heartbeatS) throws Exception {
+  static Connection connect(int heartbeatS) throws Exception {
     ConnectionFactory factory = new ConnectionFactory();
     factory.setUri(url);
     factory.setRequestedHeartbeat(heartbeatS);
@@ -38,7 +41,7 @@ public final class Scenario {
     return factory.newConnection();
   }
 
-  private static Map<String, Object> error(Throwable err) {
+  static Map<String, Object> error(Throwable err) {
     // The client wraps a server's close in an IOException whose message is null: report the cause.
     while (err.getMessage() == null && err.getCause() != null) err = err.getCause();
     Map<String, Object> result = new LinkedHashMap<>();
@@ -47,7 +50,7 @@ public final class Scenario {
   }
 
   /** Each step has its own connection, so that a failure in one cannot hide the others. */
-  private static Map<String, Object> step(Body body) {
+  static Map<String, Object> step(Body body) {
     Connection conn = null;
     try {
       conn = connect(0);
@@ -65,7 +68,7 @@ public final class Scenario {
     }
   }
 
-  private static String text(byte[] body) {
+  static String text(byte[] body) {
     return new String(body, StandardCharsets.UTF_8);
   }
 
@@ -265,6 +268,7 @@ public final class Scenario {
   public static void main(String[] args) {
     url = args[0];
     prefix = args[1];
+    managementUrl = args[2];
     Map<String, Object> observation = new LinkedHashMap<>();
     observation.put("channel", step(Scenario::channelOpenClose));
     observation.put("confirms", step(Scenario::confirmsWithReturns));
@@ -272,6 +276,9 @@ public final class Scenario {
     observation.put("direct_reply_to", step(Scenario::directReplyTo));
     observation.put("heartbeats", heartbeats());
     observation.put("refused", step(Scenario::refusedPublish));
+    observation.put("recovery", Recovery.automaticRecovery());
+    observation.put("failover", Recovery.addressFailover());
+    observation.put("nio", Recovery.nio());
     System.out.println(Json.write(observation));
     System.exit(0);
   }
