@@ -34,9 +34,19 @@ LAUNCHERS = {
     "garagemq": HERE / "brokers" / "garagemq.sh",
     "ceiling": HERE / "brokers" / "csink.sh",
 }
+# LavinMQ has no Debian package: build it by hand beside the project (docs/benchmarks.md says how) and name a
+# launcher of the same shape as perf/brokers/garagemq.sh (fg|start|stop PORT) in LAVINMQ_LAUNCHER.
+if os.environ.get("LAVINMQ_LAUNCHER"):
+    LAUNCHERS["lavinmq"] = Path(os.environ["LAVINMQ_LAUNCHER"])
 # "ceiling" is perf/sink.c, no broker: the least any server can do per scenario, so WarrenMQ's ratio to it
 # is the fraction of the physical limit it reaches.
-NAMES = {"warrenmq": "WarrenMQ", "rabbitmq": "RabbitMQ", "garagemq": "garagemq", "ceiling": "ceiling"}
+NAMES = {
+    "warrenmq": "WarrenMQ",
+    "rabbitmq": "RabbitMQ",
+    "garagemq": "garagemq",
+    "lavinmq": "LavinMQ",
+    "ceiling": "ceiling",
+}
 BEGIN = "<!-- perf/compare.py: begin -->"
 END = "<!-- perf/compare.py: end -->"
 
@@ -245,6 +255,7 @@ def render(
         "(Debian, default config, no plugins)",
         "garagemq": f"garagemq {_version(['dpkg-query', '-W', '-f', '${Version}', 'garagemq'])} "
         "(Debian, its packaged config, in-memory queues)",
+        "lavinmq": os.environ.get("LAVINMQ_DESCRIPTION", "LavinMQ (built by hand, single-threaded)"),
         "ceiling": "the ceiling: perf/sink.c (cc -O2), a C sink that answers only the frames each scenario "
         "needs and stores nothing; the ratio to it is the fraction of the physical limit",
     }
@@ -288,6 +299,7 @@ def render(
         "",
         "Reproduce: `make benchmarks` (this table), or by hand:",
         "",
+        "<!-- not-runnable: a benchmark (minutes of a quiet machine; it measures, it does not pass) -->",
         "```sh",
         "apt-get install -y librabbitmq-dev amqp-tools rabbitmq-server garagemq",
         f"python perf/compare.py {' '.join(argv)}".rstrip(),
@@ -319,16 +331,20 @@ def main() -> int:
     parser.add_argument(
         "--brokers",
         default="warrenmq,rabbitmq,garagemq" if shutil.which("garagemq") else "warrenmq,rabbitmq",
-        help="comma-separated, from warrenmq, rabbitmq, garagemq, ceiling (the C sink); default: the "
-        "installed brokers",
+        help="comma-separated, from warrenmq, rabbitmq, garagemq, lavinmq (with LAVINMQ_LAUNCHER set), "
+        "ceiling (the C sink); default: the installed brokers",
     )
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument("--raw", type=Path, default=None, help="append every raw JSON result here")
     args = parser.parse_args()
     brokers = [name for name in args.brokers.split(",") if name]
-    unknown = [name for name in brokers if name not in NAMES]
+    launchable = {"warrenmq", *LAUNCHERS}
+    unknown = [name for name in brokers if name not in NAMES or name not in launchable]
     if unknown or "warrenmq" not in brokers:
-        parser.error(f"--brokers: warrenmq and any of rabbitmq, garagemq, ceiling (got {args.brokers})")
+        parser.error(
+            f"--brokers: warrenmq and any of rabbitmq, garagemq, lavinmq (LAVINMQ_LAUNCHER), ceiling "
+            f"(got {args.brokers})"
+        )
     results: dict[str, dict[str, list[float]]] = {}
     for round_index in range(args.rounds):
         for scenario in args.scenarios:
