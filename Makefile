@@ -26,7 +26,7 @@ FAST_TESTS ?= tests/unit tests/property tests/component
 JUNIT_DIR ?=
 N ?= 3
 
-.PHONY: run docs test test-fast test-repeat lint typecheck contracts pytest pytest-pure bench benchmarks clean ui ui-test
+.PHONY: run docs checks test test-fast test-repeat lint typecheck contracts pytest pytest-pure bench benchmarks clean ui ui-test
 
 # setuptools 77 or later in the venv too (a venv brings 65): `python setup.py build_ext --inplace` reads
 # pyproject.toml's SPDX `license` with it, which older setuptools refuse.
@@ -106,7 +106,18 @@ ui-test: ui/node_modules/.package-lock.json
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir site
 
-test: lint typecheck contracts docs ui-test pytest pytest-pure
+# The static checks (ruff, mypy, import-linter, the docs site, the web UI's checks and build).
+checks: lint typecheck contracts docs ui-test
+
+# The suites leave about 45% of the two cores idle (they wait on the servers they start), so the static checks
+# run beside them instead of before them; their output follows the suites', and either failing fails the target.
+test: $(STAMP)
+	@$(MAKE) --no-print-directory checks > .checks.log 2>&1 & checks=$$!; \
+	$(MAKE) --no-print-directory pytest pytest-pure; suites=$$?; \
+	wait $$checks; status=$$?; \
+	echo "== static checks (make checks), run beside the suites:"; cat .checks.log; \
+	[ $$status -eq 0 ] || echo "== make checks failed: see above"; \
+	[ $$suites -eq 0 ] && [ $$status -eq 0 ]
 
 # Routing-core and codec microbenchmarks (pytest-benchmark); reported, never asserted as times.
 bench: $(STAMP)
