@@ -9,6 +9,7 @@ made; a Dockerfile that does not build fails."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -22,7 +23,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-IMAGE = "warrenmq:test"
+# WARRENMQ_TEST_IMAGE: another tag, for a checkout whose image must not replace a neighbour's warrenmq:test.
+IMAGE = os.environ.get("WARRENMQ_TEST_IMAGE", "warrenmq:test")
 # A cold build takes minutes (the base image, apt, mypyc); later builds reuse podman's layer cache.
 BUILD_TIMEOUT_S = 1800
 

@@ -6,6 +6,10 @@ Every ```sh, ```bash, ```shell or ```console block is preceded (on the line befo
   BLOCK_ID)``, so it names both the page and the id (tests/docs/test_docs.py checks that it does);
 - ``<!-- not-runnable: REASON -->``: why no test runs it (it installs, serves until stopped, needs a
   cluster, ...).
+
+A block in another language (```java, ```go, ...) may carry a run-by marker too: its test reads it with
+``docs_snippet(PAGE, BLOCK_ID)`` and checks it is the program it runs (tests/docs/test_docs.py checks the
+marker names a test that does).
 """
 
 from __future__ import annotations
@@ -36,6 +40,11 @@ def documentation_pages() -> list[Path]:
 
 def shell_blocks(path: Path) -> list[ShellBlock]:
     """The shell blocks of one page, with the marker on the line before each fence (if any)."""
+    return [block for block in fenced_blocks(path) if block.language in SHELL_LANGUAGES]
+
+
+def fenced_blocks(path: Path) -> list[ShellBlock]:
+    """Every fenced block of one page, whatever its language, with the marker on the line before it."""
     lines = path.read_text(encoding="utf-8").split("\n")
     blocks: list[ShellBlock] = []
     index = 0
@@ -48,7 +57,7 @@ def shell_blocks(path: Path) -> list[ShellBlock]:
         while end < len(lines) and not re.match(r"^\s*```\s*$", lines[end]):
             end += 1
         language = opening.group(2)
-        if language in SHELL_LANGUAGES:
+        if language:
             indent = len(opening.group(1))
             marker = _MARKER.match(lines[index - 1]) if index > 0 else None
             blocks.append(
@@ -70,6 +79,17 @@ def docs_block(page: str, block_id: str) -> str:
     found = [
         block
         for block in shell_blocks(ROOT / page)
+        if block.marker == "run-by" and block.argument.split()[-1:] == [block_id]
+    ]
+    assert len(found) == 1, f"{page}: one block must be marked run-by ... {block_id}, found {len(found)}"
+    return found[0].text
+
+
+def docs_snippet(page: str, block_id: str) -> str:
+    """The text of the block in any language on ``page`` marked ``run-by: ... block_id``."""
+    found = [
+        block
+        for block in fenced_blocks(ROOT / page)
         if block.marker == "run-by" and block.argument.split()[-1:] == [block_id]
     ]
     assert len(found) == 1, f"{page}: one block must be marked run-by ... {block_id}, found {len(found)}"

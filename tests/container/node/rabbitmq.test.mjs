@@ -1,6 +1,7 @@
 // Testcontainers for Node's RabbitMQ module starting the WarrenMQ image, unchanged but for the image name
 // (WARRENMQ_IMAGE). Its wait strategy is the log line "Server startup complete", which WarrenMQ prints as
-// RabbitMQ does. Run by tests/container/test_testcontainers.py with DOCKER_HOST on podman's API socket.
+// RabbitMQ does. Run by tests/container/test_testcontainers.py with DOCKER_HOST on podman's API socket; the
+// part between the snippet markers is docs/drop-in.md's Node example, word for word.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
@@ -13,14 +14,13 @@ const image = process.env.WARRENMQ_IMAGE ?? "warrenmq:test";
 // EXPOSEs a port the module does not map never starts: rabbitmq's own too (it EXPOSEs 15691, 15692, 25672,
 // 4369); the maintainers found podman 5 unaffected. The pytest side names those ports (PODMAN4_UNMAPPED_PORTS)
 // only when the runtime is podman 4; otherwise the module runs exactly as published.
-const unmapped = (process.env.PODMAN4_UNMAPPED_PORTS ?? "").split(",").filter(Boolean).map(Number);
+const podman4Unmapped = (process.env.PODMAN4_UNMAPPED_PORTS ?? "").split(",").filter(Boolean).map(Number);
 
-test("the RabbitMQ module starts the image and amqplib publishes and consumes through it", async () => {
-  const rabbitmq = new RabbitMQContainer(image);
-  const container = await (unmapped.length ? rabbitmq.withExposedPorts(...unmapped) : rabbitmq).start();
+test("the RabbitMQ module starts the image, amqplib publishes and consumes, the management API answers", async () => {
+  // snippet: testcontainers-node
+  const container = await new RabbitMQContainer(image).withExposedPorts(...podman4Unmapped).start();
   try {
     const connection = await amqp.connect(container.getAmqpUrl());
-    assert.equal(connection.connection.serverProperties.product, "RabbitMQ");
     const channel = await connection.createConfirmChannel();
     const { queue } = await channel.assertQueue("", { exclusive: true });
     channel.sendToQueue(queue, Buffer.from("from node"), { persistent: true });
@@ -28,7 +28,14 @@ test("the RabbitMQ module starts the image and amqplib publishes and consumes th
     const message = await channel.get(queue, { noAck: true });
     assert.equal(message.content.toString(), "from node");
     await connection.close();
+
+    const api = `http://${container.getHost()}:${container.getMappedPort(15672)}/api`;
+    const response = await fetch(`${api}/whoami`, {
+      headers: { authorization: `Basic ${Buffer.from("guest:guest").toString("base64")}` },
+    });
+    assert.equal((await response.json()).name, "guest");
   } finally {
     await container.stop();
   }
+  // end snippet
 });
