@@ -86,8 +86,10 @@ def go_environment() -> dict[str, str]:
     need downloaded (`go list -deps -test`: 220 MB, where `go mod download` fetches the whole graph's 480)."""
     _require("go", why="Testcontainers for Go needs the Go toolchain")
     env = {
-        "GOMODCACHE": str(CACHE / "go" / "mod"),
-        "GOCACHE": str(CACHE / "go" / "cache"),
+        # Shared with the client matrix's Go programs (tests/compat/clients/build_native.py): the standard
+        # library and amqp091-go compile once per checkout.
+        "GOMODCACHE": str(ROOT / "build" / "go" / "mod"),
+        "GOCACHE": str(ROOT / "build" / "go" / "cache"),
         "GOFLAGS": "-modcacherw -mod=readonly",
         # go.mod's version line: an older Go would fetch a toolchain, which no registry here serves.
         "GOTOOLCHAIN": "local",

@@ -21,10 +21,15 @@ DEBIAN_GO_PATH = Path("/usr/share/gocode")
 DEBIAN_GO_PACKAGE = DEBIAN_GO_PATH / "src/github.com/rabbitmq/amqp091-go"
 
 
-def _go_env(root: Path) -> dict[str, str]:
+# Go's build and module caches are shared with tests/container's Go program (Go keeps them safe for concurrent
+# use): the standard library is compiled once per clean checkout, not once per suite.
+GO_CACHE = Path(__file__).resolve().parents[3] / "build" / "go"
+
+
+def _go_env() -> dict[str, str]:
     return {
-        "GOCACHE": str(root / "go-cache"),
-        "GOMODCACHE": str(root / "go-mod"),
+        "GOCACHE": str(GO_CACHE / "cache"),
+        "GOMODCACHE": str(GO_CACHE / "mod"),
         # Writable module files, so that the cache can be deleted like any folder.
         "GOFLAGS": "-modcacherw",
         # The toolchain installed here, never one fetched because go.mod asks for a newer one.
@@ -37,7 +42,7 @@ def build_go(_: Path) -> list[str]:
     if shutil.which("go") is None:
         pytest.skip("go not installed (apt-get install golang-go)")
     with locked("go") as root:
-        env = _go_env(root)
+        env = _go_env()
         fetched(run(["go", "mod", "download"], HERE / "go", env), "go mod download (amqp091-go)")
         binary = root / "go-scenario"
         built(run(["go", "build", "-mod=readonly", "-o", str(binary), "."], HERE / "go", env), "go build")
@@ -52,7 +57,7 @@ def build_go_debian(_: Path) -> list[str]:
     if not DEBIAN_GO_PACKAGE.is_dir():
         pytest.skip(f"{DEBIAN_GO_PACKAGE} missing (apt-get install {package})")
     with locked("go") as root:
-        env = {**_go_env(root), "GO111MODULE": "off", "GOPATH": str(DEBIAN_GO_PATH), "GOPROXY": "off"}
+        env = {**_go_env(), "GO111MODULE": "off", "GOPATH": str(DEBIAN_GO_PATH), "GOPROXY": "off"}
         binary = root / "go-debian-scenario"
         cmd = ["go", "build", "-o", str(binary), str(HERE / "go/scenario.go")]
         built(run(cmd, HERE, env), "go build (Debian's amqp091-go)")
