@@ -7,7 +7,7 @@ one for the same failure.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from protocol.amqp10.types import Symbol
 
@@ -40,10 +40,15 @@ class DecodeError(AMQP10Error):
 
 
 class FramingError(AMQP10Error):
-    """A frame header that cannot be valid (``amqp:connection:framing-error``): the stream has lost sync."""
+    """A frame header that cannot be valid (``amqp:connection:framing-error``): the stream has lost sync.
+
+    ``frames`` holds the complete frames the same ``feed`` read before the bad one, which RabbitMQ's reader
+    would have handled before failing.
+    """
 
     def __init__(self, description: str) -> None:
         super().__init__(FRAMING_ERROR, description)
+        self.frames: list[Any] = []
 
 
 class ProtocolHeaderMismatch(Exception):
@@ -53,3 +58,4 @@ class ProtocolHeaderMismatch(Exception):
     def __init__(self, header: bytes) -> None:
         super().__init__(f"unsupported protocol header {header!r}")
         self.header = header
+        self.frames: list[Any] = []

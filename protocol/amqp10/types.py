@@ -32,7 +32,7 @@ class Char(str):
         return f"Char({str.__repr__(self)})"
 
 
-class _Bounded(int):
+class BoundedInt(int):
     """An integer type of a fixed range: constructing one out of range is a ``ValueError``."""
 
     __slots__ = ()
@@ -48,45 +48,45 @@ class _Bounded(int):
         return f"{type(self).__name__}({int(self)})"
 
 
-class UByte(_Bounded):
+class UByte(BoundedInt):
     __slots__ = ()
     MAX = 0xFF
 
 
-class UShort(_Bounded):
+class UShort(BoundedInt):
     __slots__ = ()
     MAX = 0xFFFF
 
 
-class UInt(_Bounded):
+class UInt(BoundedInt):
     __slots__ = ()
     MAX = 0xFFFFFFFF
 
 
-class ULong(_Bounded):
+class ULong(BoundedInt):
     __slots__ = ()
     MAX = (1 << 64) - 1
 
 
-class Byte(_Bounded):
+class Byte(BoundedInt):
     __slots__ = ()
     MIN = -(1 << 7)
     MAX = (1 << 7) - 1
 
 
-class Short(_Bounded):
+class Short(BoundedInt):
     __slots__ = ()
     MIN = -(1 << 15)
     MAX = (1 << 15) - 1
 
 
-class Int(_Bounded):
+class Int(BoundedInt):
     __slots__ = ()
     MIN = -(1 << 31)
     MAX = (1 << 31) - 1
 
 
-class Timestamp(_Bounded):
+class Timestamp(BoundedInt):
     """timestamp: milliseconds since the Unix epoch, a signed 64-bit integer."""
 
     __slots__ = ()
