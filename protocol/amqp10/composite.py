@@ -70,7 +70,7 @@ class CompositeType:
             raise DecodeError(f"{cls.NAME}: a list expected, {type(values).__name__} found")
         if len(values) > len(cls.WIRE_FIELDS):
             raise DecodeError(f"{cls.NAME}: {len(values)} fields, at most {len(cls.WIRE_FIELDS)} defined")
-        arguments = {}
+        arguments: dict[str, Any] = {}
         for index, (name, kind, mandatory) in enumerate(cls.WIRE_FIELDS):
             value = values[index] if index < len(values) else None
             if value is None:
@@ -93,7 +93,8 @@ def composite(code: int, name: str) -> Callable[[C], C]:
         cls.DESCRIPTOR = code
         cls.NAME = name
         cls.WIRE_FIELDS = tuple(
-            (f.name, f.metadata[_KIND], f.default is dataclasses.MISSING) for f in dataclasses.fields(cls)
+            (f.name, f.metadata[_KIND], f.default is dataclasses.MISSING)
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
         )
         _REGISTRY[code] = cls
         _REGISTRY[name] = cls

@@ -2,9 +2,10 @@
 
 Every value gets the smallest encoding, chosen as RabbitMQ 4's amqp10_binary_generator and Qpid Proton choose
 it: uint0/ulong0 for zero, smalluint/smallulong below 256, smallint/smalllong from -128 to 127, the 8-bit-size
-forms of binary, string and symbol up to 255 octets, list0 for the empty list, and list8/map8/array8 while the
-count is below 255 and the size below 256 octets. Array elements share one constructor, the wide one of their
-type (sym32, str32, vbin32, uint, ulong, list32, ...), as both do: an element's size must not depend on its value.
+forms of binary, string and symbol up to 255 octets, list0 for the empty list, and list8/map8/array8 while
+the count is below 255 and the size below 256 octets. Array elements share one constructor, the wide one of
+their type (sym32, str32, vbin32, uint, ulong, list32, ...), as both do: an element's size must not depend on
+its value.
 Booleans outside arrays are ``true``/``false`` (0x41/0x42), inside arrays the one-octet boolean (0x56).
 """
 
@@ -292,6 +293,18 @@ def _wide_compound(write_full: Writer) -> Writer:
     return write_wide
 
 
+def _append_raw(out: bytearray, value: bytes) -> None:
+    out += value
+
+
+def _append_char(out: bytearray, value: str) -> None:
+    out += value.encode("utf-32-be")
+
+
+def _append_uuid(out: bytearray, value: uuid.UUID) -> None:
+    out += value.bytes
+
+
 _ELEMENT_WRITERS: Final[dict[str, Writer]] = {
     "null": lambda out, value: None,
     "boolean": lambda out, value: out.append(1 if value else 0),
@@ -305,12 +318,12 @@ _ELEMENT_WRITERS: Final[dict[str, Writer]] = {
     "long": _packer(_q),
     "float": _packer(_f),
     "double": _packer(_d),
-    "decimal32": lambda out, value: out.__iadd__(value),
-    "decimal64": lambda out, value: out.__iadd__(value),
-    "decimal128": lambda out, value: out.__iadd__(value),
-    "char": lambda out, value: out.__iadd__(value.encode("utf-32-be")),
+    "decimal32": _append_raw,
+    "decimal64": _append_raw,
+    "decimal128": _append_raw,
+    "char": _append_char,
     "timestamp": _packer(_q),
-    "uuid": lambda out, value: out.__iadd__(value.bytes),
+    "uuid": _append_uuid,
     "binary": _wide_variable(bytes),
     "string": _wide_variable(lambda value: value.encode("utf-8")),
     "symbol": _wide_variable(lambda value: value.encode("ascii")),

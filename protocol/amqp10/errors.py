@@ -24,7 +24,7 @@ CONNECTION_FORCED: Final = Symbol("amqp:connection:forced")
 
 
 class AMQP10Error(Exception):
-    """An error the peer is told about in a close (or end, detach) frame: ``condition`` and ``description``."""
+    """An error the peer is told of in a close (or end, detach) frame: ``condition`` and ``description``."""
 
     def __init__(self, condition: Symbol, description: str) -> None:
         super().__init__(f"{condition}: {description}")

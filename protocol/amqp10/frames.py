@@ -33,7 +33,7 @@ _FRAME_HEADER = struct.Struct(">IBBH")
 
 @dataclass(frozen=True, slots=True)
 class ProtocolHeader:
-    """The 8 octets that open the connection, or the AMQP layer after SASL: ``AMQP_HEADER`` or ``SASL_HEADER``."""
+    """The 8 octets that open the connection (or the AMQP layer after SASL): AMQP_HEADER or SASL_HEADER."""
 
     header: bytes
 
@@ -56,7 +56,9 @@ class Frame:
         return not self.body
 
 
-def encode_frame(body: bytes, channel: int = 0, frame_type: int = TYPE_AMQP, extended_header: bytes = b"") -> bytes:
+def encode_frame(
+    body: bytes, channel: int = 0, frame_type: int = TYPE_AMQP, extended_header: bytes = b""
+) -> bytes:
     """A whole frame around ``body``; ``extended_header`` must be a multiple of 4 octets."""
     if len(extended_header) % 4:
         raise ValueError("the extended header is a whole number of 4-octet words")
@@ -72,11 +74,11 @@ class FrameScanner:
     """Accumulates received octets and returns every complete frame and protocol header, in order.
 
     ``expect_header``: the stream starts with a protocol header (``ProtocolHeaderMismatch`` if it is not one
-    of ``accepted_headers``). An accepted header sets the mode: SASL frames after the SASL header, AMQP frames
-    after the AMQP one; a frame of the other type is a framing error. In SASL mode a frame boundary that starts
-    with ``AMQP`` is the AMQP header the client sends once SASL is done (a SASL frame of that size would be
-    over the limit anyway), so a client that pipelines it after sasl-init is read in order. ``frame_type``
-    sets the mode for a scanner that starts after the header; None accepts both types.
+    of ``accepted_headers``). An accepted header sets the mode: SASL frames after the SASL header, AMQP
+    frames after the AMQP one; a frame of the other type is a framing error. In SASL mode a frame boundary
+    that starts with ``AMQP`` is the AMQP header the client sends once SASL is done (a SASL frame of that size
+    would be over the limit anyway), so a client that pipelines it after sasl-init is read in order.
+    ``frame_type`` sets the mode for a scanner that starts after the header; None accepts both types.
     """
 
     __slots__ = ("_buf", "_header_pending", "accepted_headers", "frame_type", "max_frame_size")
@@ -149,7 +151,9 @@ class FrameScanner:
         if size < FRAME_HEADER_SIZE:
             raise FramingError(f"frame size ({size} bytes) < minimum frame size (8 bytes)")
         if self.max_frame_size and size > self.max_frame_size:
-            raise FramingError(f"frame size ({size} bytes) > maximum frame size ({self.max_frame_size} bytes)")
+            raise FramingError(
+                f"frame size ({size} bytes) > maximum frame size ({self.max_frame_size} bytes)"
+            )
         if doff < 2:
             raise FramingError(f"data offset ({doff}) < minimum data offset (2)")
         if doff * 4 > size:

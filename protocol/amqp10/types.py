@@ -1,7 +1,7 @@
-"""Python values for the AMQP 1.0 type system (AMQP 1.0 part 1, "Types"), where Python's own would lose the type.
+"""Python values for the AMQP 1.0 type system (part 1, "Types"), where Python's own would lose the type.
 
-The plain Python types stand for the AMQP type a peer most often means by them, as Qpid Proton's Python binding
-reads them: ``None`` null, ``bool`` boolean, ``int`` long, ``float`` double, ``str`` string, ``bytes``
+The plain Python types stand for the AMQP type a peer most often means by them, as Qpid Proton's Python
+binding reads them: ``None`` null, ``bool`` boolean, ``int`` long, ``float`` double, ``str`` string, ``bytes``
 binary, ``uuid.UUID`` uuid, ``list`` list, ``dict`` map. Every other type has a subclass here that keeps it
 (``UInt(5)`` is a uint, ``Symbol("x")`` a symbol), so that decoding and encoding a value gives the same value
 and the same type back. The subclasses compare equal to their base values (``UInt(5) == 5``): code that only
