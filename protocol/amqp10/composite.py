@@ -147,8 +147,8 @@ def _from_wire(kind: str, value: Any, owner: str, name: str) -> Any:
         if isinstance(value, bool):
             return value
     elif kind == "string":
-        if isinstance(value, str):
-            return str(value)
+        if type(value) is str:  # a symbol or a char is not a string (RabbitMQ matches {utf8, _})
+            return value
     elif kind == "symbol":
         if isinstance(value, Symbol):
             return value

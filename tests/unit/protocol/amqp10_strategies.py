@@ -198,7 +198,7 @@ def _optional_fields(cls: type[CompositeType]) -> dict[str, st.SearchStrategy[An
     special = {"source": sources, "target": targets, "state": delivery_states, "error": errors}
     strategies = {}
     for name, kind, mandatory in cls.WIRE_FIELDS:
-        strategy = special.get(name) or by_kind[kind]
+        strategy = special[name] if name in special else by_kind[kind]
         strategies[name] = strategy if mandatory else maybe(strategy)
     return strategies
 
