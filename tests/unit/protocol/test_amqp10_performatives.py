@@ -99,7 +99,13 @@ def test_a_transfer_payload_is_what_follows_the_performative() -> None:
 
 def test_message_sections_in_order_with_the_bare_message_octets() -> None:
     properties = Properties(message_id=ULong(7), to="/queues/q", creation_time=1_700_000_000_000)
-    sections = [Header(durable=True), properties, Data(b"a"), Data(b"b"), Footer({Symbol("k"): 1})]
+    sections: list[MessageSection] = [
+        Header(durable=True),
+        properties,
+        Data(b"a"),
+        Data(b"b"),
+        Footer({Symbol("k"): 1}),
+    ]
     payload = encode_sections(sections)
     message = decode_message(payload)
     assert message.header == Header(durable=True)
