@@ -105,7 +105,9 @@ def composite(code: int, name: str) -> Callable[[C], C]:
 
 def from_described(value: Any) -> Any:
     """The registered composite ``value`` describes; any other value as it is."""
-    if type(value) is not Described:
+    # A descriptor is a ulong or a symbol (part 1, 1.5); anything else describes nothing we know (and may be
+    # unhashable, a list inside a described value).
+    if type(value) is not Described or not isinstance(value.descriptor, ULong | Symbol):
         return value
     cls = _REGISTRY.get(value.descriptor)
     if cls is None:

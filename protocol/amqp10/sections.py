@@ -161,7 +161,7 @@ _LIST_SECTIONS: Final[dict[Any, type[Header | Properties]]] = {
 
 def section_of(value: Any) -> MessageSection:
     """The section a decoded value is; anything else is ``amqp:decode-error``."""
-    if type(value) is Described:
+    if type(value) is Described and isinstance(value.descriptor, ULong | Symbol):
         descriptor = value.descriptor
         listed = _LIST_SECTIONS.get(descriptor)
         if listed is not None:

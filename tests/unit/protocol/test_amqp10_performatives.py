@@ -135,3 +135,12 @@ def test_a_section_with_the_wrong_value_is_a_decode_error() -> None:
         decode_message(encode(Described(ULong(0x75), "not binary")))
     with pytest.raises(DecodeError, match="not a message section"):
         decode_message(encode(Described(ULong(0x99), [])))
+
+
+def test_a_descriptor_that_is_neither_ulong_nor_symbol_describes_nothing_known() -> None:
+    # Found by the fuzzer: a described descriptor holding a list, unhashable in the descriptor lookup.
+    odd = Described(Described(ULong(0x10), [1]), [])
+    with pytest.raises(DecodeError, match="not a performative"):
+        decode_performative(encode(odd))
+    with pytest.raises(DecodeError, match="not a message section"):
+        decode_message(encode(odd))
