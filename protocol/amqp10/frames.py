@@ -106,8 +106,10 @@ class FrameScanner:
         self._header_pending = True
 
     def feed(self, data: bytes) -> list[Frame | ProtocolHeader]:
-        """Append ``data``; return the complete frames and headers. Raises ``FramingError`` (the stream
-        cannot be resynchronised: close with amqp:connection:framing-error) or ``ProtocolHeaderMismatch``."""
+        """Append ``data``; return the complete frames and headers (``max_frame_size`` 0: no limit).
+
+        Raises ``FramingError`` (the stream cannot be resynchronised: close with
+        amqp:connection:framing-error) or ``ProtocolHeaderMismatch``."""
         buf = self._buf
         buf += data
         items: list[Frame | ProtocolHeader] = []
