@@ -20,13 +20,23 @@ from typing import Any
 Record = dict[str, Any]
 
 
+# The oracle releases (tests/compat/conftest.py ``ORACLES``): a transcript is normalised for a comparison
+# with one of them.
+ORACLE_310 = "3.10"
+ORACLE_40 = "4.0"
+EVERY_ORACLE = frozenset({ORACLE_310, ORACLE_40})
+
+
 @dataclass(frozen=True)
 class Rule:
-    """One normalisation: ``why`` is the reason (a deviation's: its docs/deviations.md row, profile)."""
+    """One normalisation: ``why`` is the reason (a deviation's: its docs/deviations.md row, profile). A
+    deviation applies only in the comparisons with the ``oracles`` it is listed for: against another release
+    the same frames are compared as sent."""
 
     name: str
     why: str
     apply: Callable[[Record], Record | None]  # None drops the frame
+    oracles: frozenset[str] = EVERY_ORACLE
 
 
 # -- generated names: replaced by a number in order of first appearance (the same name keeps its number) ----
@@ -318,6 +328,7 @@ DEVIATIONS: tuple[Rule, ...] = (
         "docs/deviations.md, Deliberate deviations: an unknown exchange type is 406 on the channel (profile "
         "rabbitmq-3.13; 3.10: 503 on the connection). " + (_unknown_exchange_type_313.__doc__ or ""),
         _unknown_exchange_type_313,
+        oracles=frozenset({ORACLE_310}),
     ),
     Rule(
         "warrenmq_version in server-properties",
@@ -331,18 +342,22 @@ DEVIATIONS: tuple[Rule, ...] = (
         "docs/deviations.md, Deliberate deviations: x-last-death-* headers and x-death key order "
         "(profile rabbitmq-3.13; the oracle is 3.10). " + (_x_death_313.__doc__ or ""),
         _x_death_313,
+        oracles=frozenset({ORACLE_310}),
     ),
 )
 
 
-def normalise_record(record: Record, keep_heartbeats: bool = False) -> Record | None:
-    """Apply ``VOLATILE`` then ``DEVIATIONS`` to one decoded frame; None when the frame is not compared.
-    Generated names are renamed later, on the ordered view, so both sides number them in the same order."""
+def normalise_record(
+    record: Record, keep_heartbeats: bool = False, oracle: str = ORACLE_310
+) -> Record | None:
+    """Apply ``VOLATILE`` then the ``DEVIATIONS`` listed for ``oracle`` to one decoded frame; None when the
+    frame is not compared. Generated names are renamed later, on the ordered view, so both sides number them
+    in the same order."""
     current: Record | None = record
     for rule in (*VOLATILE, *DEVIATIONS):
         if current is None:
             return None
-        if keep_heartbeats and rule.apply is _drop_heartbeats:
+        if (keep_heartbeats and rule.apply is _drop_heartbeats) or oracle not in rule.oracles:
             continue
         current = rule.apply(current)
     return current
