@@ -18,15 +18,36 @@ from .scenarios import SCENARIOS
 pytestmark = pytest.mark.compat
 
 
+# Scenarios whose observation differs from an oracle's in a listed deviation (docs/deviations.md, Deliberate
+# deviations, with its profile): expected to fail, strictly, so that the entry goes once the difference does.
+OBSERVED_DEVIATIONS = {
+    (
+        "4.0",
+        "dead_letter_x_death",
+    ): "4.0.5 keeps CC on a message dead-lettered with x-dead-letter-routing-key",
+    ("4.0", "stream_refused_operations"): "4.0.5 accepts basic.nack and basic.reject on a stream delivery",
+}
+FRAME_DEVIATIONS = {key: why for key, why in OBSERVED_DEVIATIONS.items() if key[1] != "dead_letter_x_death"}
+
+
+def _expect_listed(
+    request: pytest.FixtureRequest, listed: dict[tuple[str, str], str], key: tuple[str, str]
+) -> None:
+    if key in listed:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"listed deviation: {listed[key]}"))
+
+
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_warrenmq_matches_rabbitmq(oracle: Oracle, name: str) -> None:
+def test_warrenmq_matches_rabbitmq(request: pytest.FixtureRequest, oracle: Oracle, name: str) -> None:
+    _expect_listed(request, OBSERVED_DEVIATIONS, (oracle.release, name))
     expected, _ = scenario_run(oracle.rabbitmq_url, name, oracle.release)
     observed, _ = scenario_run(oracle.warrenmq_url, name, oracle.release)
     assert observed == expected
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_warrenmq_sends_rabbitmqs_frames(oracle: Oracle, name: str) -> None:
+def test_warrenmq_sends_rabbitmqs_frames(request: pytest.FixtureRequest, oracle: Oracle, name: str) -> None:
+    _expect_listed(request, FRAME_DEVIATIONS, (oracle.release, name))
     _, expected = scenario_run(oracle.rabbitmq_url, name, oracle.release)
     _, observed = scenario_run(oracle.warrenmq_url, name, oracle.release)
     difference = observed.diff(expected)

@@ -40,6 +40,9 @@ class Profile(NamedTuple):
     # (rabbit_auth_mechanism_anonymous, offered while anonymous_login_user is set, guest by default), as
     # RabbitMQ 4.0.5 sends them: "ANONYMOUS PLAIN AMQPLAIN".
     sasl_mechanisms: str = "AMQPLAIN PLAIN"
+    # basic.consume's refusals on a stream (no prefetch, auto-ack) name the queue "'queue 'q' in vhost 'v''"
+    # and "stream queues queue 'q' ..." in 3.x; 4.0.5 says "stream queue 'q' in vhost 'v'" in both.
+    stream_consume_names_stream_queue: bool = False
 
 
 PROFILES: dict[str, Profile] = {
@@ -68,6 +71,7 @@ PROFILES: dict[str, Profile] = {
             4096,
             rabbitmq_version="4.0.9",
             sasl_mechanisms="ANONYMOUS PLAIN AMQPLAIN",
+            stream_consume_names_stream_queue=True,
         ),
         Profile(
             "rabbitmq-4.3",

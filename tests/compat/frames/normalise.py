@@ -316,6 +316,24 @@ def _event_header_order(record: Record) -> Record:
     return {**record, "props": props}
 
 
+def _headers_in_key_order_40(record: Record) -> Record:
+    """A content header's headers table in key order, and without ``CC`` beside an x-death: RabbitMQ 4.0.5
+    delivered a message published with headers in another order with its keys sorted, and keeps ``CC`` on a
+    message it dead-letters with x-dead-letter-routing-key, where WarrenMQ (as 3.x) keeps the publisher's
+    order and removes ``CC``."""
+    if record.get("kind") != "header" or not any(p[0] == "headers" for p in record.get("props", [])):
+        return record
+    props = []
+    for name, amqp_type, value in record["props"]:
+        if name == "headers":
+            dead = any(entry[0] == "x-death" for entry in value)
+            kept = [entry for entry in value if not (dead and entry[0] == "CC")]
+            props.append([name, amqp_type, sorted(kept, key=lambda entry: str(entry[0]))])
+        else:
+            props.append([name, amqp_type, value])
+    return {**record, "props": props, "size": "<headers>"}
+
+
 DEVIATIONS: tuple[Rule, ...] = (
     Rule(
         "event exchange header order",
@@ -343,6 +361,14 @@ DEVIATIONS: tuple[Rule, ...] = (
         "(profile rabbitmq-3.13; the oracle is 3.10). " + (_x_death_313.__doc__ or ""),
         _x_death_313,
         oracles=frozenset({ORACLE_310}),
+    ),
+    Rule(
+        "headers table order and CC on dead-lettering of RabbitMQ 4.0",
+        "docs/deviations.md, Deliberate deviations: the order of a delivered message's headers, and CC on a "
+        "message dead-lettered with x-dead-letter-routing-key (profile rabbitmq-4.0). "
+        + (_headers_in_key_order_40.__doc__ or ""),
+        _headers_in_key_order_40,
+        oracles=frozenset({ORACLE_40}),
     ),
 )
 
