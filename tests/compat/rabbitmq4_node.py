@@ -171,15 +171,6 @@ class RabbitMQ4Node(RabbitMQNode):
             raise RuntimeError(f"rabbitmqctl {' '.join(args)} failed: {done.stdout}{done.stderr}")
         return done.stdout
 
-    def reset(self, timeout_s: float = 90.0) -> None:
-        """Back to a fresh node (no queues, exchanges, users or statistics but the defaults), in seconds
-        instead of a new container's start: ``stop_app``, ``reset``, ``start_app``."""
-        self.ctl("stop_app")
-        self.ctl("reset")
-        self.ctl("start_app")
-        self._wait_ready(timeout_s)
-        self._wait_http(timeout_s)
-
     def stop(self, timeout_s: float = 30.0) -> None:
         if self.process is None:
             return

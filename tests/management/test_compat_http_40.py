@@ -1,6 +1,6 @@
-"""The HTTP API scenario of test_compat_http.py against RabbitMQ 4.0.5 (the session's container, reset to a
-fresh node first) and a fresh WarrenMQ under ``--profile rabbitmq-4.0``: the same comparison of status codes,
-error bodies, Location headers, key sets and the values both brokers know.
+"""The HTTP API scenario of test_compat_http.py against a fresh RabbitMQ 4.0.5 (a container of its own, as
+test_compat_http.py starts a 3.10.8 node of its own) and a fresh WarrenMQ under ``--profile rabbitmq-4.0``:
+the same comparison of status codes, error bodies, Location headers, key sets and the values both know.
 
 WarrenMQ's management API follows 3.13 under every profile so far: what 4.0.5 answers differently is listed
 here, one entry per difference the harness reports (docs/deviations.md, "Management API against RabbitMQ
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.compat.rabbitmq4_fixtures import PROFILE_40
-from tests.compat.rabbitmq4_node import RabbitMQ4Node
+from tests.compat.rabbitmq4_node import RabbitMQ4Node, image_problem
 from tests.conftest import start_broker_process
 from tests.management.compat_http_scenario import SCENARIO
 from tests.management.http_differential import differences
@@ -68,13 +68,18 @@ def _kind(difference: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def bases_40(rabbitmq4_node: RabbitMQ4Node) -> Iterator[tuple[str, str]]:
-    rabbitmq4_node.reset()  # the scenario lists what a fresh node holds
+def bases_40(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    problem = image_problem()
+    if problem is not None:
+        pytest.skip(problem)
+    node = RabbitMQ4Node(tmp_path_factory.mktemp("rabbitmq4-management"))
+    node.start()  # the scenario lists what a fresh node holds
     warren = start_broker_process("--profile", PROFILE_40)
     try:
-        yield rabbitmq4_node.http_url, f"http://127.0.0.1:{warren.management_port}"
+        yield node.http_url, f"http://127.0.0.1:{warren.management_port}"
     finally:
         warren.stop()
+        node.stop()
 
 
 def test_the_scenario_answers_as_rabbitmq_40_does_but_the_listed(bases_40: tuple[str, str]) -> None:
