@@ -24,7 +24,8 @@ WARRENMQ_VERSION: Final = "0.1.0"
 PRODUCT: Final = "RabbitMQ"
 PRODUCT_VERSION: Final = "3.13.7"
 # RabbitMQ offers the mechanisms of its registry; the order is not stable across releases (3.10 and 3.13:
-# "AMQPLAIN PLAIN", 4.2: "PLAIN AMQPLAIN ANONYMOUS"). Clients pick by name; strict ones compare the string.
+# "AMQPLAIN PLAIN", 4.0.5: "ANONYMOUS PLAIN AMQPLAIN"; the profile says which). Clients pick by name; strict
+# ones compare the string.
 MECHANISMS: Final = b"AMQPLAIN PLAIN"
 LOCALES: Final = b"en_US"
 FRAME_MIN_SIZE: Final = 4096  # ?FRAME_MIN_SIZE: the least frame_max a client may ask for
@@ -36,7 +37,9 @@ _TUNE: Final = (10, 30)  # fail_negotiation/4 names 'connection.tune'
 _START_IDS: Final = b"\x00\x0a\x00\x0a\x00\x09"  # connection.start (10, 10), version 0-9
 # Mechanisms RabbitMQ knows (its registry atoms exist) but does not offer here: "invalid", not "unknown".
 _KNOWN_MECHANISMS: Final = frozenset({"ANONYMOUS", "EXTERNAL", "RABBIT-CR-DEMO"})
-_OFFERED: Final = frozenset(MECHANISMS.decode().split())
+# RabbitMQ 4's ANONYMOUS logs in as anonymous_login_user with anonymous_login_pass (both guest by default;
+# rabbit_auth_mechanism_anonymous ignores the response), so guest's loopback restriction applies to it.
+ANONYMOUS_LOGIN: Final = ("guest", "guest")
 
 
 def server_properties(
@@ -103,15 +106,18 @@ def _syntax_error(text: str) -> HardError:
     return HardError(ReplyCode.SYNTAX_ERROR, text, *_START_OK)
 
 
-def parse_sasl_response(mechanism: str, response: bytes | str) -> tuple[str, str]:
-    """``(username, password)`` from a start-ok response (pamqp hands longstr back as ``str`` if UTF-8).
+def parse_sasl_response(
+    mechanism: str, response: bytes | str, offered: str = MECHANISMS.decode()
+) -> tuple[str, str]:
+    """``(username, password)`` from a start-ok response (pamqp hands longstr back as ``str`` if UTF-8) for a
+    mechanism connection.start ``offered``.
 
     PLAIN is ``\\0user\\0pass``: RabbitMQ's extract_user_pass/1 wants the authzid empty and nothing after
     the password, else 502 ``response <<...>> invalid``. AMQPLAIN is a field table without its length
     prefix holding LOGIN and PASSWORD. Unknown mechanism -> 503 ``unknown authentication mechanism 'X'``.
     """
     raw = response.encode() if isinstance(response, str) else bytes(response)
-    if mechanism not in _OFFERED:
+    if mechanism not in offered.split():
         reason = "invalid" if mechanism in _KNOWN_MECHANISMS else "unknown"
         raise HardError(
             ReplyCode.COMMAND_INVALID, f"{reason} authentication mechanism '{mechanism}'", *_START_OK
@@ -121,6 +127,8 @@ def parse_sasl_response(mechanism: str, response: bytes | str) -> tuple[str, str
         if len(parts) != 3 or parts[0]:
             raise _syntax_error(f"response {binary_tp(raw)} invalid")
         return parts[1].decode("utf-8", "replace"), parts[2].decode("utf-8", "replace")
+    if mechanism == "ANONYMOUS":
+        return ANONYMOUS_LOGIN
     return _parse_amqplain(raw)
 
 

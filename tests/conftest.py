@@ -24,6 +24,14 @@ from urllib.parse import urlparse
 import pika
 import pytest
 
+# The RabbitMQ 4.0.5 oracle and WarrenMQ on its profile, one of each per test process, for every suite.
+from tests.compat.rabbitmq4_fixtures import (  # noqa: F401
+    rabbitmq4_node,
+    rabbitmq4_url,
+    warrenmq_40,
+    warrenmq_40_url,
+)
+
 # A private PostgreSQL cluster for the suites that run on both stores (tests/postgres; skips without it).
 from tests.postgres.fixtures import postgres_cluster, postgres_dsn  # noqa: F401
 

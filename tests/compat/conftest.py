@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 
@@ -63,3 +64,29 @@ def rabbitmq_plugins_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[s
         yield node.url
     finally:
         node.stop()
+
+
+@dataclass(frozen=True)
+class Oracle:
+    """A RabbitMQ release to compare with and the WarrenMQ that stands beside it. ``release`` is what the
+    frame comparison's listed deviations are keyed on (frames/normalise.py)."""
+
+    release: str
+    rabbitmq_url: str
+    warrenmq_url: str
+
+
+# The releases every differential suite parametrized over ``oracle`` compares with: Debian bookworm's 3.10.8
+# beside WarrenMQ's default profile (3.13: the differences are listed deviations), and Debian trixie's 4.0.5
+# in a container beside WarrenMQ under --profile rabbitmq-4.0.
+ORACLES = ("3.10", "4.0")
+
+
+@pytest.fixture(params=ORACLES, ids=[f"rabbitmq-{release}" for release in ORACLES])
+def oracle(request: pytest.FixtureRequest) -> Oracle:
+    release: str = request.param
+    if release == "3.10":
+        return Oracle(release, request.getfixturevalue("rabbitmq_url"), request.getfixturevalue("amqp_url"))
+    return Oracle(
+        release, request.getfixturevalue("rabbitmq4_url"), request.getfixturevalue("warrenmq_40_url")
+    )

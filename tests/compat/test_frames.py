@@ -11,7 +11,9 @@ import pytest
 
 from tests.conftest import start_broker_process
 
+from .conftest import Oracle
 from .frames import scenarios_features, scenarios_methods, scenarios_preauth, scenarios_signals
+from .frames.normalise import ORACLE_310
 from .frames.proxy import Recording
 from .frames.raw_table import RAW_SCENARIOS, raw_transcript, record_raw
 
@@ -27,16 +29,16 @@ PLAIN = sorted(name for name, entry in RAW_SCENARIOS.items() if not entry.plugin
 PLUGINS = sorted(name for name, entry in RAW_SCENARIOS.items() if entry.plugins)
 
 
-def _assert_same(rabbitmq_url: str, amqp_url: str, name: str) -> None:
-    expected = raw_transcript(rabbitmq_url, name)
-    observed = raw_transcript(amqp_url, name)
+def _assert_same(rabbitmq_url: str, amqp_url: str, name: str, release: str = ORACLE_310) -> None:
+    expected = raw_transcript(rabbitmq_url, name, release)
+    observed = raw_transcript(amqp_url, name, release)
     difference = observed.diff(expected)
-    assert not difference, f"frames differ (- RabbitMQ, + WarrenMQ):\n{difference}"
+    assert not difference, f"frames differ (- RabbitMQ {release}, + WarrenMQ):\n{difference}"
 
 
 @pytest.mark.parametrize("name", PLAIN)
-def test_warrenmq_sends_rabbitmqs_frames(rabbitmq_url: str, amqp_url: str, name: str) -> None:
-    _assert_same(rabbitmq_url, amqp_url, name)
+def test_warrenmq_sends_rabbitmqs_frames(oracle: Oracle, name: str) -> None:
+    _assert_same(oracle.rabbitmq_url, oracle.warrenmq_url, name, oracle.release)
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +67,9 @@ def _heartbeat_spacing(recordings: list[Recording]) -> float:
     return round(statistics.median(gaps) / scenarios_features.HEARTBEAT_S * 2) / 2
 
 
-def test_heartbeats_go_out_every_half_interval_as_rabbitmqs(rabbitmq_url: str, amqp_url: str) -> None:
+def test_heartbeats_go_out_every_half_interval_as_rabbitmqs(oracle: Oracle) -> None:
     # rabbit_heartbeat sends one whenever nothing was sent for half the negotiated interval. The spacing is
     # measured on the wall clock, in units of the interval and to the nearest half, on both brokers alike.
-    expected = _heartbeat_spacing(record_raw(rabbitmq_url, "heartbeats")[0])
-    observed = _heartbeat_spacing(record_raw(amqp_url, "heartbeats")[0])
+    expected = _heartbeat_spacing(record_raw(oracle.rabbitmq_url, "heartbeats")[0])
+    observed = _heartbeat_spacing(record_raw(oracle.warrenmq_url, "heartbeats")[0])
     assert (observed, expected) == (0.5, 0.5)

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import pytest
 from pamqp import commands
+from pamqp.common import FieldTable
 
+from broker.core.broker import Broker
+from broker.core.model.profile import PROFILES
 from broker.session.config import SessionConfig
 from broker.session.handlers.connection import is_loopback
 from protocol.connection import ConnectionState
 from tests.component.harness import PROTOCOL_HEADER, Client, close_of
+from tests.unit.core.fakes import ManualLoop
 
 
 def _login(client: Client, user: str = "guest", password: str = "guest") -> None:
@@ -51,6 +55,25 @@ def test_loopback_users_is_configurable() -> None:
     client.broker.save_user("ops", password="pw")
     _login(client, "ops", "pw")
     assert close_of(client.received())[1] == 403
+
+
+@pytest.mark.parametrize(("peer", "allowed"), [("127.0.0.1:4000", True), ("192.0.2.10:4000", False)])
+def test_anonymous_is_guest_under_the_40_profile(peer: str, allowed: bool) -> None:
+    # rabbit_auth_mechanism_anonymous logs in as anonymous_login_user (guest): loopback_users still applies.
+    loop = ManualLoop()
+    client = Client(Broker(loop.call_soon, profile=PROFILES["rabbitmq-4.0"]), loop=loop, peer=peer)
+    client.feed(PROTOCOL_HEADER)
+    caps: FieldTable = {"capabilities": {"authentication_failure_close": True}}
+    start_ok = commands.Connection.StartOk(client_properties=caps, mechanism="ANONYMOUS", response="")
+    client.send(0, start_ok)
+    if allowed:
+        assert (client.session.state, client.session.username) == (ConnectionState.AWAITING_TUNE_OK, "guest")
+    else:
+        assert close_of(client.received())[1:] == (
+            403,
+            "ACCESS_REFUSED - Login was refused using authentication mechanism ANONYMOUS. "
+            "For details see the broker logfile.",
+        )
 
 
 def test_is_loopback_reads_the_servers_peer_text() -> None:

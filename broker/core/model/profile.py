@@ -36,6 +36,13 @@ class Profile(NamedTuple):
     # x-consistent-hash with hash-header: 3.10 hashes rabbit_misc:table_lookup's {Type, Value} pair, 3.13 (mc)
     # the value alone, so the same header lands in other queues.
     hash_header_typed_pair: bool = False
+    # connection.start's mechanisms, in the release's order: 3.x offers AMQPLAIN and PLAIN; 4.0 adds ANONYMOUS
+    # (rabbit_auth_mechanism_anonymous, offered while anonymous_login_user is set, guest by default), as
+    # RabbitMQ 4.0.5 sends them: "ANONYMOUS PLAIN AMQPLAIN".
+    sasl_mechanisms: str = "AMQPLAIN PLAIN"
+    # basic.consume's refusals on a stream (no prefetch, auto-ack) name the queue "'queue 'q' in vhost 'v''"
+    # and "stream queues queue 'q' ..." in 3.x; 4.0.5 says "stream queue 'q' in vhost 'v'" in both.
+    stream_consume_names_stream_queue: bool = False
 
 
 PROFILES: dict[str, Profile] = {
@@ -54,7 +61,18 @@ PROFILES: dict[str, Profile] = {
             hash_header_typed_pair=True,
         ),
         Profile("rabbitmq-3.13", 128 * MIB, True, True, True, None, 4096),
-        Profile("rabbitmq-4.0", 16 * MIB, True, True, True, 20, 4096, rabbitmq_version="4.0.9"),
+        Profile(
+            "rabbitmq-4.0",
+            16 * MIB,
+            True,
+            True,
+            True,
+            20,
+            4096,
+            rabbitmq_version="4.0.9",
+            sasl_mechanisms="ANONYMOUS PLAIN AMQPLAIN",
+            stream_consume_names_stream_queue=True,
+        ),
         Profile(
             "rabbitmq-4.3",
             16 * MIB,

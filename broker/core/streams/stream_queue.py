@@ -110,9 +110,26 @@ class StreamPath:
         self.log.max_segment_size_bytes = settings.max_segment_size_bytes or DEFAULT_SEGMENT_SIZE_BYTES
         self.apply_retention(self.host.clock.now_ms())
 
-    def check_consume(self, prefetch_count: int, no_ack: bool, arguments: Mapping[str, Any]) -> None:
-        """rabbit_stream_queue:consume's refusals, in its order, and the offset spec's own crash."""
+    def check_consume(
+        self,
+        prefetch_count: int,
+        no_ack: bool,
+        arguments: Mapping[str, Any],
+        names_stream_queue: bool = False,
+    ) -> None:
+        """rabbit_stream_queue:consume's refusals, in its order, and the offset spec's own crash; with
+        ``names_stream_queue`` in RabbitMQ 4.0's words ("... for stream queue 'q' in vhost 'v'")."""
         queue = self.queue
+        if names_stream_queue:
+            named = f"stream queue '{queue.name}' in vhost '{queue.vhost}'"
+            if prefetch_count == 0:
+                raise ChannelError(
+                    ReplyCode.PRECONDITION_FAILED, f"consumer prefetch count is not set for {named}"
+                )
+            if no_ack:
+                raise HardError(
+                    ReplyCode.NOT_IMPLEMENTED, f"automatic acknowledgement not supported by {named}"
+                )
         if prefetch_count == 0:
             raise ChannelError(
                 ReplyCode.PRECONDITION_FAILED, f"consumer prefetch count is not set for '{_resource(queue)}'"

@@ -70,7 +70,12 @@ def consume(channel: ChannelPort, method: commands.Basic.Consume) -> None:
     stream_path = stream_of(queue)
     stream = stream_path is not None
     if stream_path is not None:
-        stream_path.check_consume(channel.prefetch_count, method.no_ack, method.arguments or {})
+        stream_path.check_consume(
+            channel.prefetch_count,
+            method.no_ack,
+            method.arguments or {},
+            conn.broker.profile.stream_consume_names_stream_queue,
+        )
     consumer = Consumer(
         tag,
         queue,

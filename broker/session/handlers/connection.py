@@ -15,7 +15,6 @@ from broker.session.limits import check_connection_limits
 from protocol.codec import encode_heartbeat
 from protocol.connection import (
     LOCALES,
-    MECHANISMS,
     ConnectionState,
     access_refused_login,
     check_connection_method,
@@ -41,11 +40,12 @@ def send_start(session: HandshakePort) -> None:
 
 
 def offered_mechanisms(session: HandshakePort) -> str:
-    """RabbitMQ's default offer, plus EXTERNAL when auth_mechanisms lists it and the peer showed a verified
-    TLS certificate (rabbit_auth_mechanism_ssl:should_offer)."""
+    """The profile's release's default offer, plus EXTERNAL when auth_mechanisms lists it and the peer showed
+    a verified TLS certificate (rabbit_auth_mechanism_ssl:should_offer)."""
+    offered = session.broker.profile.sasl_mechanisms
     if session.peer_cert_login is not None and "EXTERNAL" in session.config.auth_mechanisms:
-        return "EXTERNAL " + MECHANISMS.decode()
-    return MECHANISMS.decode()
+        return "EXTERNAL " + offered
+    return offered
 
 
 def handle(session: HandshakePort, method: Frame) -> None:
@@ -82,7 +82,7 @@ def _start_ok(session: HandshakePort, method: commands.Connection.StartOk) -> No
         username = session.peer_cert_login or ""
         known = username in session.broker.access.users
     else:
-        username, password = parse_sasl_response(mechanism, response)
+        username, password = parse_sasl_response(mechanism, response, offered_mechanisms(session))
         known = session.broker.authenticate(username, password)
     session.mechanism = mechanism
     # rabbit_reader counts every login, a loopback refusal as a failed one (rabbit_core_metrics).

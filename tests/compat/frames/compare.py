@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .normalise import NOT_COMPARED_PHASES, Names, normalise_record, rename_strings
+from .normalise import NOT_COMPARED_PHASES, ORACLE_310, Names, normalise_record, rename_strings
 from .proxy import Event, Recording
 from .wire import decode
 
@@ -54,7 +54,7 @@ def _line(prefix: str, record: dict[str, Any]) -> str:
     return f"{prefix} {json.dumps(shown, ensure_ascii=False, separators=(',', ':'))}"
 
 
-def _records(events: Iterable[Event], keep_heartbeats: bool) -> list[tuple[str, dict[str, Any]]]:
+def _records(events: Iterable[Event], keep_heartbeats: bool, oracle: str) -> list[tuple[str, dict[str, Any]]]:
     out: list[tuple[str, dict[str, Any]]] = []
     for event in events:
         if event.phase in NOT_COMPARED_PHASES:
@@ -62,7 +62,7 @@ def _records(events: Iterable[Event], keep_heartbeats: bool) -> list[tuple[str, 
         decoded = decode(event.frame)
         if event.phase == "poll":
             decoded["polled"] = True
-        record = normalise_record(decoded, keep_heartbeats)
+        record = normalise_record(decoded, keep_heartbeats, oracle)
         if record is not None:
             out.append((event.direction, record))
     return out
@@ -72,11 +72,11 @@ def _ending(recording: Recording) -> list[str]:
     return ["broker closed the socket"] if recording.broker_closed_early else []
 
 
-def per_channel(recordings: list[Recording], prefix: str) -> Transcript:
+def per_channel(recordings: list[Recording], prefix: str, oracle: str = ORACLE_310) -> Transcript:
     names = Names(prefix)
     lines: list[str] = []
     for number, recording in enumerate(recordings):
-        records = _records(recording.events, keep_heartbeats=False)
+        records = _records(recording.events, keep_heartbeats=False, oracle=oracle)
         channels = sorted({record.get("ch", 0) for _, record in records})
         for channel in channels:
             for direction, record in records:
@@ -86,13 +86,15 @@ def per_channel(recordings: list[Recording], prefix: str) -> Transcript:
     return Transcript(rename_strings(lines, names))
 
 
-def per_step(recordings: list[Recording], prefix: str, keep_heartbeats: bool = False) -> Transcript:
+def per_step(
+    recordings: list[Recording], prefix: str, keep_heartbeats: bool = False, oracle: str = ORACLE_310
+) -> Transcript:
     names = Names(prefix)
     lines: list[str] = []
     for number, recording in enumerate(recordings):
         steps: list[list[tuple[str, dict[str, Any]]]] = []
         previous = "S"
-        for direction, record in _records(recording.events, keep_heartbeats):
+        for direction, record in _records(recording.events, keep_heartbeats, oracle):
             if direction == "C" and previous == "S":
                 steps.append([])
             if not steps:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..scenarios import kit
 from .compare import Transcript, per_step
+from .normalise import ORACLE_310
 from .proxy import Recording, RecordingProxy
 from .raw import RawClient
 
@@ -54,5 +55,6 @@ def record_raw(url: str, name: str) -> tuple[list[Recording], str]:
         return list(proxy.recordings), prefix
 
 
-def raw_transcript(url: str, name: str) -> Transcript:
-    return per_step(*record_raw(url, name))
+def raw_transcript(url: str, name: str, oracle: str = ORACLE_310) -> Transcript:
+    """Raw scenario ``name``'s frames on ``url``, normalised for the comparison with ``oracle``."""
+    return per_step(*record_raw(url, name), oracle=oracle)

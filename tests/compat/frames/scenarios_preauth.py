@@ -71,3 +71,20 @@ def malformed_before_open(open_client: Callable[[], RawClient], prefix: str) -> 
                 client.step(method(0, c.Connection.CloseOk()))
             if client.closed or any(record.get("method") == "Connection.Close" for record in answer):
                 pending.remove(client)
+
+
+@raw_scenario
+def anonymous_login(open_client: Callable[[], RawClient], prefix: str) -> None:
+    """start-ok with ANONYMOUS and an empty response: RabbitMQ 4.0 offers the mechanism and logs in as its
+    anonymous_login_user (guest, allowed from loopback); 3.x does not offer it, and drops the socket after 3 s
+    as for every error before tune-ok."""
+    del prefix
+    client = open_client()
+    client.step(PROTOCOL_HEADER, until=["Connection.Start"])
+    anonymous = method(0, c.Connection.StartOk(response="", mechanism="ANONYMOUS"))
+    answer = client.step(anonymous, until_any=["Connection.Tune"], timeout_s=5.0)
+    if not any(record.get("method") == "Connection.Tune" for record in answer):
+        client.step(b"", closed=True)
+        return
+    client.step(_TUNE_OK + _OPEN, until=["Connection.OpenOk"])
+    client.close()
