@@ -17,7 +17,9 @@ from tests.ports import free_port
 
 from .rabbitmq_node import RabbitMQNode, rabbitmq_available
 
-pytestmark = [pytest.mark.compat, pytest.mark.slow]
+# Each command starts an Erlang VM for RabbitMQ's own CLI (1-2 s on a quiet machine, several under load):
+# a test of dozens of commands took 39 s quietly and passed the default 120 s bound under a load of 12.
+pytestmark = [pytest.mark.compat, pytest.mark.slow, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
 ORACLE_CLI = "/usr/lib/rabbitmq/bin/rabbitmq-plugins"
