@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,7 +40,16 @@ class Entry:
 def registry_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     configured = env.get(ENV)
-    return Path(configured) if configured else Path(tempfile.gettempdir()) / "warrenmq-nodes"
+    return Path(configured) if configured else _temporary_dir(env) / "warrenmq-nodes"
+
+
+def _temporary_dir(env: Mapping[str, str]) -> Path:
+    """tempfile.gettempdir()'s answer for the usual cases ($TMPDIR, $TEMP, $TMP, else /tmp), without importing
+    tempfile: it brings shutil and its archive modules, which `serve` does not load at start."""
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        if env.get(name) and os.path.isdir(env[name]):
+            return Path(env[name])
+    return Path("/tmp")
 
 
 def entry_path(node: str, directory: Path) -> Path:
@@ -135,11 +143,19 @@ def register(node: str, host: str, ports: Mapping[str, int], directory: Path | N
         "ports": dict(ports),
     }
     path = entry_path(node, where)
-    fd, temporary = tempfile.mkstemp(dir=where, prefix=".", suffix=".tmp")
+    # Written beside, then renamed. The name is this process's own; O_EXCL and O_NOFOLLOW refuse a file or
+    # link someone else put there (the shared directory is world-writable); a leftover of ours is replaced.
+    temporary = where / f".{path.stem}.{os.getpid()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    try:
+        fd = os.open(temporary, flags, 0o644)
+    except FileExistsError:
+        temporary.unlink()
+        fd = os.open(temporary, flags, 0o644)
     try:
         with os.fdopen(fd, "w") as handle:
             json.dump(entry, handle)
-        os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide the entry from other users' CLIs
+        os.chmod(temporary, 0o644)  # the umask may have narrowed it: other users' CLIs read the entry
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -141,8 +141,14 @@ def test_management_ssl_without_management_tcp_serves_https_only(tmp_path: Path,
         served.stop()
     assert status == 200
     protocols = {listener["protocol"]: listener["port"] for listener in overview["listeners"]}
-    # The CLI channel is listed as RabbitMQ lists its distribution listener (protocol clustering).
-    assert protocols == {"amqp": served.port, "https": https_port, "clustering": served.ready["dist_port"]}
+    # The CLI channel is listed as RabbitMQ lists its distribution listener (protocol clustering), and the
+    # Prometheus endpoint as rabbitmq_prometheus's (http/prometheus).
+    assert protocols == {
+        "amqp": served.port,
+        "https": https_port,
+        "clustering": served.ready["dist_port"],
+        "http/prometheus": served.ready["prometheus_port"],
+    }
 
 
 def test_management_ssl_with_management_tcp_serves_both(tmp_path: Path, certs: Certificates) -> None:

@@ -6,6 +6,7 @@ compares the types too (and floats by their bits, so NaN equals itself).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import struct
 from typing import Any
@@ -62,6 +63,8 @@ def same(a: Any, b: Any) -> bool:
         )
     if isinstance(a, CompositeType):
         return all(same(getattr(a, name), getattr(b, name)) for name, _, _ in a.WIRE_FIELDS)
+    if dataclasses.is_dataclass(a):  # a message section: its fields, so that a NaN inside equals itself
+        return all(same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
     return bool(a == b)
 
 
