@@ -352,12 +352,18 @@ async fn heartbeats(url: &str) -> Json {
     .await
 }
 
-/// basic.publish has no reply: lapin reports the broker's channel.close as the error of the next
-/// operation on the channel, here a basic.qos.
+/// basic.publish has no reply, so the channel is put in confirm mode: lapin fails the pending publisher
+/// confirm with the broker's channel.close. (Asking with a later basic.qos instead races the close: if it
+/// has arrived first, lapin refuses the qos itself as "invalid channel state: Closing".)
 async fn refused(conn: Connection, prefix: &str) -> Outcome {
     let ch = bounded("channel.open", conn.create_channel()).await?;
-    let exchange = format!("{prefix}-missing");
     bounded(
+        "confirm.select",
+        ch.confirm_select(ConfirmSelectOptions::default()),
+    )
+    .await?;
+    let exchange = format!("{prefix}-missing");
+    let confirm = bounded(
         "basic.publish",
         ch.basic_publish(
             exchange.as_str().into(),
@@ -368,8 +374,8 @@ async fn refused(conn: Connection, prefix: &str) -> Outcome {
         ),
     )
     .await?;
-    let error = match bounded("basic.qos", ch.basic_qos(1, BasicQosOptions::default())).await {
-        Ok(()) => "no error".to_owned(),
+    let error = match bounded("publisher confirm", confirm).await {
+        Ok(confirmation) => format!("no error: {confirmation:?}"),
         Err(err) => err,
     };
     let other = bounded("channel.open", conn.create_channel()).await?;
