@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 
 import pika
 import pytest
+from hypothesis import settings
 
 # The RabbitMQ 4.0.5 oracle and WarrenMQ on its profile, one of each per test process, for every suite.
 from tests.compat.rabbitmq4_fixtures import (  # noqa: F401
@@ -38,6 +39,13 @@ from tests.postgres.fixtures import postgres_cluster, postgres_dsn  # noqa: F401
 # Broker processes started by the suites keep everything in memory unless a test gives --data-dir itself
 # (`warrenmq serve` would otherwise store under ./warrenmq-data, shared by parallel workers).
 os.environ.setdefault("WARRENMQ_DATA_DIR", "none")
+
+# Hypothesis's per-example deadline (200 ms by default) is a wall-clock assertion: on two cores shared with
+# servers, Spark and compilers an example can take longer without anything being wrong. Timing is measured in
+# the benchmarks, never asserted in tests, so the suite's profile has none; a failure still prints the seed
+# and the falsifying example (print_blob) to replay it.
+settings.register_profile("warrenmq", deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "warrenmq"))
 # Brokers started by the tests open rabbitmq_prometheus's endpoint on an ephemeral port, never on 15692.
 os.environ.setdefault("WARRENMQ_PROMETHEUS_PORT", "0")
 # Nor do they read this machine's /etc/rabbitmq (a RabbitMQ installed as the oracle may have a rabbitmq.conf

@@ -58,7 +58,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from tests.analytics.standalone import StandaloneCluster
 
     # /tmp paths stay short: Spark's worker puts the application's work dirs under it.
-    standalone = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"), worker_memory="1g")
+    # A core and 1 GiB of executor for each of two applications at once (tests/analytics/test_cluster.py
+    # runs its two routes side by side).
+    standalone = StandaloneCluster(
+        tmp_path_factory.mktemp("spark-cluster"), worker_cores=2, cores_per_app=1, worker_memory="2g"
+    )
     standalone.start()
     try:
         yield standalone

@@ -94,10 +94,13 @@ class Daemon:
 
 @dataclass
 class StandaloneCluster:
-    """One master and one worker; ``url`` is the spark:// URL, ``ui`` the master's web UI."""
+    """One master and one worker; ``url`` is the spark:// URL, ``ui`` the master's web UI. With
+    ``cores_per_app`` the master gives each application at most that many cores (spark.deploy.defaultCores),
+    so that applications share the worker instead of queueing for it."""
 
     root: Path
     worker_cores: int = 1
+    cores_per_app: int | None = None
     worker_memory: str = "1g"
     url: str = ""
     ui: str = ""
@@ -110,7 +113,7 @@ class StandaloneCluster:
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return spark_env(self.conf_dir, extra)
 
-    def _spawn(self, name: str, *args: str) -> Daemon:
+    def _spawn(self, name: str, *args: str, extra_env: dict[str, str] | None = None) -> Daemon:
         log = self.root / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("wb") as sink:
@@ -119,7 +122,7 @@ class StandaloneCluster:
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=self.env(),
+                env=self.env(extra_env),
                 cwd=self.root,
             )
         daemon = Daemon(name, process, log)
@@ -132,9 +135,15 @@ class StandaloneCluster:
         (self.root / "work").mkdir(exist_ok=True)
         (self.root / "local").mkdir(exist_ok=True)
         try:
+            # spark-class passes SPARK_MASTER_OPTS to the master's JVM.
+            opts = (
+                {}
+                if self.cores_per_app is None
+                else {"SPARK_MASTER_OPTS": f"-Dspark.deploy.defaultCores={self.cores_per_app}"}
+            )
             master = self._spawn(
                 "master", "org.apache.spark.deploy.master.Master",
-                "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
+                "--host", "127.0.0.1", "--port", "0", "--webui-port", "0", extra_env=opts,
             )  # fmt: skip
             self.url = master.wait_for(_MASTER_URL, timeout_s).group(1)
             ui = master.wait_for(_UI_PORT, timeout_s)

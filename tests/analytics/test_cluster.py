@@ -7,6 +7,11 @@ recorded from real pika traffic:
 
 Each run must show up in the master's /json/ as a FINISHED application whose executor finished tasks, and
 write the summary local mode writes.
+
+The two routes run at the same time on the one cluster (its worker has a core for each, and each application
+takes one): the recipe's venv and pip install overlap the first route's jobs. Each route's applications are
+told apart by the user each route's driver JVM runs as (`-Duser.name` in `SPARK_SUBMIT_OPTS`, which
+spark-submit gives the driver's JVM; the master reports that property as the application's user).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,13 +74,16 @@ class Route:
     output: str
 
 
-def new_apps(cluster: StandaloneCluster, before: set[str], name: str) -> list[dict[str, Any]]:
-    """The finished applications called ``name`` that were not there before (the master may take a moment
-    to move an application from active to completed after its driver stops)."""
+MASTER_ROUTE_USER, SUBMIT_ROUTE_USER = "warrenmq-master-route", "warrenmq-submit-route"
+
+
+def new_apps(cluster: StandaloneCluster, before: set[str], name: str, user: str) -> list[dict[str, Any]]:
+    """The finished applications called ``name`` run by ``user`` that were not there before (the master may
+    take a moment to move an application from active to completed after its driver stops)."""
     deadline = time.monotonic() + 30
     while True:
         found = [app for app_id, app in cluster.completed_apps().items() if app_id not in before]
-        found = [app for app in found if app["name"] == name]
+        found = [app for app in found if app["name"] == name and app["user"] == user]
         if found or time.monotonic() > deadline:
             return found
         time.sleep(0.5)
@@ -101,6 +110,7 @@ def local_results(
 
 @pytest.fixture(scope="module")
 def master_route(
+    recipe_started: RecipeRun,
     cluster: StandaloneCluster,
     python_env: Path,
     live_journal: Path,
@@ -110,7 +120,12 @@ def master_route(
     """`warrenmq analytics JOB --master spark://… --python-env ARCHIVE` for every job, then report."""
     results = tmp_path_factory.mktemp("master-route")
     warrenmq = Path(sys.executable).with_name("warrenmq")
-    env = cluster.env({"WARRENMQ_CACHE_DIR": str(results / "cache")})
+    env = cluster.env(
+        {
+            "WARRENMQ_CACHE_DIR": str(results / "cache"),
+            "SPARK_SUBMIT_OPTS": f"-Duser.name={MASTER_ROUTE_USER}",
+        }
+    )
     apps: dict[str, list[dict[str, Any]]] = {}
     output = []
     for job in SPARK_JOBS:
@@ -121,7 +136,7 @@ def master_route(
         assert done.returncode == 0, f"{job}: {done.stderr[-3000:]}"
         assert json.loads(done.stdout) == json.loads((results / job / "summary.json").read_text())
         output.append(done.stderr)
-        apps[job] = new_apps(cluster, before, f"warrenmq-{job}")
+        apps[job] = new_apps(cluster, before, f"warrenmq-{job}", MASTER_ROUTE_USER)
     report = [
         str(warrenmq),
         "analytics",
@@ -155,14 +170,23 @@ def fresh_copy(into: Path) -> Path:
     return into
 
 
+@dataclass
+class RecipeRun:
+    process: subprocess.Popen[str]
+    results: Path
+    before: set[str]
+    stderr: Path
+    deadline: float
+
+
 @pytest.fixture(scope="module")
-def submit_route(
+def recipe_started(
     cluster: StandaloneCluster,
     live_journal: Path,
     live_definitions: tuple[Path, Path],
     tmp_path_factory: pytest.TempPathFactory,
-) -> Route:
-    """The recipe run by bash in a fresh copy, with the variables it asks the user to set."""
+) -> Iterator[RecipeRun]:
+    """The recipe started by bash in a fresh copy, with the variables it asks the user to set."""
     clone = fresh_copy(tmp_path_factory.mktemp("fresh-clone"))
     results = tmp_path_factory.mktemp("submit-route")
     our_bin = str(Path(sys.executable).parent)
@@ -171,6 +195,7 @@ def submit_route(
         {"PATH": path, "MASTER": cluster.url, "JOURNAL": str(live_journal), "RESULTS": str(results),
          "DEFS_A": str(live_definitions[0]), "DEFS_B": str(live_definitions[1]),
          "WARRENMQ_CACHE_DIR": str(results / "cache"),
+         "SPARK_SUBMIT_OPTS": f"-Duser.name={SUBMIT_ROUTE_USER}",
          # The recipe's `pip install '.[analytics]'` builds the project; the jobs run none of the compiled
          # message path, so the build skips mypyc (setup.py's switch), which took 60-120 s of the two cores.
          "WARRENMQ_PURE": "1"}
@@ -178,13 +203,33 @@ def submit_route(
     for name in ("VIRTUAL_ENV", "SPARK_HOME", "SPARK_CONF_DIR"):
         env.pop(name, None)  # the recipe's own venv finds its Spark
     before = set(cluster.completed_apps())
-    done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", recipe()], cwd=clone, env=env, capture_output=True, text=True,
-        timeout=1100, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, f"the docs/analytics.md recipe failed:\n{done.stderr[-4000:]}"
-    apps = {job: new_apps(cluster, before, f"warrenmq-{job}") for job in SPARK_JOBS}
-    return Route(results, apps, done.stderr)
+    stderr = results.parent / "recipe.stderr"
+    with stderr.open("w") as sink:
+        process = subprocess.Popen(
+            ["bash", "-euo", "pipefail", "-c", recipe()], cwd=clone, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=sink, text=True,
+        )  # fmt: skip
+    run = RecipeRun(process, results, before, stderr, time.monotonic() + 1100)
+    try:
+        yield run
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def submit_route(recipe_started: RecipeRun, cluster: StandaloneCluster) -> Route:
+    """The recipe's run, waited for."""
+    run = recipe_started
+    try:
+        returncode = run.process.wait(timeout=max(1.0, run.deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the docs/analytics.md recipe did not finish:\n{run.stderr.read_text()[-4000:]}")
+    stderr = run.stderr.read_text()
+    assert returncode == 0, f"the docs/analytics.md recipe failed:\n{stderr[-4000:]}"
+    apps = {job: new_apps(cluster, run.before, f"warrenmq-{job}", SUBMIT_ROUTE_USER) for job in SPARK_JOBS}
+    return Route(run.results, apps, stderr)
 
 
 def check_route(
@@ -193,6 +238,9 @@ def check_route(
     summary = json.loads((route.results / job / "summary.json").read_text())
     assert_same_summary(job, summary, local[1][job])
     assert (route.results / job / "summary.csv").read_text() == (local[0] / job / "summary.csv").read_text()
+    assert len(route.apps[job]) == 1, (
+        f"{job}: {route.apps[job]} among {list(cluster.completed_apps().values())}"
+    )
     [app] = route.apps[job]
     assert app["state"] == "FINISHED"
     assert finished_tasks(cluster, app["id"]) > 0, f"no executor of {app['id']} finished a task"

@@ -18,9 +18,15 @@ import pytest
 
 from .conftest import MatrixBroker
 from .expected import expected_observation
-from .programs import CLIENTS, ClientPrograms
+from .programs import BUILD_TIMEOUT_S, CLIENTS, RUN_TIMEOUT_S, ClientPrograms
 
-pytestmark = [pytest.mark.compat, pytest.mark.slow]
+# The first test of each language builds its program (cargo, go, mvn: a minute or more from an empty cache on
+# two busy cores) inside the test; the build has its own timeout, which the test's must exceed.
+pytestmark = [
+    pytest.mark.compat,
+    pytest.mark.slow,
+    pytest.mark.timeout(2 * BUILD_TIMEOUT_S + 2 * RUN_TIMEOUT_S),
+]
 
 
 @pytest.fixture(scope="session")
