@@ -53,6 +53,17 @@ SYNCHRONOUS = {"always": "FULL", "batch": "NORMAL", "never": "OFF"}
 # A file that exists keeps its page size (in WAL mode SQLite cannot change it): no migration is needed.
 NEW_PAGE_SIZE = 16384
 
+# The sqlite3 module binds int, float, str and bytearray as they are, but looks every other parameter up in
+# its adapter registry first, and on a miss asks the PrepareProtocol type for ``__adapt__``, which raises and
+# formats an AttributeError it then discards: for each message row's header, body and (usually None)
+# expires_at. A registered adapter is found at the first step. Both return the value itself (``bytes(b)`` is
+# ``b`` for exact bytes; ``{}.get`` answers None), so what is bound is unchanged: a BLOB, a NULL. Measured:
+# executemany of message rows 2.16 -> 1.76 µs per row of CPU. Process-wide, and harmless to other users of
+# sqlite3 in the process for the same reason.
+sqlite3.register_adapter(bytes, bytes)
+_NO_ADAPTATION: dict[None, None] = {}  # its get, a C call: None for None
+sqlite3.register_adapter(type(None), _NO_ADAPTATION.get)
+
 
 _TOPOLOGY_SQL = {
     "vhost+": "INSERT OR IGNORE INTO vhosts (name) VALUES (?)",
