@@ -44,7 +44,12 @@ MOVED = {
     "fanout": lambda d: d["count"],
     "fanout-lat": lambda d: d["count"],
     "topic": lambda d: d["count"],
+    "confirm": lambda d: d["confirmed"],
+    "confirm1": lambda d: d["confirmed"],
 }
+# Scenarios whose messages are persistent: the broker gets a fresh data directory (in its working directory)
+# instead of ``--data-dir none``, so that it stores them and confirms after the commit, as compare.py runs it.
+STORED = {"confirm", "confirm1"}
 RATE = {"fanout": "deliveries_per_s"}
 
 
@@ -80,7 +85,8 @@ def run_one(
         gc_out.unlink(missing_ok=True)
         env["GCPROBE_OUT"] = str(gc_out)
     cmd = [sys.executable, "-m", "broker", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    cmd += ["--log-level", "error", "--data-dir", "none", "--config-file", "none"]
+    data_dir = "data" if scenario in STORED else "none"  # relative: inside the run's temporary cwd
+    cmd += ["--log-level", "error", "--data-dir", data_dir, "--config-file", "none"]
     cmd += ["--management-port", "0", "--prometheus-port", "-1", *serve_args]
     with tempfile.TemporaryDirectory() as cwd:
         broker = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)

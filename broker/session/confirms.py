@@ -47,8 +47,13 @@ def published(
     if stored:
         persistence = vhost.persistence
         assert persistence is not None
-        channel.commit_waits.append((channel.publish_seq, persistence.batch_id, rejected))
-        persistence.on_commit(persistence.batch_id, channel)
+        batch_id = persistence.batch_id
+        waits = channel.commit_waits
+        # Once per batch, not per publish: a channel whose last wait is in this batch is already one of its
+        # waiters (a batch calls each waiter once, when it commits, whatever it holds of the channel's).
+        if not waits or waits[-1][1] != batch_id:
+            persistence.on_commit(batch_id, channel)
+        waits.append((channel.publish_seq, batch_id, rejected))
     elif not queues:
         _confirm_unroutable(channel, rejected)
     elif rejected:
