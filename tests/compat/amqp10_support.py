@@ -22,7 +22,14 @@ from protocol.amqp10.frames import (
     encode_frame,
 )
 from protocol.amqp10.message import Message, decode_message
-from protocol.amqp10.performatives import Begin, Open, Performative, decode_performative, encode_performative
+from protocol.amqp10.performatives import (
+    Begin,
+    Disposition,
+    Open,
+    Performative,
+    decode_performative,
+    encode_performative,
+)
 from protocol.amqp10.sasl import SaslFrame, SaslInit, decode_sasl
 from protocol.amqp10.types import Symbol
 
@@ -135,3 +142,13 @@ class RawClient:
 
 def performatives(items: list[Item]) -> list[Performative]:
     return [item[1] for item in items if isinstance(item, tuple)]
+
+
+def settled_ids(items: list[Item]) -> set[int]:
+    """The delivery-ids the dispositions among ``items`` settle (a disposition may cover a range)."""
+    ids: set[int] = set()
+    for performative in performatives(items):
+        if isinstance(performative, Disposition):
+            last = performative.last if performative.last is not None else performative.first
+            ids.update(range(performative.first, last + 1))
+    return ids

@@ -142,7 +142,7 @@ def to_amqp091(message: Message10) -> Converted:
         fields[12] = b"\x02"
     if priority is not None:
         fields[11] = bytes([priority & 0xFF])
-    expiration = str(ttl) if ttl is not None else None
+    expiration = str(int(ttl)) if ttl is not None else None
     if expiration is not None:
         fields[8] = _short(expiration)
     if message_type is not None:

@@ -24,7 +24,7 @@ from broker.session.amqp10.errors import (
 from protocol.amqp10.condition import Error
 from protocol.amqp10.delivery_states import Accepted, DeliveryState, Rejected, Released
 from protocol.amqp10.message import decode_message
-from protocol.amqp10.performatives import Attach, Detach, Disposition, Flow, Transfer
+from protocol.amqp10.performatives import Attach, Detach, Flow, Transfer
 from protocol.amqp10.terminus import Target
 from protocol.amqp10.types import Symbol, UByte, UInt, ULong
 from protocol.errors import AMQPError
@@ -116,9 +116,7 @@ class IncomingLink:
         outcome = self._publish(whole)
         settled = first.settled or transfer.settled
         if not settled and first.delivery_id is not None:
-            self.session.send(
-                Disposition(role=True, first=UInt(first.delivery_id), settled=True, state=outcome)
-            )
+            self.session.settle_incoming(first.delivery_id, outcome)
         if self.credit <= LINK_CREDIT // 2:
             self.credit = LINK_CREDIT
             self.session.send(self._credit_flow())

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from broker.core.queues.queue import Consumer
     from broker.core.queues.unacked import UnackedTracker
     from broker.core.topology.vhost import VirtualHost
+    from protocol.amqp10.delivery_states import DeliveryState
     from protocol.amqp10.performatives import Flow, Performative
 
 
@@ -41,3 +42,5 @@ class SessionPort(Protocol):
     def flow(self, **link_fields: object) -> Flow: ...
 
     def requeue_unsettled(self, consumer: Consumer) -> None: ...
+
+    def settle_incoming(self, delivery_id: int, state: DeliveryState) -> None: ...

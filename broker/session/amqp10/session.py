@@ -19,7 +19,7 @@ from broker.session.amqp10.errors import (
 from broker.session.amqp10.incoming import IncomingLink
 from broker.session.amqp10.outgoing import OutgoingLink
 from broker.session.fates import forget_settled
-from protocol.amqp10.delivery_states import Accepted, Modified, Rejected, Released
+from protocol.amqp10.delivery_states import Accepted, DeliveryState, Modified, Rejected, Released
 from protocol.amqp10.performatives import (
     Attach,
     Begin,
@@ -55,6 +55,9 @@ class Session:
         self.next_delivery_id = 0
         self.links: dict[int, IncomingLink | OutgoingLink] = {}
         self.unacked = UnackedTracker()  # deliveries sent unsettled, by delivery-id
+        # Outcomes of the client's unsettled transfers, sent once the read is handled, runs of consecutive
+        # delivery-ids with one outcome in one disposition (as rabbit_amqp_session batches them).
+        self._outcomes: list[tuple[int, DeliveryState]] = []
         self._released = False
 
     def begin_reply(self) -> Begin:
@@ -188,9 +191,38 @@ class Session:
     def send(self, performative: Performative, payload: bytes = b"") -> None:
         self.conn.send(self.channel, performative, payload)
 
+    def settle_incoming(self, delivery_id: int, state: DeliveryState) -> None:
+        self._outcomes.append((delivery_id, state))
+
     def after_read(self) -> None:
-        for link in self.links.values():
+        if self._outcomes:
+            self._send_outcomes()
+        for link in list(self.links.values()):
             link.after_read()
+
+    def _send_outcomes(self) -> None:
+        outcomes, self._outcomes = self._outcomes, []
+        first, state = outcomes[0]
+        last = first
+        for delivery_id, next_state in outcomes[1:]:
+            if delivery_id == (last + 1) % UINT and next_state == state:
+                last = delivery_id
+                continue
+            self._disposition(first, last, state)
+            first = last = delivery_id
+            state = next_state
+        self._disposition(first, last, state)
+
+    def _disposition(self, first: int, last: int, state: DeliveryState) -> None:
+        self.send(
+            Disposition(
+                role=True,
+                first=UInt(first),
+                last=UInt(last) if last != first else None,
+                settled=True,
+                state=state,
+            )
+        )
 
     def wake(self) -> None:
         for link in self.links.values():
