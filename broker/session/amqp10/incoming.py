@@ -113,10 +113,14 @@ class IncomingLink:
             raise LinkError(
                 MESSAGE_SIZE_EXCEEDED, f"message size ({len(whole)} bytes) > maximum ({max_size})"
             )
+        persistence = self.session.vhost.persistence
+        writes = persistence.writes if persistence is not None else 0
         outcome = self._publish(whole)
         settled = first.settled or transfer.settled
         if not settled and first.delivery_id is not None:
-            self.session.settle_incoming(first.delivery_id, outcome)
+            # A message the store took is accepted once its batch is durable, as a 0-9-1 confirm is.
+            stored = persistence is not None and persistence.writes != writes
+            self.session.settle_incoming(first.delivery_id, outcome, stored)
         if self.credit <= LINK_CREDIT // 2:
             self.credit = LINK_CREDIT
             self.session.send(self._credit_flow())

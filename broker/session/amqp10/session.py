@@ -58,6 +58,7 @@ class Session:
         # Outcomes of the client's unsettled transfers, sent once the read is handled, runs of consecutive
         # delivery-ids with one outcome in one disposition (as rabbit_amqp_session batches them).
         self._outcomes: list[tuple[int, DeliveryState]] = []
+        self._held: list[tuple[int, int, DeliveryState]] = []  # (store batch, delivery-id, outcome)
         self._released = False
 
     def begin_reply(self) -> Begin:
@@ -191,8 +192,29 @@ class Session:
     def send(self, performative: Performative, payload: bytes = b"") -> None:
         self.conn.send(self.channel, performative, payload)
 
-    def settle_incoming(self, delivery_id: int, state: DeliveryState) -> None:
+    def settle_incoming(self, delivery_id: int, state: DeliveryState, stored: bool) -> None:
+        """The outcome of the client's unsettled transfer: sent once the read is handled, or, when the store
+        took the message, once its batch has committed (``committed``), and after every earlier outcome."""
+        persistence = self.vhost.persistence
+        if (stored or self._held) and persistence is not None:
+            batch = persistence.batch_id
+            if not self._held or self._held[-1][0] != batch:
+                persistence.on_commit(batch, self)
+            self._held.append((batch, delivery_id, state))
+            return
         self._outcomes.append((delivery_id, state))
+
+    def committed(self) -> None:
+        """A store batch committed (CommitWaiter): the outcomes held for it and those before it go out."""
+        persistence = self.vhost.persistence
+        if persistence is None or self._released:
+            return
+        done = persistence.committed_id
+        while self._held and self._held[0][0] <= done:
+            _, delivery_id, state = self._held.pop(0)
+            self._outcomes.append((delivery_id, state))
+        if self._outcomes:
+            self._send_outcomes()
 
     def after_read(self) -> None:
         if self._outcomes:
