@@ -13,7 +13,6 @@ import structlog
 
 from broker.session.amqp10 import sasl
 from broker.session.amqp10.errors import (
-    DECODE_ERROR,
     FRAMING_ERROR,
     ILLEGAL_STATE,
     INTERNAL_ERROR,
@@ -123,7 +122,7 @@ class Connection:
             self._header_refused(error.header)
             return
         except FramingError as error:
-            self._close_with(ConnectionError(FRAMING_ERROR, str(error)))
+            self._close_with(ConnectionError(FRAMING_ERROR, error.description))
             return
         for item in items:
             try:
@@ -138,7 +137,7 @@ class Connection:
             except ConnectionError as error:
                 self._close_with(error)
             except AMQP10Error as error:
-                self._close_with(ConnectionError(DECODE_ERROR, str(error)))
+                self._close_with(ConnectionError(error.condition, error.description))
             except Exception:
                 # A bug must not take the broker down: close this connection, keep serving the others.
                 log.exception("amqp10_internal_error", peer=self.peer)

@@ -17,7 +17,7 @@ from broker.core.queues.queue_admin import add_consumer, remove_consumer
 from broker.core.queues.unacked import Delivery
 from broker.session.amqp10 import addresses
 from broker.session.amqp10.convert import Amqp10Message, amqp10_payload, from_amqp091
-from broker.session.amqp10.errors import INVALID_FIELD, NOT_FOUND, UNAUTHORIZED_ACCESS, SessionError
+from broker.session.amqp10.errors import INVALID_FIELD, UNAUTHORIZED_ACCESS, SessionError, condition_of
 from broker.session.fates import stored_delivery
 from protocol.amqp10.condition import Error
 from protocol.amqp10.delivery_states import Released
@@ -32,6 +32,7 @@ from protocol.amqp10.performatives import (
 )
 from protocol.amqp10.terminus import Source
 from protocol.amqp10.types import Symbol, UByte, UInt
+from protocol.errors import AMQPError
 
 if TYPE_CHECKING:
     from broker.core.model.envelope import Envelope
@@ -75,9 +76,11 @@ class OutgoingLink:
         if address is None or address.queue is None:
             raise SessionError(INVALID_FIELD, f'Attach rejected: {{unknown_destination,"{raw}"}}')
         vhost = session.vhost
-        queue = vhost.queues.get(address.queue)
-        if queue is None:
-            raise SessionError(NOT_FOUND, f"no queue '{address.queue}' in vhost '{vhost.name}'")
+        try:
+            # Missing, or exclusive to another connection (resource-locked), as for basic.consume.
+            queue = vhost.queue(address.queue, session.conn)
+        except AMQPError as error:
+            raise SessionError(condition_of(error), error.text) from None
         if not session.access.allowed("queue", queue.name, "read"):
             raise SessionError(
                 UNAUTHORIZED_ACCESS,

@@ -1,0 +1,112 @@
+"""An AMQP 1.0 connection that sends garbage, or goes away holding deliveries, costs the broker that
+connection only: it is closed with an error, what it held goes back to its queue, and the broker serves the
+next client of either protocol."""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+
+import pika
+import pytest
+from proton import Message
+from proton.utils import BlockingConnection
+
+from protocol.amqp10.performatives import Attach, Close, Flow
+from protocol.amqp10.terminus import Source, Target
+from tests.compat.amqp10_support import EOF_, RESET, RawClient, performatives, pika_channel, proton_url
+from tests.conftest import BrokerProcess
+
+
+@pytest.fixture
+def port(warrenmq_40: BrokerProcess) -> int:
+    return warrenmq_40.port
+
+
+def _still_serving(port: int) -> None:
+    """A 0-9-1 client and a 1.0 client both work."""
+    channel = pika_channel(port)
+    name = f"alive-{uuid.uuid4().hex[:8]}"
+    channel.queue_declare(name, auto_delete=True)
+    connection = BlockingConnection(proton_url(port), timeout=10)
+    try:
+        connection.create_sender(f"/queues/{name}").send(Message(body="ok"))
+    finally:
+        connection.close()
+    assert channel.queue_declare(name, passive=True).method.message_count == 1
+    channel.connection.close()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_garbage_after_open_closes_the_connection(port: int, seed: int) -> None:
+    rng = random.Random(seed)
+    client = RawClient(port)
+    client.login()
+    client.begin()
+    # Frames of random bodies with a valid frame header, then raw random octets.
+    for _ in range(5):
+        body = rng.randbytes(rng.randrange(1, 64))
+        client.send((len(body) + 8).to_bytes(4, "big") + b"\x02\x00\x00\x00" + body)
+    client.send(rng.randbytes(256))
+    items = client.read_until(lambda items: bool(items) and items[-1] in (EOF_, RESET), deadline_s=15)
+    client.close()
+    closes = [p for p in performatives(items) if isinstance(p, Close)]
+    assert closes, items
+    assert closes[0].error is not None
+    _still_serving(port)
+
+
+def test_a_dropped_connection_gives_back_its_deliveries_and_consumers(port: int) -> None:
+    name = f"held-{uuid.uuid4().hex[:8]}"
+    channel = pika_channel(port)
+    channel.queue_declare(name)
+    channel.confirm_delivery()
+    channel.basic_publish("", name, b"one")
+    channel.basic_publish("", name, b"two")
+    client = RawClient(port)
+    client.login()
+    client.begin()
+    source = Source(address=f"/queues/{name}")
+    client.perform(Attach(name="r", handle=0, role=True, source=source, target=Target()))
+    client.read_count(1)
+    client.perform(
+        Flow(
+            next_incoming_id=2**32 - 4,
+            incoming_window=100,
+            next_outgoing_id=0,
+            outgoing_window=100,
+            handle=0,
+            delivery_count=2**32 - 5,
+            link_credit=2,
+        )
+    )
+    client.read_count(2)
+    client.close()  # no detach, no end, no close: the socket goes
+    deadline = time.monotonic() + 10
+    declared = channel.queue_declare(name, passive=True).method
+    while (declared.message_count, declared.consumer_count) != (2, 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        declared = channel.queue_declare(name, passive=True).method
+    assert (declared.message_count, declared.consumer_count) == (2, 0)
+    method, _, body = channel.basic_get(name, auto_ack=True)
+    assert (body, method.redelivered) == (b"one", True)
+    channel.queue_delete(name)
+    channel.connection.close()
+
+
+def test_pika_connection_unaffected_by_a_refused_amqp10_login(port: int) -> None:
+    """A refused 1.0 login waits 3 s before its outcome; the broker serves others meanwhile."""
+    client = RawClient(port)
+    client.send(b"AMQP\x03\x01\x00\x00")
+    client.read_count(2)
+    from protocol.amqp10.sasl import SaslInit
+    from protocol.amqp10.types import Symbol
+
+    client.sasl(SaslInit(mechanism=Symbol("PLAIN"), initial_response=b"\0guest\0wrong"))
+    started = time.monotonic()
+    _still_serving(port)
+    assert time.monotonic() - started < 3.0
+    client.close()
+    connection = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", port))
+    connection.close()
