@@ -35,6 +35,12 @@ class Amqp10Host(Protocol):
     @property
     def config(self) -> ServerConfig: ...
 
+    @property
+    def amqp10_connections(self) -> set[AMQP10Protocol]:
+        """Open AMQP 1.0 connections: each adds itself when it takes its socket over and discards itself
+        when lost (the management API lists them)."""
+        ...
+
 
 _LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() resets the connection
 
@@ -49,6 +55,15 @@ class AMQP10Protocol(asyncio.Protocol):
         self._flush_scheduled = False
         self._closing = False
         self._timers: dict[str, TimerHandle] = {}
+        self.connected_at_ms = server.clock.now_ms()
+        peername = transport.get_extra_info("peername")
+        sockname = transport.get_extra_info("sockname")
+        # RabbitMQ's connection name: "client-ip:port -> server-ip:port".
+        self.name = (
+            f"{peername[0]}:{peername[1]} -> {sockname[0]}:{sockname[1]}"
+            if isinstance(peername, tuple) and isinstance(sockname, tuple)
+            else peer
+        )
         self.connection = Connection(server.broker, server.config.session, self, peer, is_loopback(peer))
 
     @classmethod
@@ -58,6 +73,7 @@ class AMQP10Protocol(asyncio.Protocol):
         """Become the socket's protocol and read what the 0-9-1 side received so far."""
         protocol = cls(server, transport, peer)
         transport.set_protocol(protocol)
+        server.amqp10_connections.add(protocol)
         protocol._timers["handshake"] = server.clock.call_later(
             server.config.session.handshake_timeout_s, protocol._handshake_check
         )
@@ -80,6 +96,7 @@ class AMQP10Protocol(asyncio.Protocol):
         self._timers.clear()
         self._out.clear()
         self.connection.connection_lost()
+        self.server.amqp10_connections.discard(self)
 
     def pause_writing(self) -> None:
         self.connection.set_writable(False)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from broker.config import ServerConfig
     from broker.core.broker import Broker
     from broker.core.model.clock import Clock
+    from broker.server.amqp10_protocol import AMQP10Protocol
     from broker.session.faults import SessionFaults
 
 # Outgoing bytes buffered by the transport before we stop delivering to (and reading from) this peer.
@@ -54,6 +55,11 @@ class ConnectionHost(Protocol):
     @property
     def flow(self) -> FlowControl:
         """The resource alarms in effect (``broker.server.flow_control``)."""
+        ...
+
+    @property
+    def amqp10_connections(self) -> set[AMQP10Protocol]:
+        """Open AMQP 1.0 connections (``broker.server.amqp10_protocol``)."""
         ...
 
     @property

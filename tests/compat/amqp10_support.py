@@ -47,6 +47,13 @@ def broker_port(request: pytest.FixtureRequest, which: str) -> int:
     return int(request.getfixturevalue("rabbitmq4_node").port)
 
 
+def broker_http_url(request: pytest.FixtureRequest, which: str) -> str:
+    """The management API's base URL of ``which`` broker."""
+    if which == WARRENMQ:
+        return f"http://127.0.0.1:{request.getfixturevalue('warrenmq_40').management_port}"
+    return str(request.getfixturevalue("rabbitmq4_node").http_url)
+
+
 def proton_url(port: int, user: str = "guest", password: str = "guest") -> str:
     return f"amqp://{user}:{password}@127.0.0.1:{port}"
 

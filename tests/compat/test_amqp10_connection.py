@@ -9,6 +9,7 @@ import socket
 import time
 
 import pytest
+import requests
 from proton import ConnectionException, Delivery, Message
 from proton.utils import BlockingConnection, SendException
 
@@ -16,7 +17,15 @@ from protocol.amqp10.frames import AMQP_HEADER, SASL_HEADER, ProtocolHeader
 from protocol.amqp10.performatives import Begin, Close, End, Open
 from protocol.amqp10.sasl import SaslInit, SaslMechanisms, SaslOutcome
 from protocol.amqp10.types import Symbol
-from tests.compat.amqp10_support import BROKERS, RESET, RawClient, broker_port, performatives, proton_url
+from tests.compat.amqp10_support import (
+    BROKERS,
+    RESET,
+    RawClient,
+    broker_http_url,
+    broker_port,
+    performatives,
+    proton_url,
+)
 
 pytestmark = pytest.mark.compat
 
@@ -146,3 +155,61 @@ def test_amqp10_header_on_a_3x_profile_gets_the_amqp091_header(amqp_url: str) ->
                 break
             received += data
     assert received == b"AMQP\x00\x00\x09\x01"
+
+
+@pytest.mark.parametrize("which", BROKERS)
+def test_management_lists_amqp10_connections(request: pytest.FixtureRequest, which: str) -> None:
+    port = broker_port(request, which)
+    api = broker_http_url(request, which)
+    connection = BlockingConnection(proton_url(port), timeout=10)
+    try:
+        listed: list[dict[str, object]] = []
+        deadline = time.monotonic() + 20  # 4.0.5 lists a connection once its first stats are emitted (5 s)
+        while not listed and time.monotonic() < deadline:
+            rows = requests.get(f"{api}/api/connections", auth=("guest", "guest"), timeout=10).json()
+            listed = [row for row in rows if row.get("protocol") == "AMQP 1-0"]
+            if not listed:
+                time.sleep(0.2)
+    finally:
+        connection.close()
+    assert len(listed) == 1
+    row = listed[0]
+    assert set(row) == LISTED_KEYS
+    assert {key: row[key] for key in ("auth_mechanism", "channel_max", "user", "vhost", "type", "ssl")} == {
+        "auth_mechanism": "PLAIN",
+        "channel_max": 63,
+        "user": "guest",
+        "vhost": "/",
+        "type": "network",
+        "ssl": False,
+    }
+    assert row["port"] == port
+
+
+# The keys RabbitMQ 4.0.5's /api/connections shows for an AMQP 1.0 connection.
+LISTED_KEYS = {
+    "auth_mechanism",
+    "channel_max",
+    "client_properties",
+    "connected_at",
+    "frame_max",
+    "host",
+    "name",
+    "node",
+    "peer_cert_issuer",
+    "peer_cert_subject",
+    "peer_cert_validity",
+    "peer_host",
+    "peer_port",
+    "port",
+    "protocol",
+    "ssl",
+    "ssl_cipher",
+    "ssl_hash",
+    "ssl_key_exchange",
+    "ssl_protocol",
+    "timeout",
+    "type",
+    "user",
+    "vhost",
+}

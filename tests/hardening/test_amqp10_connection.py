@@ -5,16 +5,20 @@ next client of either protocol."""
 from __future__ import annotations
 
 import random
+import signal
 import time
 import uuid
+from typing import Any
 
 import pika
 import pytest
 from proton import Message
 from proton.utils import BlockingConnection
 
+from protocol.amqp10.condition import Error
 from protocol.amqp10.performatives import Attach, Close, Flow
 from protocol.amqp10.terminus import Source, Target
+from protocol.amqp10.types import Symbol
 from tests.compat.amqp10_support import EOF_, RESET, RawClient, performatives, pika_channel, proton_url
 from tests.conftest import BrokerProcess
 
@@ -110,3 +114,22 @@ def test_pika_connection_unaffected_by_a_refused_amqp10_login(port: int) -> None
     client.close()
     connection = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", port))
     connection.close()
+
+
+def test_stopping_node_closes_amqp10_connections_with_connection_forced(broker_factory: Any) -> None:
+    broker = broker_factory("--profile", "rabbitmq-4.0")
+    client = RawClient(broker.port)
+    client.login()
+    broker.process.send_signal(signal.SIGTERM)
+    items = client.read_until(lambda items: bool(items) and items[-1] in (EOF_, RESET), deadline_s=15)
+    client.close()
+    closes = [p for p in performatives(items) if isinstance(p, Close)]
+    assert closes == [
+        Close(
+            error=Error(
+                condition=Symbol("amqp:connection:forced"),
+                description="broker forced connection closure with reason 'shutdown'",
+            )
+        )
+    ]
+    assert broker.process.wait(timeout=15) == 0

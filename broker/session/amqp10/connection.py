@@ -105,6 +105,8 @@ class Connection:
         self.vhost: VirtualHost | None = None
         self.sessions: dict[int, Session] = {}
         self.peer_max_frame_size = 512
+        self.channel_max = CHANNEL_MAX
+        self.frame_max = config.frame_max  # the smaller of ours and the client's once open
         self.peer_idle_time_out_ms = 0
         self.writable = True
         self.received = True  # input since the last idle check (the edge's heartbeat timer)
@@ -247,6 +249,9 @@ class Connection:
         self.container_id = open_.container_id
         self.peer_max_frame_size = open_.max_frame_size if open_.max_frame_size is not None else 2**32 - 1
         self.peer_idle_time_out_ms = open_.idle_time_out or 0
+        self.frame_max = min(self.config.frame_max, self.peer_max_frame_size)
+        if open_.channel_max is not None:
+            self.channel_max = min(CHANNEL_MAX, open_.channel_max)
         self.state = OPEN
         log.info(
             f"AMQP 1.0 connection from container '{self.container_id}': user '{self.username}' authenticated "
@@ -303,6 +308,11 @@ class Connection:
         self._closed = True
         self.state = CLOSED
         self.transport.close(after_s=CLOSE_DELAY_S)
+
+    def force_close(self, description: str) -> None:
+        """The node is stopping: close with amqp:connection:forced (rabbit_amqp_reader's shutdown)."""
+        if not self._closed:
+            self._close_with(ConnectionError("amqp:connection:forced", description))
 
     def _teardown(self) -> None:
         sessions = list(self.sessions.values())

@@ -16,7 +16,7 @@ from broker.management.api.routing import Route
 from broker.management.context import ManagementContext
 from broker.management.errors import no_content, not_authorised, not_found
 from broker.management.stats import live
-from broker.management.views.serialize_live import consumer_json
+from broker.management.views.serialize_live import amqp10_connection_json, consumer_json
 from broker.management.views.serialize_stats import channel_row, connection_row
 
 DEFAULT_REASON = "Closed via management plugin"
@@ -31,7 +31,13 @@ def _visible(context: ManagementContext, user: User) -> list[Any]:
 
 
 def connection_rows(context: ManagementContext, user: User) -> list[dict[str, Any]]:
-    return [connection_row(context, protocol) for protocol in _visible(context, user)]
+    rows = [connection_row(context, protocol) for protocol in _visible(context, user)]
+    rows += [
+        amqp10_connection_json(protocol, context.node)
+        for protocol in context.open_amqp10_connections()
+        if user.is_monitor or protocol.connection.username == user.name
+    ]
+    return rows
 
 
 def channel_rows(context: ManagementContext, user: User) -> list[dict[str, Any]]:
