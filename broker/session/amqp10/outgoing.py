@@ -233,10 +233,7 @@ class OutgoingLink:
             Detach(
                 handle=UInt(self.handle),
                 closed=True,
-                error=Error(
-                    condition=Symbol("amqp:resource-deleted"),
-                    description=f"{self.queue.name!r} in vhost '{self.session.vhost.name}' was deleted",
-                ),
+                error=Error(condition=Symbol("amqp:resource-deleted")),  # no description, as 4.0.5
             )
         )
 
