@@ -79,6 +79,7 @@ class RawClient:
     def __init__(self, port: int) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
         self.scanner = FrameScanner(max_frame_size=0)
+        self.user = "guest"
 
     def close(self) -> None:
         self.sock.close()

@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import socket
 import time
+import uuid
+from collections.abc import Iterator
 
 import pytest
 import requests
 from proton import ConnectionException, Delivery, Message
 from proton.utils import BlockingConnection, SendException
 
+from protocol.amqp10.condition import Error
 from protocol.amqp10.frames import AMQP_HEADER, SASL_HEADER, ProtocolHeader
-from protocol.amqp10.performatives import Begin, Close, End, Open
+from protocol.amqp10.message import encode_sections
+from protocol.amqp10.performatives import Attach, Begin, Close, End, Open, Transfer
 from protocol.amqp10.sasl import SaslInit, SaslMechanisms, SaslOutcome
+from protocol.amqp10.sections import Data, Properties
+from protocol.amqp10.terminus import Source, Target
 from protocol.amqp10.types import Symbol
 from tests.compat.amqp10_support import (
     BROKERS,
@@ -24,6 +30,7 @@ from tests.compat.amqp10_support import (
     broker_http_url,
     broker_port,
     performatives,
+    pika_channel,
     proton_url,
 )
 
@@ -213,3 +220,67 @@ LISTED_KEYS = {
     "user",
     "vhost",
 }
+
+
+@pytest.fixture
+def limited_user(request: pytest.FixtureRequest, which: str) -> Iterator[str]:
+    """A user who may configure everything on / but write nowhere and read nothing."""
+    api = broker_http_url(request, which)
+    name = f"limited-{uuid.uuid4().hex[:8]}"
+    auth = ("guest", "guest")
+    requests.put(f"{api}/api/users/{name}", json={"password": "pw", "tags": ""}, auth=auth, timeout=10)
+    permissions = {"configure": ".*", "write": "^$", "read": "^$"}
+    requests.put(f"{api}/api/permissions/%2F/{name}", json=permissions, auth=auth, timeout=10)
+    try:
+        yield name
+    finally:
+        requests.delete(f"{api}/api/users/{name}", auth=auth, timeout=10)
+
+
+def _refused(client: RawClient, attach: Attach, transfer: bytes | None = None) -> list[object]:
+    client.login(response=b"\0" + client.user.encode() + b"\0pw")
+    client.begin()
+    client.perform(attach)
+    if transfer is None:
+        return list(performatives(client.read_count(1)))
+    client.read_count(2)
+    client.perform(Transfer(handle=0, delivery_id=0, delivery_tag=b"0", message_format=0), payload=transfer)
+    return list(performatives(client.read_count(1)))
+
+
+@pytest.mark.parametrize("which", BROKERS)
+def test_permissions_refused_end_the_session(
+    request: pytest.FixtureRequest, which: str, limited_user: str
+) -> None:
+    port = broker_port(request, which)
+    queue = f"amqp10-{uuid.uuid4().hex[:8]}"
+    channel = pika_channel(port)
+    channel.queue_declare(queue, auto_delete=True)
+    to_fanout = encode_sections([Properties(to="/exchanges/amq.fanout"), Data(b"x")])
+    cases: list[tuple[Attach, bytes | None]] = [
+        (_sender(Target(address="/exchanges/amq.fanout")), None),
+        (_sender(Target()), to_fanout),
+        (
+            Attach(name="r", handle=0, role=True, source=Source(address=f"/queues/{queue}"), target=Target()),
+            None,
+        ),
+    ]
+    ended = []
+    for attach, transfer in cases:
+        client = RawClient(port)
+        client.user = limited_user
+        ended += _refused(client, attach, transfer)
+        client.close()
+    channel.connection.close()
+    refused = "{} access to {} '{}' in vhost '/' refused for user '" + limited_user + "'"
+    unauthorized = Symbol("amqp:unauthorized-access")
+    write = refused.format("write", "exchange", "amq.fanout")
+    assert ended == [
+        End(error=Error(condition=unauthorized, description=write)),
+        End(error=Error(condition=unauthorized, description=write)),
+        End(error=Error(condition=unauthorized, description=refused.format("read", "queue", queue))),
+    ]
+
+
+def _sender(target: Target) -> Attach:
+    return Attach(name="s", handle=0, role=False, initial_delivery_count=0, target=target)

@@ -62,12 +62,7 @@ class IncomingLink:
                 raise SessionError(NOT_FOUND, f"no queue '{address.queue}' in vhost '{vhost.name}'")
         elif address.exchange not in vhost.exchanges:
             raise SessionError(NOT_FOUND, f"no exchange '{address.exchange}' in vhost '{vhost.name}'")
-        if not session.access.allowed("exchange", address.exchange, "write"):
-            raise SessionError(
-                UNAUTHORIZED_ACCESS,
-                f"write access to exchange '{address.exchange or 'amq.default'}' in vhost "
-                f"'{vhost.name}' refused for user '{session.conn.username}'",
-            )
+        _check_write(session, address.exchange)
         return cls(session, attach, address)
 
     def attached(self) -> None:
@@ -135,6 +130,8 @@ class IncomingLink:
             address = addresses.parse(to)
             if address is None:
                 return _rejected(PRECONDITION_FAILED, f"bad 'to' address: {to}")
+            # Each message's exchange is checked as an attach's is: a refusal ends the session (4.0.5).
+            _check_write(self.session, address.exchange)
         converted = to_amqp091(message10)
         # RabbitMQ 4.0.5 publishes to `/exchanges/:exchange` with the empty routing key.
         routing_key = address.routing_key if address.routing_key is not None else ""
@@ -164,6 +161,15 @@ class IncomingLink:
 
     def detach_with(self, error: Error) -> None:
         self.session.send(Detach(handle=UInt(self.handle), closed=True, error=error))
+
+
+def _check_write(session: SessionPort, exchange: str) -> None:
+    if not session.access.allowed("exchange", exchange, "write"):
+        raise SessionError(
+            UNAUTHORIZED_ACCESS,
+            f"write access to exchange '{exchange or 'amq.default'}' in vhost '{session.vhost.name}' "
+            f"refused for user '{session.conn.username}'",
+        )
 
 
 def _rejected(condition: str, description: str) -> Rejected:
