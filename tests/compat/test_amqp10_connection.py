@@ -284,3 +284,18 @@ def test_permissions_refused_end_the_session(
 
 def _sender(target: Target) -> Attach:
     return Attach(name="s", handle=0, role=False, initial_delivery_count=0, target=target)
+
+
+def test_open_of_a_missing_vhost_is_reset(port: int) -> None:
+    """4.0.5 answers an open naming a vhost that does not exist with neither open nor close: a reset."""
+    client = RawClient(port)
+    client.send(SASL_HEADER)
+    client.read_count(2)
+    client.sasl(SaslInit(mechanism=Symbol("PLAIN"), initial_response=b"\0guest\0guest"))
+    client.read_count(1)
+    client.scanner.expect_protocol_header()
+    client.send(AMQP_HEADER)
+    client.perform(Open(container_id="c", hostname="vhost:no-such-vhost"))
+    items = client.read_until(lambda items: bool(items) and items[-1] == RESET)
+    client.close()
+    assert items == [ProtocolHeader(AMQP_HEADER), RESET]

@@ -16,7 +16,6 @@ from broker.session.amqp10.errors import (
     FRAMING_ERROR,
     ILLEGAL_STATE,
     INTERNAL_ERROR,
-    NOT_FOUND,
     ConnectionError,
     SessionError,
 )
@@ -238,13 +237,17 @@ class Connection:
         name = _vhost_name(open_.hostname)
         vhost = self.broker.vhosts.get(name)
         if vhost is None or not self.broker.access.can_access_vhost(self.username, name):
-            description = (
+            # RabbitMQ 4.0.5 answers neither open nor close: the reason goes to the log, the socket is reset.
+            reason = (
                 f"vhost '{name}' not found"
                 if vhost is None
                 else f"access to vhost '{name}' refused for user '{self.username}'"
             )
-            self.send(0, self._our_open())
-            raise ConnectionError(NOT_FOUND if vhost is None else "amqp:unauthorized-access", description)
+            log.error(f"closing AMQP 1.0 connection ({self.peer}): {reason}", domain="connection")
+            self._closed = True
+            self.state = CLOSED
+            self.transport.abort()
+            return
         self.vhost = vhost
         self.container_id = open_.container_id
         self.peer_max_frame_size = open_.max_frame_size if open_.max_frame_size is not None else 2**32 - 1
