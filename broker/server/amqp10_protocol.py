@@ -83,9 +83,14 @@ class AMQP10Protocol(asyncio.Protocol):
     # -- asyncio callbacks
 
     def data_received(self, data: bytes) -> None:
-        self.connection.data_received(data)
-        if "idle" not in self._timers and self.connection.peer_idle_time_out_ms and not self._closing:
+        connection = self.connection
+        connection.data_received(data)
+        if self._closing or connection.vhost is None:
+            return
+        if "idle" not in self._timers and connection.peer_idle_time_out_ms:
             self._schedule_idle()
+        if "silence" not in self._timers and self.server.config.session.heartbeat_s:
+            self._schedule_silence()
 
     def eof_received(self) -> bool | None:
         return None
@@ -157,6 +162,16 @@ class AMQP10Protocol(asyncio.Protocol):
         if self.connection.vhost is None and not self.connection.closed:
             self.connection.connection_lost()
             self.close()
+
+    def _schedule_silence(self) -> None:
+        interval_s = self.server.config.session.heartbeat_s / 2
+        self._timers["silence"] = self.server.clock.call_later(interval_s, self._silence_tick)
+
+    def _silence_tick(self) -> None:
+        if self._closing or self.connection.closed:
+            return
+        self.connection.silence_tick()
+        self._schedule_silence()
 
     def _schedule_idle(self) -> None:
         interval_s = self.connection.peer_idle_time_out_ms / 2000

@@ -133,3 +133,20 @@ def test_stopping_node_closes_amqp10_connections_with_connection_forced(broker_f
         )
     ]
     assert broker.process.wait(timeout=15) == 0
+
+
+def test_a_silent_client_is_closed_after_its_idle_time_out(broker_factory: Any) -> None:
+    """With heartbeat 2 s the open announces idle-time-out 1000 ms; a client that sends nothing for two
+    checks (1 s apart) is closed with amqp:resource-limit-exceeded. Empty frames from the broker keep
+    coming meanwhile (the client announced an idle-time-out of its own)."""
+    broker = broker_factory("--profile", "rabbitmq-4.0", "--heartbeat", "2")
+    client = RawClient(broker.port)
+    client.login()
+    started = time.monotonic()
+    items = client.read_until(lambda items: bool(items) and items[-1] in (EOF_, RESET), deadline_s=15)
+    took_s = time.monotonic() - started
+    client.close()
+    (closed,) = [p for p in performatives(items) if isinstance(p, Close)]
+    assert isinstance(closed.error, Error)
+    assert closed.error.condition == "amqp:resource-limit-exceeded"
+    assert 1.5 < took_s < 6

@@ -108,7 +108,8 @@ class Connection:
         self.frame_max = config.frame_max  # the smaller of ours and the client's once open
         self.peer_idle_time_out_ms = 0
         self.writable = True
-        self.received = True  # input since the last idle check (the edge's heartbeat timer)
+        self.received = True  # input since the last silence check (the edge's heartbeat timer)
+        self._silent_ticks = 0
         self._closed = False
 
     # -- input
@@ -356,6 +357,25 @@ class Connection:
         """Every half idle-time-out: an empty frame keeps the peer's idle timer off (part 2, 2.4.5)."""
         if not self._closed and self.state == OPEN:
             self.transport.write(HEARTBEAT)
+
+    def silence_tick(self) -> None:
+        """Every half of our idle-time-out (the heartbeat): a client silent for two ticks in a row has let
+        the idle-time-out it was given pass, and is closed with amqp:resource-limit-exceeded (part 2,
+        2.4.5), as rabbit_heartbeat ends a silent peer."""
+        if self._closed or self.state != OPEN:
+            return
+        if self.received:
+            self.received = False
+            self._silent_ticks = 0
+            return
+        self._silent_ticks += 1
+        if self._silent_ticks >= 2:
+            self._close_with(
+                ConnectionError(
+                    "amqp:resource-limit-exceeded",
+                    f"no frame received from the client for {self.config.heartbeat_s} seconds",
+                )
+            )
 
     @property
     def closed(self) -> bool:
