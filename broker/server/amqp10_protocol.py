@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from broker.config import ServerConfig
     from broker.core.broker import Broker
     from broker.core.model.clock import Clock
+    from broker.server.flow_control import FlowControl
 
 
 class Amqp10Host(Protocol):
@@ -34,6 +35,11 @@ class Amqp10Host(Protocol):
 
     @property
     def config(self) -> ServerConfig: ...
+
+    @property
+    def flow(self) -> FlowControl:
+        """The resource alarms in effect (``broker.server.flow_control``)."""
+        ...
 
     @property
     def amqp10_connections(self) -> set[AMQP10Protocol]:
@@ -74,6 +80,7 @@ class AMQP10Protocol(asyncio.Protocol):
         protocol = cls(server, transport, peer)
         transport.set_protocol(protocol)
         server.amqp10_connections.add(protocol)
+        protocol.connection.alarmed = server.flow.blocking
         protocol._timers["handshake"] = server.clock.call_later(
             server.config.session.handshake_timeout_s, protocol._handshake_check
         )

@@ -156,6 +156,8 @@ class Server:
 
     def alarms_changed(self, reasons: tuple[str, ...]) -> None:
         self.flow.alarms_changed(reasons, [protocol.throttle for protocol in self.connections])
+        for amqp10 in list(self.amqp10_connections):
+            amqp10.connection.set_alarm(bool(reasons))
 
     def close_store(self) -> None:
         """Commit what is pending and close the store (idempotent)."""

@@ -80,6 +80,7 @@ class RawClient:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
         self.scanner = FrameScanner(max_frame_size=0)
         self.user = "guest"
+        self._pending: list[Item] = []  # read beyond what read_count returned
 
     def close(self) -> None:
         self.sock.close()
@@ -95,7 +96,7 @@ class RawClient:
 
     def read_until(self, done: Callable[[list[Item]], bool], deadline_s: float = 10.0) -> list[Item]:
         """Items until ``done(items)`` holds or the socket ends (RESET / EOF_ appended), else fails."""
-        items: list[Item] = []
+        items, self._pending = self._pending, []
         end = time.monotonic() + deadline_s
         while not done(items):
             remaining = end - time.monotonic()
@@ -123,7 +124,10 @@ class RawClient:
         return items
 
     def read_count(self, count: int, deadline_s: float = 10.0) -> list[Item]:
-        return self.read_until(lambda items: len(items) >= count, deadline_s)
+        """The next ``count`` items (fewer if the socket ends); any more read stay for the next call."""
+        items = self.read_until(lambda items: len(items) >= count, deadline_s)
+        self._pending = items[count:]
+        return items[:count]
 
     def login(self, mechanism: str = "PLAIN", response: bytes = b"\0guest\0guest") -> None:
         """SASL, the AMQP header, open and a session on channel 0; asserts each step's answer."""

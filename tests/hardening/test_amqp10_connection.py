@@ -8,6 +8,7 @@ import random
 import signal
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pika
@@ -16,11 +17,15 @@ from proton import Message
 from proton.utils import BlockingConnection
 
 from protocol.amqp10.condition import Error
-from protocol.amqp10.performatives import Attach, Close, Flow
+from protocol.amqp10.delivery_states import Accepted
+from protocol.amqp10.message import encode_sections
+from protocol.amqp10.performatives import Attach, Close, Disposition, Flow, Transfer
+from protocol.amqp10.sections import Data
 from protocol.amqp10.terminus import Source, Target
 from protocol.amqp10.types import Symbol
 from tests.compat.amqp10_support import EOF_, RESET, RawClient, performatives, pika_channel, proton_url
 from tests.conftest import BrokerProcess
+from tests.hardening.served import serve
 
 
 @pytest.fixture
@@ -150,3 +155,37 @@ def test_a_silent_client_is_closed_after_its_idle_time_out(broker_factory: Any) 
     assert isinstance(closed.error, Error)
     assert closed.error.condition == "amqp:resource-limit-exceeded"
     assert 1.5 < took_s < 6
+
+
+def test_resource_alarm_closes_the_sessions_incoming_window(tmp_path: Path) -> None:
+    """Under a resource alarm RabbitMQ 4.0.5 sends a session flow with incoming-window 0 (and 0 in every
+    later flow) instead of blocking the socket, and still takes transfers sent anyway (observed on it)."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    env = {"WARRENMQ_DATA_DIR": str(data_dir), "WARRENMQ_PROFILE": "rabbitmq-4.0"}
+    broker = serve(tmp_path, "disk_free_limit.absolute = 1000000GB\n", env=env)
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not broker.http("/api/nodes")[1][0]["disk_free_alarm"]:
+            time.sleep(0.1)
+        channel = pika_channel(broker.port)
+        channel.queue_declare("alarmed")
+        client = RawClient(broker.port)
+        client.login()
+        client.begin()
+        (closed_window,) = performatives(client.read_count(1))
+        target = Target(address="/queues/alarmed")
+        client.perform(Attach(name="s", handle=0, role=False, initial_delivery_count=0, target=target))
+        _, credit = performatives(client.read_count(2))
+        transfer = Transfer(handle=0, delivery_id=0, delivery_tag=b"0", message_format=0)
+        client.perform(transfer, payload=encode_sections([Data(b"anyway")]))
+        (outcome,) = performatives(client.read_count(1))
+        client.close()
+        channel.connection.close()
+    finally:
+        broker.stop()
+    assert isinstance(closed_window, Flow)
+    assert (closed_window.handle, closed_window.incoming_window) == (None, 0)
+    assert isinstance(credit, Flow)
+    assert (credit.handle, credit.link_credit, credit.incoming_window) == (0, 170, 0)
+    assert outcome == Disposition(role=True, first=0, settled=True, state=Accepted())

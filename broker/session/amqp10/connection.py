@@ -108,6 +108,7 @@ class Connection:
         self.frame_max = config.frame_max  # the smaller of ours and the client's once open
         self.peer_idle_time_out_ms = 0
         self.writable = True
+        self.alarmed = False  # a resource alarm is in effect (set by the edge)
         self.received = True  # input since the last silence check (the edge's heartbeat timer)
         self._silent_ticks = 0
         self._closed = False
@@ -290,6 +291,8 @@ class Connection:
         session = Session(self, channel, self.vhost, begin)
         self.sessions[channel] = session
         self.send(channel, session.begin_reply())
+        if self.alarmed:
+            session.set_alarm(True)
 
     def _end_session(self, channel: int, error: SessionError) -> None:
         session = self.sessions.pop(channel, None)
@@ -346,6 +349,15 @@ class Connection:
         self._teardown()
         self._closed = True
         self.state = CLOSED
+
+    def set_alarm(self, alarmed: bool) -> None:
+        """Resource alarms set or cleared: every session's incoming window closes or opens again."""
+        if alarmed == self.alarmed:
+            return
+        self.alarmed = alarmed
+        if not self._closed:
+            for session in list(self.sessions.values()):
+                session.set_alarm(alarmed)
 
     def set_writable(self, writable: bool) -> None:
         self.writable = writable

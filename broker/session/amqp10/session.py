@@ -60,6 +60,7 @@ class Session:
         self._outcomes: list[tuple[int, DeliveryState]] = []
         self._held: list[tuple[int, int, DeliveryState]] = []  # (store batch, delivery-id, outcome)
         self._released = False
+        self.alarmed = False
 
     def begin_reply(self) -> Begin:
         return Begin(
@@ -170,9 +171,18 @@ class Session:
 
     # -- session flow
 
+    def set_alarm(self, alarmed: bool) -> None:
+        """A resource alarm closes the session's incoming window (a flow with incoming-window 0) until it
+        clears (a flow with 400), as rabbit_amqp_session does; transfers sent anyway are still taken."""
+        self.alarmed = alarmed
+        self.incoming_window = 0 if alarmed else INCOMING_WINDOW
+        self.send(self.flow())
+
     def transfer_received(self) -> None:
         """One transfer frame in: the incoming window shrinks, topped up at half (rabbit_amqp_session)."""
         self.next_incoming_id = (self.next_incoming_id + 1) % UINT
+        if self.alarmed:
+            return
         self.incoming_window -= 1
         if self.incoming_window <= INCOMING_WINDOW // 2:
             self.incoming_window = INCOMING_WINDOW
