@@ -129,7 +129,9 @@ class RawClient:
         self._pending = items[count:]
         return items[:count]
 
-    def login(self, mechanism: str = "PLAIN", response: bytes = b"\0guest\0guest") -> None:
+    def login(
+        self, mechanism: str = "PLAIN", response: bytes = b"\0guest\0guest", hostname: str = "vhost:/"
+    ) -> None:
         """SASL, the AMQP header, open and a session on channel 0; asserts each step's answer."""
         self.send(SASL_HEADER)
         self.read_count(2)
@@ -138,7 +140,7 @@ class RawClient:
         assert getattr(outcome, "code", None) == 0, outcome
         self.scanner.expect_protocol_header()
         self.send(AMQP_HEADER)
-        self.perform(Open(container_id="warrenmq-tests", hostname="vhost:/"))
+        self.perform(Open(container_id="warrenmq-tests", hostname=hostname))
         header, opened = self.read_count(2)
         assert header == ProtocolHeader(AMQP_HEADER), header
         assert isinstance(opened, tuple), opened

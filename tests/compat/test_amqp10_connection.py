@@ -25,6 +25,7 @@ from protocol.amqp10.terminus import Source, Target
 from protocol.amqp10.types import Symbol
 from tests.compat.amqp10_support import (
     BROKERS,
+    EOF_,
     RESET,
     RawClient,
     broker_http_url,
@@ -299,3 +300,27 @@ def test_open_of_a_missing_vhost_is_reset(port: int) -> None:
     items = client.read_until(lambda items: bool(items) and items[-1] == RESET)
     client.close()
     assert items == [ProtocolHeader(AMQP_HEADER), RESET]
+
+
+@pytest.mark.parametrize("which", BROKERS)
+def test_deleting_the_vhost_closes_its_amqp10_connections(request: pytest.FixtureRequest, which: str) -> None:
+    port = broker_port(request, which)
+    api = broker_http_url(request, which)
+    auth = ("guest", "guest")
+    vhost = f"amqp10-{uuid.uuid4().hex[:8]}"
+    requests.put(f"{api}/api/vhosts/{vhost}", auth=auth, timeout=10)
+    permissions = {"configure": ".*", "write": ".*", "read": ".*"}
+    requests.put(f"{api}/api/permissions/{vhost}/guest", json=permissions, auth=auth, timeout=10)
+    client = RawClient(port)
+    client.login(hostname=f"vhost:{vhost}")
+    requests.delete(f"{api}/api/vhosts/{vhost}", auth=auth, timeout=10)
+    items = client.read_until(lambda items: bool(items) and items[-1] in (EOF_, RESET), deadline_s=15)
+    client.close()
+    assert [p for p in performatives(items) if isinstance(p, Close)] == [
+        Close(
+            error=Error(
+                condition=Symbol("amqp:internal-error"),
+                description=f"Connection forced: \"vhost '{vhost}' is deleted\"",
+            )
+        )
+    ]

@@ -251,6 +251,7 @@ class Connection:
             self.transport.abort()
             return
         self.vhost = vhost
+        vhost.connections[self] = None  # deleting the vhost or the user closes it (force_close)
         self.container_id = open_.container_id
         self.peer_max_frame_size = open_.max_frame_size if open_.max_frame_size is not None else 2**32 - 1
         self.peer_idle_time_out_ms = open_.idle_time_out or 0
@@ -316,12 +317,16 @@ class Connection:
         self.state = CLOSED
         self.transport.close(after_s=CLOSE_DELAY_S)
 
-    def force_close(self, description: str) -> None:
-        """The node is stopping: close with amqp:connection:forced (rabbit_amqp_reader's shutdown)."""
+    def force_close(self, text: str) -> None:
+        """Its vhost or user was deleted (``VhostConnection``), or the node is stopping: RabbitMQ 4.0.5
+        closes an AMQP 1.0 connection then with amqp:internal-error and 'Connection forced: "<text>"'
+        (observed on it for both)."""
         if not self._closed:
-            self._close_with(ConnectionError("amqp:connection:forced", description))
+            self._close_with(ConnectionError(INTERNAL_ERROR, f'Connection forced: "{text}"'))
 
     def _teardown(self) -> None:
+        if self.vhost is not None:
+            self.vhost.connections.pop(self, None)
         sessions = list(self.sessions.values())
         self.sessions.clear()
         for session in sessions:
