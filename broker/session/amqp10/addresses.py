@@ -1,5 +1,8 @@
-"""RabbitMQ 4's v2 addresses (its AMQP 1.0 address format): a target or source names a queue, or an exchange
-with or without a routing key; each segment percent-encoded (RFC 3986), as rabbit_amqp_session parses them."""
+"""RabbitMQ 4's AMQP 1.0 addresses. v2: a target or source names a queue, or an exchange with or without a
+routing key; each segment percent-encoded (RFC 3986), as rabbit_amqp_session parses them. v1 (deprecated,
+still accepted by 4.0): /exchange/:exchange[/:key], /topic/:key (amq.topic), /amq/queue/:queue,
+/queue/:queue and a bare queue name (both declare the queue when missing), and /queue (the subject names
+the queue), as observed on RabbitMQ 4.0.5."""
 
 from __future__ import annotations
 
@@ -14,8 +17,10 @@ class Address(NamedTuple):
     """A parsed address: the exchange and routing key to publish with, or the queue (``queue`` set)."""
 
     exchange: str
-    routing_key: str | None  # None: `/exchanges/:exchange`, no routing key in the address
+    routing_key: str | None  # None: no routing key in the address (v2: the empty key; v1: the subject)
     queue: str | None = None
+    declare: bool = False  # v1 /queue/:queue and bare names: the queue is declared when missing
+    v1: bool = False
 
 
 def parse(address: str) -> Address | None:
@@ -35,4 +40,25 @@ def parse(address: str) -> Address | None:
         if exchange == "amq.default":  # RabbitMQ 4's name for the default exchange in addresses
             exchange = ""
         return Address(exchange, unquote(key) if slash else None)
+    return None
+
+
+def parse_v1(address: str) -> Address | None:
+    """``address`` as a v1 address, or None when it is not one."""
+    if not address.startswith("/"):
+        return Address("", address, address, declare=True, v1=True) if address else None
+    parts = address[1:].split("/")
+    match parts:
+        case ["exchange", exchange]:
+            return Address(exchange, None, v1=True)
+        case ["exchange", exchange, key]:
+            return Address(exchange, key, v1=True)
+        case ["topic", key]:
+            return Address("amq.topic", key, v1=True)
+        case ["amq", "queue", queue] if queue:
+            return Address("", queue, queue, v1=True)
+        case ["queue", queue] if queue:
+            return Address("", queue, queue, declare=True, v1=True)
+        case ["queue"]:
+            return Address("", None, v1=True)
     return None

@@ -21,6 +21,7 @@ from broker.session.amqp10.errors import (
     SessionError,
     condition_of,
 )
+from broker.session.amqp10.v1_queues import declare_v1_queue
 from protocol.amqp10.condition import Error
 from protocol.amqp10.delivery_states import Accepted, DeliveryState, Rejected, Released
 from protocol.amqp10.message import decode_message
@@ -53,10 +54,12 @@ class IncomingLink:
         raw = target.address if isinstance(target, Target) else None
         if raw is None:
             return cls(session, attach, None)
-        address = addresses.parse(raw)
+        address = addresses.parse(raw) or addresses.parse_v1(raw)
         if address is None:
             raise SessionError(INVALID_FIELD, f'Attach rejected: {{unknown_destination,"{raw}"}}')
         vhost = session.vhost
+        if address.declare:
+            declare_v1_queue(session, address)
         if address.queue is not None:
             if address.queue not in vhost.queues:
                 raise SessionError(NOT_FOUND, f"no queue '{address.queue}' in vhost '{vhost.name}'")
@@ -133,8 +136,12 @@ class IncomingLink:
             # Each message's exchange is checked as an attach's is: a refusal ends the session (4.0.5).
             _check_write(self.session, address.exchange)
         converted = to_amqp091(message10)
-        # RabbitMQ 4.0.5 publishes to `/exchanges/:exchange` with the empty routing key.
-        routing_key = address.routing_key if address.routing_key is not None else ""
+        # RabbitMQ 4.0.5 publishes to `/exchanges/:exchange` with the empty routing key; a v1 address without
+        # one takes the subject.
+        routing_key = address.routing_key
+        if routing_key is None:
+            subject = message10.properties.subject if message10.properties is not None else None
+            routing_key = (subject or "") if address.v1 else ""
         message = Amqp10Message(address.exchange, routing_key, converted, message10)
         try:
             queues, rejected = self.session.vhost.publish(address.exchange, message)

@@ -18,6 +18,7 @@ from broker.core.queues.unacked import Delivery
 from broker.session.amqp10 import addresses
 from broker.session.amqp10.convert import Amqp10Message, amqp10_payload, from_amqp091
 from broker.session.amqp10.errors import INVALID_FIELD, UNAUTHORIZED_ACCESS, SessionError, condition_of
+from broker.session.amqp10.v1_queues import declare_v1_queue
 from broker.session.fates import stored_delivery
 from protocol.amqp10.condition import Error
 from protocol.amqp10.delivery_states import Released
@@ -72,10 +73,12 @@ class OutgoingLink:
     def attach(cls, session: SessionPort, attach: Attach) -> OutgoingLink:
         source = attach.source
         raw = source.address if isinstance(source, Source) else None
-        address = addresses.parse(raw) if raw is not None else None
+        address = (addresses.parse(raw) or addresses.parse_v1(raw)) if raw is not None else None
         if address is None or address.queue is None:
             raise SessionError(INVALID_FIELD, f'Attach rejected: {{unknown_destination,"{raw}"}}')
         vhost = session.vhost
+        if address.declare:
+            declare_v1_queue(session, address)
         try:
             # Missing, or exclusive to another connection (resource-locked), as for basic.consume.
             queue = vhost.queue(address.queue, session.conn)
