@@ -19,6 +19,7 @@ from broker.session.amqp10.errors import (
     ConnectionError,
     SessionError,
 )
+from broker.session.amqp10.open_answer import CHANNEL_MAX, our_open, vhost_name
 from broker.session.amqp10.session import Session
 from protocol.amqp10.errors import AMQP10Error, FramingError, ProtocolHeaderMismatch
 from protocol.amqp10.frames import (
@@ -41,7 +42,6 @@ from protocol.amqp10.performatives import (
     encode_performative,
 )
 from protocol.amqp10.sasl import SASL_AUTH, SaslInit, SaslMechanisms, SaslOutcome, decode_sasl
-from protocol.amqp10.types import Symbol, UInt, UShort
 
 if TYPE_CHECKING:
     from broker.core.broker import Broker
@@ -50,12 +50,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("warrenmq.connection")
 
-# RabbitMQ 4.0's limits as its open announces them: session_max_per_connection 64 (channels 0..63), the
-# frame_max of the node, idle-time-out half the heartbeat in milliseconds.
-CHANNEL_MAX: Final = 63
-_OFFERED_CAPABILITIES: Final = (Symbol("LINK_PAIR_V1_0"), Symbol("ANONYMOUS-RELAY"))
-_COPYRIGHT: Final = "Copyright (c) 2007-2024 Broadcom Inc and/or its subsidiaries"
-_INFORMATION: Final = "Licensed under the MPL 2.0. Website: https://rabbitmq.com"
 # How long the peer has to read our close before the socket goes (rabbit_amqp_reader's close timeout).
 CLOSE_DELAY_S: Final = 1.0
 # A refused login: RabbitMQ 4.0.5 sends the sasl-outcome (auth) 3 s after the sasl-init and resets the
@@ -236,7 +230,7 @@ class Connection:
     # -- connection and session lifecycle
 
     def _open(self, open_: Open) -> None:
-        name = _vhost_name(open_.hostname)
+        name = vhost_name(open_.hostname)
         vhost = self.broker.vhosts.get(name)
         if vhost is None or not self.broker.access.can_access_vhost(self.username, name):
             # RabbitMQ 4.0.5 answers neither open nor close: the reason goes to the log, the socket is reset.
@@ -264,26 +258,7 @@ class Connection:
             f"using SASL mechanism {self.mechanism} and granted access to vhost '{name}'",
             domain="connection",
         )
-        self.send(0, self._our_open())
-
-    def _our_open(self) -> Open:
-        profile = self.broker.profile
-        config = self.config
-        return Open(
-            container_id=config.cluster_name,
-            max_frame_size=UInt(config.frame_max),
-            channel_max=UShort(CHANNEL_MAX),
-            idle_time_out=UInt(config.heartbeat_s * 1000 // 2),
-            offered_capabilities=_OFFERED_CAPABILITIES,
-            properties={
-                Symbol("node"): config.node_name,
-                Symbol("cluster_name"): config.cluster_name,
-                Symbol("copyright"): _COPYRIGHT,
-                Symbol("information"): _INFORMATION,
-                Symbol("product"): config.product,
-                Symbol("version"): profile.rabbitmq_version,
-            },
-        )
+        self.send(0, our_open(self.config, self.broker.profile.rabbitmq_version))
 
     def _begin(self, channel: int, begin: Begin) -> None:
         if channel in self.sessions or channel > CHANNEL_MAX:
@@ -397,10 +372,3 @@ class Connection:
     @property
     def closed(self) -> bool:
         return self._closed
-
-
-def _vhost_name(hostname: str | None) -> str:
-    """RabbitMQ 4 reads the vhost from open's hostname, "vhost:<name>"; any other hostname means "/"."""
-    if hostname is not None and hostname.startswith("vhost:"):
-        return hostname[len("vhost:") :]
-    return "/"
