@@ -19,7 +19,7 @@ from proton.utils import BlockingConnection
 from protocol.amqp10.condition import Error
 from protocol.amqp10.delivery_states import Accepted
 from protocol.amqp10.message import encode_sections
-from protocol.amqp10.performatives import Attach, Close, Disposition, Flow, Transfer
+from protocol.amqp10.performatives import Attach, Close, Detach, Disposition, Flow, Transfer
 from protocol.amqp10.sections import Data
 from protocol.amqp10.terminus import Source, Target
 from protocol.amqp10.types import Symbol
@@ -190,3 +190,41 @@ def test_resource_alarm_closes_the_sessions_incoming_window(tmp_path: Path) -> N
     assert isinstance(credit, Flow)
     assert (credit.handle, credit.link_credit, credit.incoming_window) == (0, 170, 0)
     assert outcome == Disposition(role=True, first=0, settled=True, state=Accepted())
+
+
+def test_a_disposition_over_every_delivery_id_settles_what_is_outstanding_at_once(port: int) -> None:
+    """first=0, last=2^32-1 names four billion ids: the broker settles the outstanding ones without walking
+    the range, and answers the next request at once."""
+    name = f"range-{uuid.uuid4().hex[:8]}"
+    channel = pika_channel(port)
+    channel.queue_declare(name)
+    channel.confirm_delivery()
+    for body in (b"a", b"b", b"c"):
+        channel.basic_publish("", name, body)
+    client = RawClient(port)
+    client.login()
+    client.begin()
+    client.perform(
+        Attach(name="r", handle=0, role=True, source=Source(address=f"/queues/{name}"), target=Target())
+    )
+    client.read_count(1)
+    flow = Flow(
+        next_incoming_id=2**32 - 4,
+        incoming_window=100,
+        next_outgoing_id=0,
+        outgoing_window=100,
+        handle=0,
+        delivery_count=2**32 - 5,
+        link_credit=3,
+    )
+    client.perform(flow)
+    client.read_count(3)
+    started = time.monotonic()
+    client.perform(Disposition(role=True, first=0, last=2**32 - 1, settled=True, state=Accepted()))
+    client.perform(Detach(handle=0, closed=True))
+    client.read_count(1)
+    client.close()
+    assert time.monotonic() - started < 2.0
+    assert channel.queue_declare(name, passive=True).method.message_count == 0
+    channel.queue_delete(name)
+    channel.connection.close()

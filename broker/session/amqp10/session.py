@@ -30,6 +30,7 @@ from protocol.amqp10.performatives import (
     Transfer,
 )
 from protocol.amqp10.types import UInt, UShort
+from protocol.errors import ChannelError
 
 if TYPE_CHECKING:
     from broker.core.queues.queue import Consumer
@@ -140,16 +141,23 @@ class Session:
             return
         first = disposition.first
         last = disposition.last if disposition.last is not None else first
-        deliveries: list[Delivery] = []
-        delivery_id = first
-        while True:
+        span = (last - first) % UINT
+        # The ids in the range that are outstanding; ids already settled or never sent are ignored, as
+        # RabbitMQ does. A wide range is matched against what is outstanding, not walked id by id.
+        if span < len(self.unacked):
+            tags = [(first + offset) % UINT for offset in range(span + 1)]
+        else:
+            tags = [
+                delivery.delivery_tag
+                for delivery in self.unacked.outstanding()
+                if (delivery.delivery_tag - first) % UINT <= span
+            ]
+        deliveries = []
+        for tag in tags:
             try:
-                deliveries.append(self.unacked.settle_one(delivery_id))
-            except Exception:
-                pass
-            if delivery_id == last:
-                break
-            delivery_id = (delivery_id + 1) % UINT
+                deliveries.append(self.unacked.settle_one(tag))
+            except ChannelError:  # not outstanding
+                continue
         if deliveries:
             self._settle(deliveries, disposition.state)
 
