@@ -19,7 +19,7 @@ from proton.utils import BlockingConnection
 from protocol.amqp10.condition import Error
 from protocol.amqp10.delivery_states import Accepted
 from protocol.amqp10.message import encode_sections
-from protocol.amqp10.performatives import Attach, Close, Detach, Disposition, Flow, Transfer
+from protocol.amqp10.performatives import Attach, Close, Detach, Disposition, End, Flow, Transfer
 from protocol.amqp10.sections import Data
 from protocol.amqp10.terminus import Source, Target
 from protocol.amqp10.types import Symbol
@@ -228,3 +228,29 @@ def test_a_disposition_over_every_delivery_id_settles_what_is_outstanding_at_onc
     assert channel.queue_declare(name, passive=True).method.message_count == 0
     channel.queue_delete(name)
     channel.connection.close()
+
+
+def test_a_message_over_max_message_size_detaches_the_link_before_it_is_buffered(broker_factory: Any) -> None:
+    """The attach announces max_message_size; a transfer growing past it (more=true frames) detaches the
+    link with amqp:link:message-size-exceeded as soon as it does, and the session carries on."""
+    broker = broker_factory("--profile", "rabbitmq-4.0", "--max-message-size", "4096")
+    client = RawClient(broker.port)
+    client.login()
+    client.begin()
+    target = Target(address="/exchanges/amq.fanout")
+    client.perform(Attach(name="s", handle=0, role=False, initial_delivery_count=0, target=target))
+    attached, _ = performatives(client.read_count(2))
+    assert isinstance(attached, Attach)
+    assert attached.max_message_size == 4096
+    for part in range(3):
+        transfer = Transfer(handle=0, delivery_id=0, delivery_tag=b"0", message_format=0, more=True)
+        client.perform(transfer if part == 0 else Transfer(handle=0, more=True), payload=b"\x00" * 2000)
+    (detached,) = performatives(client.read_count(1))
+    client.perform(End())
+    (ended,) = performatives(client.read_count(1))
+    client.close()
+    assert isinstance(detached, Detach)
+    assert detached.closed
+    assert isinstance(detached.error, Error)
+    assert detached.error.condition == "amqp:link:message-size-exceeded"
+    assert ended == End()

@@ -98,6 +98,7 @@ class Connection:
         self.vhost: VirtualHost | None = None
         self.sessions: dict[int, Session] = {}
         self.peer_max_frame_size = 512
+        self.max_message_size = config.max_message_size
         self.channel_max = CHANNEL_MAX
         self.frame_max = config.frame_max  # the smaller of ours and the client's once open
         self.peer_idle_time_out_ms = 0

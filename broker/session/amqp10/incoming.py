@@ -47,6 +47,7 @@ class IncomingLink:
         self.credit = LINK_CREDIT
         self._pending: list[bytes] = []  # the frames of a transfer with more=true
         self._pending_transfer: Transfer | None = None
+        self._pending_size = 0
 
     @classmethod
     def attach(cls, session: SessionPort, attach: Attach) -> IncomingLink:
@@ -80,7 +81,7 @@ class IncomingLink:
                 rcv_settle_mode=UByte(0),
                 source=attach.source,
                 target=attach.target,
-                max_message_size=ULong(session.conn.broker.profile.max_message_size),
+                max_message_size=ULong(session.conn.max_message_size),
             )
         )
         session.send(self._credit_flow())
@@ -96,21 +97,24 @@ class IncomingLink:
         if self._pending_transfer is None:
             self._pending_transfer = transfer
         self._pending.append(payload)
+        self._pending_size += len(payload)
+        max_size = self.session.conn.max_message_size
+        if self._pending_size > max_size:
+            # Refused as it grows, before the whole message is buffered (amqp:link:message-size-exceeded).
+            size = self._pending_size
+            self._pending, self._pending_size, self._pending_transfer = [], 0, None
+            raise LinkError(MESSAGE_SIZE_EXCEEDED, f"message size ({size} bytes) > maximum ({max_size})")
         if transfer.more:
             return
         first = self._pending_transfer
         whole = b"".join(self._pending)
         self._pending_transfer = None
         self._pending = []
+        self._pending_size = 0
         if transfer.aborted:
             return
         self.delivery_count = (self.delivery_count + 1) % _UINT
         self.credit -= 1
-        max_size = self.session.conn.broker.profile.max_message_size
-        if len(whole) > max_size:
-            raise LinkError(
-                MESSAGE_SIZE_EXCEEDED, f"message size ({len(whole)} bytes) > maximum ({max_size})"
-            )
         persistence = self.session.vhost.persistence
         writes = persistence.writes if persistence is not None else 0
         outcome = self._publish(whole)

@@ -20,6 +20,7 @@ class ConnectionPort(Protocol):
     username: str
     writable: bool
     peer_max_frame_size: int
+    max_message_size: int  # max_message_size (rabbitmq.conf), the profile's default unless configured
 
     def send(self, channel: int, performative: Performative, payload: bytes = b"") -> None: ...
 
