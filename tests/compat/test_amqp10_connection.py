@@ -60,7 +60,13 @@ def test_sasl_header_gets_the_mechanisms(port: int) -> None:
     client.send(SASL_HEADER)
     items = client.read_count(2)
     client.close()
-    assert items == [ProtocolHeader(SASL_HEADER), SaslMechanisms(sasl_server_mechanisms=MECHANISMS)]
+    header, mechanisms = items
+    assert header == ProtocolHeader(SASL_HEADER)
+    assert isinstance(mechanisms, SaslMechanisms)
+    # The same three; their order comes from RabbitMQ's mechanism registry, which differs between boots of
+    # one 4.0.5 node (its 0-9-1 connection.start has shown both "ANONYMOUS PLAIN AMQPLAIN" and "ANONYMOUS
+    # AMQPLAIN PLAIN"): WarrenMQ sends the order seen most.
+    assert sorted(mechanisms.sasl_server_mechanisms) == sorted(MECHANISMS)
 
 
 def test_amqp091_header_still_gets_connection_start(port: int) -> None:
