@@ -15,9 +15,16 @@ from typing import TYPE_CHECKING, Final
 from broker.core.queues.queue import Consumer
 from broker.core.queues.queue_admin import add_consumer, remove_consumer
 from broker.core.queues.unacked import Delivery
+from broker.core.streams.lookup import stream_of
 from broker.session.amqp10 import addresses
 from broker.session.amqp10.convert import Amqp10Message, amqp10_payload, from_amqp091
-from broker.session.amqp10.errors import INVALID_FIELD, UNAUTHORIZED_ACCESS, SessionError, condition_of
+from broker.session.amqp10.errors import (
+    INVALID_FIELD,
+    NOT_IMPLEMENTED,
+    UNAUTHORIZED_ACCESS,
+    SessionError,
+    condition_of,
+)
 from broker.session.amqp10.v1_queues import declare_v1_queue
 from broker.session.fates import stored_delivery
 from protocol.amqp10.condition import Error
@@ -84,6 +91,9 @@ class OutgoingLink:
             queue = vhost.queue(address.queue, session.conn)
         except AMQPError as error:
             raise SessionError(condition_of(error), error.text) from None
+        if stream_of(queue) is not None:
+            # Streams over AMQP 1.0 (offsets, filters) are not built: refused rather than read as a queue.
+            raise SessionError(NOT_IMPLEMENTED, f"consuming from stream '{queue.name}' over AMQP 1.0")
         if not session.access.allowed("queue", queue.name, "read"):
             raise SessionError(
                 UNAUTHORIZED_ACCESS,
