@@ -13,7 +13,7 @@ from proton import Delivery, Message
 from proton.utils import BlockingConnection, SendException
 
 from protocol.amqp10.condition import Error
-from protocol.amqp10.delivery_states import Accepted
+from protocol.amqp10.delivery_states import Accepted, Rejected
 from protocol.amqp10.message import encode_sections
 from protocol.amqp10.performatives import Attach, Disposition, End, Flow, Transfer
 from protocol.amqp10.sections import (
@@ -305,3 +305,25 @@ def test_conversion_to_amqp091(port: int, queue: str) -> None:
     client.close()
     got = [(props, body) for _, _, props, body in _got(port, queue)]
     assert got == [(props, body) for _, props, body in CONVERSIONS]
+
+
+def test_a_queue_refusing_with_reject_publish(port: int) -> None:
+    """x-overflow reject-publish: the publish over the limit is answered rejected (4.0.5)."""
+    name = f"amqp10-full-{uuid.uuid4().hex[:8]}"
+    channel = pika_channel(port)
+    channel.queue_declare(name, arguments={"x-max-length": 1, "x-overflow": "reject-publish"})
+    client = RawClient(port)
+    client.login()
+    client.begin()
+    target = Target(address=f"/queues/{name}")
+    client.perform(Attach(name="s", handle=0, role=False, initial_delivery_count=0, target=target))
+    client.read_count(2)
+    for delivery_id in (0, 1):
+        transfer = Transfer(handle=0, delivery_id=delivery_id, delivery_tag=b"t", message_format=0)
+        client.perform(transfer, payload=encode_sections([Data(b"m")]))
+    items = client.read_until(lambda items: settled_ids(items) == {0, 1})
+    client.close()
+    channel.queue_delete(name)
+    channel.connection.close()
+    states = [p.state for p in performatives(items) if isinstance(p, Disposition)]
+    assert states == [Accepted(), Rejected()]

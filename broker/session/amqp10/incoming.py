@@ -151,7 +151,9 @@ class IncomingLink:
             queues, rejected = self.session.vhost.publish(address.exchange, message)
         except AMQPError as error:
             return _rejected(condition_of(error), error.text)
-        if not queues or rejected:
+        if rejected:  # a queue refused it (x-overflow reject-publish): rejected, no error, as 4.0.5
+            return Rejected()
+        if not queues:
             return Released()
         return Accepted()
 
