@@ -6,6 +6,7 @@ headers, SASL outcomes, frames as sent)."""
 from __future__ import annotations
 
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
@@ -76,8 +77,9 @@ Item = ProtocolHeader | SaslFrame | tuple[int, Performative, Message | None] | s
 class RawClient:
     """An AMQP 1.0 client that sends what it is told and returns everything the server sends."""
 
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    def __init__(self, port: int, tls: ssl.SSLContext | None = None) -> None:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sock = tls.wrap_socket(sock, server_hostname="localhost") if tls is not None else sock
         self.scanner = FrameScanner(max_frame_size=0)
         self.user = "guest"
         self._pending: list[Item] = []  # read beyond what read_count returned
@@ -105,7 +107,7 @@ class RawClient:
             self.sock.settimeout(remaining)
             try:
                 data = self.sock.recv(65536)
-            except ConnectionResetError:
+            except (ConnectionResetError, ssl.SSLEOFError):
                 items.append(RESET)
                 return items
             except TimeoutError:
