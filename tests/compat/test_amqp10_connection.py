@@ -330,3 +330,29 @@ def test_deleting_the_vhost_closes_its_amqp10_connections(request: pytest.Fixtur
             )
         )
     ]
+
+
+@pytest.mark.parametrize("which", BROKERS)
+def test_vhost_connection_limit(request: pytest.FixtureRequest, which: str) -> None:
+    port = broker_port(request, which)
+    api = broker_http_url(request, which)
+    auth = ("guest", "guest")
+    vhost = f"amqp10-limit-{uuid.uuid4().hex[:8]}"
+    requests.put(f"{api}/api/vhosts/{vhost}", auth=auth, timeout=10)
+    permissions = {"configure": ".*", "write": ".*", "read": ".*"}
+    requests.put(f"{api}/api/permissions/{vhost}/guest", json=permissions, auth=auth, timeout=10)
+    requests.put(f"{api}/api/vhost-limits/{vhost}/max-connections", json={"value": 0}, auth=auth, timeout=10)
+    try:
+        client = RawClient(port)
+        client.send(SASL_HEADER)
+        client.read_count(2)
+        client.sasl(SaslInit(mechanism=Symbol("PLAIN"), initial_response=b"\0guest\0guest"))
+        client.read_count(1)
+        client.scanner.expect_protocol_header()
+        client.send(AMQP_HEADER)
+        client.perform(Open(container_id="c", hostname=f"vhost:{vhost}"))
+        items = client.read_until(lambda items: bool(items) and items[-1] in (EOF_, RESET))
+        client.close()
+    finally:
+        requests.delete(f"{api}/api/vhosts/{vhost}", auth=auth, timeout=10)
+    assert items == [ProtocolHeader(AMQP_HEADER), RESET]

@@ -21,6 +21,7 @@ from broker.session.amqp10.errors import (
 )
 from broker.session.amqp10.open_answer import CHANNEL_MAX, our_open, vhost_name
 from broker.session.amqp10.session import Session
+from broker.session.limits import check_connection_limits
 from protocol.amqp10.errors import AMQP10Error, FramingError, ProtocolHeaderMismatch
 from protocol.amqp10.frames import (
     AMQP_HEADER,
@@ -42,6 +43,7 @@ from protocol.amqp10.performatives import (
     encode_performative,
 )
 from protocol.amqp10.sasl import SASL_AUTH, SaslInit, SaslMechanisms, SaslOutcome, decode_sasl
+from protocol.errors import AMQPError
 
 if TYPE_CHECKING:
     from broker.core.broker import Broker
@@ -241,6 +243,16 @@ class Connection:
                 else f"access to vhost '{name}' refused for user '{self.username}'"
             )
             log.error(f"closing AMQP 1.0 connection ({self.peer}): {reason}", domain="connection")
+            self._closed = True
+            self.state = CLOSED
+            self.transport.abort()
+            return
+        try:
+            check_connection_limits(self.broker, vhost, self.username)
+        except AMQPError as error:
+            # The vhost's or the user's max-connections: refused as an unusable vhost is (a reset), the
+            # reason in the log.
+            log.error(f"closing AMQP 1.0 connection ({self.peer}): {error.text}", domain="connection")
             self._closed = True
             self.state = CLOSED
             self.transport.abort()
