@@ -356,3 +356,40 @@ def test_vhost_connection_limit(request: pytest.FixtureRequest, which: str) -> N
     finally:
         requests.delete(f"{api}/api/vhosts/{vhost}", auth=auth, timeout=10)
     assert items == [ProtocolHeader(AMQP_HEADER), RESET]
+
+
+@pytest.mark.parametrize("which", BROKERS)
+def test_management_lists_amqp10_consumers(request: pytest.FixtureRequest, which: str) -> None:
+    port = broker_port(request, which)
+    api = broker_http_url(request, which)
+    queue = f"amqp10-c-{uuid.uuid4().hex[:8]}"
+    channel = pika_channel(port)
+    channel.queue_declare(queue)
+    connection = BlockingConnection(proton_url(port), timeout=10)
+    try:
+        connection.create_receiver(f"/queues/{queue}", credit=5)
+        listed: list[dict[str, object]] = []
+        deadline = time.monotonic() + 20  # 4.0.5 lists a consumer once its stats are emitted
+        while not listed and time.monotonic() < deadline:
+            rows = requests.get(f"{api}/api/consumers", auth=("guest", "guest"), timeout=10).json()
+            listed = [row for row in rows if row["queue"]["name"] == queue]
+            if not listed:
+                time.sleep(0.2)
+    finally:
+        connection.close()
+        channel.queue_delete(queue)
+        channel.connection.close()
+    assert listed == [
+        {
+            "ack_required": True,
+            "active": True,
+            "activity_status": "up",
+            "arguments": {},
+            "channel_details": [],
+            "consumer_tag": "0",
+            "consumer_timeout": 1800000,
+            "exclusive": False,
+            "prefetch_count": 0,
+            "queue": {"name": queue, "vhost": "/"},
+        }
+    ]

@@ -31,6 +31,17 @@ def open_amqp10_connections(server: Server) -> list[Any]:
     return sorted(opened, key=lambda protocol: str(protocol.name))
 
 
+def amqp10_receivers(protocol: Any) -> list[Any]:
+    """The receiver links (our consumers) of an AMQP 1.0 connection, by session and handle."""
+    connection = protocol.connection
+    return [
+        link
+        for _, session in sorted(connection.sessions.items())
+        for _, link in sorted(session.links.items())
+        if getattr(link, "consumer", None) is not None
+    ]
+
+
 def connection_state(protocol: Any) -> str:
     """rabbit_reader's state as the API shows it: "blocked" while a resource alarm holds the connection,
     "flow" while its publishing credit is exhausted, else "running"."""

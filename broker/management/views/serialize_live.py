@@ -90,6 +90,24 @@ def amqp10_connection_json(protocol: Any, node: str) -> dict[str, Any]:
     }
 
 
+def amqp10_consumer_json(link: Any, consumer_timeout_ms: int) -> dict[str, Any]:
+    """An AMQP 1.0 receiver link as RabbitMQ 4.0.5 lists its consumer (checked against it): the link's
+    handle as the tag, no channel."""
+    consumer = link.consumer
+    return {
+        "ack_required": not consumer.no_ack,
+        "active": True,
+        "activity_status": "up",
+        "arguments": {},
+        "channel_details": [],  # an empty proplist, as RabbitMQ's JSON encoder writes it
+        "consumer_tag": str(int(link.handle)),
+        "consumer_timeout": consumer_timeout_ms,
+        "exclusive": False,
+        "prefetch_count": 0,
+        "queue": {"name": consumer.queue.name, "vhost": consumer.queue.vhost},
+    }
+
+
 def owner_details(protocol: Any) -> dict[str, Any]:
     """A connection as RabbitMQ names it inside other objects (a channel's connection_details, an exclusive
     queue's owner_pid_details)."""
