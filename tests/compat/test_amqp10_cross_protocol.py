@@ -120,3 +120,25 @@ def test_pika_to_proton(port: int, queue: str) -> None:
         "properties": {"colour": "blue", "count": 3},
         "annotations": {"x-basic-type": "kind", "x-trace": "abc", "x-exchange": "", "x-routing-key": queue},
     }
+
+
+def test_quorum_queue_round_trip_with_release(port: int) -> None:
+    """A quorum queue over 1.0: a released message comes back, then is accepted."""
+    name = f"amqp10-qq-{uuid.uuid4().hex[:8]}"
+    channel = pika_channel(port)
+    channel.queue_declare(name, durable=True, arguments={"x-queue-type": "quorum"})
+    connection = BlockingConnection(proton_url(port), timeout=10)
+    try:
+        connection.create_sender(f"/queues/{name}").send(Message(body=b"qq", inferred=True))
+        receiver = connection.create_receiver(f"/queues/{name}", credit=1)
+        first = receiver.receive(timeout=10)
+        receiver.release()
+        again = receiver.receive(timeout=10)
+        receiver.accept()
+    finally:
+        connection.close()
+    left = channel.queue_declare(name, passive=True).method.message_count
+    channel.queue_delete(name)
+    channel.connection.close()
+    assert (first.body, first.first_acquirer, again.body, again.first_acquirer) == (b"qq", True, b"qq", False)
+    assert left == 0
