@@ -386,3 +386,34 @@ def test_deleting_the_queue_detaches_its_receivers(port: int) -> None:
     (detached,) = performatives(client.read_count(1))
     client.close()
     assert detached == Detach(handle=0, closed=True, error=Error(condition=Symbol("amqp:resource-deleted")))
+
+
+@pytest.mark.parametrize("outcome", [Modified(delivery_failed=True), Released()])
+def test_quorum_queue_delivery_count_after_an_outcome(port: int, outcome: Modified | Released) -> None:
+    """A quorum queue counts every return in the x-delivery-count annotation; after a release the header's
+    delivery-count stays 0 (4.0.5). (After modified with delivery-failed 4.0.5 counts it in the header too,
+    WarrenMQ does not: the core keeps no count of failed deliveries.)"""
+    name = f"amqp10-qq-{uuid.uuid4().hex[:8]}"
+    channel = pika_channel(port)
+    channel.queue_declare(name, durable=True, arguments={"x-queue-type": "quorum"})
+    _publish(port, name, b"counted")
+    client = RawClient(port)
+    client.login()
+    client.begin()
+    _attach_receiver(client, name)
+    _credit(client, 5)
+    client.read_count(1)
+    client.perform(Disposition(role=True, first=0, settled=True, state=outcome))
+    (again,) = client.read_count(1)
+    client.close()
+    channel.queue_delete(name)
+    channel.connection.close()
+    assert isinstance(again, tuple)
+    assert again[2] is not None
+    header, annotations = (entry.section for entry in again[2].sections[:2])
+    assert isinstance(header, Header)
+    assert header.first_acquirer is False
+    if isinstance(outcome, Released):
+        assert header.delivery_count == 0
+    assert isinstance(annotations, MessageAnnotations)
+    assert annotations.value.get(Symbol("x-delivery-count")) == 1

@@ -253,7 +253,9 @@ def from_amqp091(
         kept, converted = _annotation_value(value)
         if not kept:
             continue
-        if key.startswith("x-"):
+        if key == "x-delivery-count" and isinstance(value, int):
+            annotations[Symbol(key)] = value  # a long, as RabbitMQ 4.0.5 annotates it
+        elif key.startswith("x-"):
             annotations[Symbol(key)] = converted
         else:
             application[key] = converted

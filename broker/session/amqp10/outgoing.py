@@ -185,8 +185,9 @@ class OutgoingLink:
             queue.stats.deliver += 1
         if queue.store is not None and message.delivery_mode == 2:
             stored_delivery(queue, envelope, self.settled)
-        # A released delivery comes back with first-acquirer false and its delivery-count unchanged
-        # (RabbitMQ 4.0.5 counts failed deliveries only, which released is not).
+        # The header's delivery-count counts failed deliveries (modified with delivery-failed), which the core
+        # does not track: 0, as RabbitMQ 4.0.5 sends after a release (a quorum queue's x-delivery-count,
+        # which counts every return, goes in the message annotations).
         delivery_count = 0
         if isinstance(message, Amqp10Message):
             payload = amqp10_payload(message, envelope.redelivered, delivery_count)
