@@ -104,7 +104,12 @@ class FrameError(HardError):
 
 
 class ProtocolHeaderError(Exception):
-    """The peer did not send ``AMQP\\x00\\x00\\x09\\x01``: answer with our header and close the socket."""
+    """The peer did not send ``AMQP\\x00\\x00\\x09\\x01``: answer with our header and close the socket.
+    ``args[1]``, when given, is every octet received so far (from the header on)."""
+
+    @property
+    def received(self) -> bytes:
+        return bytes(self.args[1]) if len(self.args) > 1 else b""
 
 
 # Texts clients match on; one place so tests and handlers agree.

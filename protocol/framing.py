@@ -220,7 +220,9 @@ class FrameBuffer:
     def _accept_protocol_header(self, data: bytes) -> int:
         header = data[: len(PROTOCOL_HEADER)]
         if header not in _ACCEPTED_HEADERS:
-            raise ProtocolHeaderError(_describe_bad_header(header))
+            # The octets received so far go with the error: the edge hands an AMQP 1.0 header to that
+            # protocol's connection instead of refusing it.
+            raise ProtocolHeaderError(_describe_bad_header(header), data)
         self._header_pending = False
         return len(PROTOCOL_HEADER)
 

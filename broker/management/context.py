@@ -82,3 +82,6 @@ class ManagementContext:
 
     def open_connections(self) -> list[Any]:
         return live.open_connections(self.server)
+
+    def open_amqp10_connections(self) -> list[Any]:
+        return live.open_amqp10_connections(self.server)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from broker.config import ServerConfig
     from broker.core.broker import Broker
     from broker.core.model.clock import Clock
+    from broker.server.amqp10_protocol import AMQP10Protocol
     from broker.session.faults import SessionFaults
 
 # Outgoing bytes buffered by the transport before we stop delivering to (and reading from) this peer.
@@ -54,6 +55,11 @@ class ConnectionHost(Protocol):
     @property
     def flow(self) -> FlowControl:
         """The resource alarms in effect (``broker.server.flow_control``)."""
+        ...
+
+    @property
+    def amqp10_connections(self) -> set[AMQP10Protocol]:
+        """Open AMQP 1.0 connections (``broker.server.amqp10_protocol``)."""
         ...
 
     @property
@@ -109,6 +115,7 @@ class AMQPProtocol(asyncio.Protocol):
             )
         self.session.faults = self.server.faults
         self.session.on_first_publish = self._first_publish
+        self.session.on_other_header = self._other_header
         if transport.get_extra_info("ssl_object") is not None:
             # Only a TLS listener's connections get here, and it imported broker.server.tls already; a
             # broker without one never imports it.
@@ -191,6 +198,26 @@ class AMQPProtocol(asyncio.Protocol):
         reasons = self.server.flow.reasons
         if reasons:
             self.throttle.update(reasons)
+
+    def _other_header(self, received: bytes) -> bool:
+        """An AMQP 1.0 header on a profile that speaks 1.0: the socket goes to an AMQP 1.0 connection
+        (``broker.server.amqp10_protocol``, imported only then), and this protocol steps aside."""
+        if not self.server.broker.profile.amqp10 or self.transport is None:
+            return False
+        from protocol.amqp10.frames import is_amqp10_header
+
+        if not is_amqp10_header(received):
+            return False
+        from broker.server.amqp10_protocol import AMQP10Protocol
+
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        self._closing = True  # nothing more goes out through this protocol
+        self.server.connections.discard(self)
+        peer = self.session.peer if self.session is not None else ""
+        AMQP10Protocol.take_over(self.server, self.transport, peer, received)
+        return True
 
     @property
     def in_flow(self) -> bool:

@@ -23,6 +23,7 @@ from protocol import compiled
 
 if TYPE_CHECKING:
     from broker.journal.service import JournalService
+    from broker.server.amqp10_protocol import AMQP10Protocol
     from broker.server.paging import MemoryPager
     from broker.session.event_exchange import EventExchange
     from broker.session.faults import SessionFaults
@@ -60,6 +61,8 @@ class Server:
         self.fatal: BaseException | None = None
         self.recovered: dict[str, int] | None = None
         self.connections: set[AMQPProtocol] = set()
+        # Open AMQP 1.0 connections (broker.server.amqp10_protocol): each adds itself and discards itself.
+        self.amqp10_connections: set[AMQP10Protocol] = set()
         self.listener = AMQPListener(self, config)
         # Resource alarms block publishers (broker.server.flow_control); sampling starts with start().
         self.flow = FlowControl()
@@ -137,11 +140,15 @@ class Server:
                 protocol.session.force_close(f"broker forced connection closure with reason '{reason}'")
             if protocol.reading_paused:
                 protocol.release_reading()  # a blocked publisher's close-ok must be read
+        for amqp10 in list(self.amqp10_connections):
+            amqp10.connection.force_close(f"broker forced connection closure with reason '{reason}'")
         deadline = self.loop.time() + grace_s
-        while self.connections and self.loop.time() < deadline:
+        while (self.connections or self.amqp10_connections) and self.loop.time() < deadline:
             await asyncio.sleep(0.01)
         for protocol in list(self.connections):
             protocol.close()
+        for amqp10 in list(self.amqp10_connections):
+            amqp10.close()
         await self.listener.wait_closed()
         if self.journal is not None:
             self.journal.stop()
@@ -149,6 +156,8 @@ class Server:
 
     def alarms_changed(self, reasons: tuple[str, ...]) -> None:
         self.flow.alarms_changed(reasons, [protocol.throttle for protocol in self.connections])
+        for amqp10 in list(self.amqp10_connections):
+            amqp10.connection.set_alarm(bool(reasons))
 
     def close_store(self) -> None:
         """Commit what is pending and close the store (idempotent)."""

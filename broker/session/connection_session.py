@@ -107,6 +107,10 @@ class ConnectionSession:
         self.data_seen = False
         self._end_logged = False
         self.faults: SessionFaults | None = None  # test fault injection, installed by the edge
+        # Offered the octets of a header that is not 0-9-1's; True when it took the connection over (an AMQP
+        # 1.0 header on a profile that speaks 1.0: RabbitMQ 4 has one port, the header picks the protocol).
+        # Installed by the edge.
+        self.on_other_header: Callable[[bytes], bool] | None = None
 
     # -- input
 
@@ -120,7 +124,14 @@ class ConnectionSession:
             connection_log.accepting(self)
         try:
             frames = self.frames.feed(data)
-        except ProtocolHeaderError:
+        except ProtocolHeaderError as error:
+            if self.on_other_header is not None and self.on_other_header(error.received):
+                # Handed over (rabbit_reader's handshake switches to rabbit_amqp_reader on the 1.0 header):
+                # no 0-9-1 connection was opened, so none is logged or torn down.
+                self._closed = True
+                self._end_logged = True
+                self.state = ConnectionState.CLOSED
+                return
             # Spec 4.2.2: answer with the header we speak, then close.
             connection_log.bad_header(self, data)
             self._end_logged = True

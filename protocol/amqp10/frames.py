@@ -25,10 +25,24 @@ TYPE_SASL: Final = 1
 # Part 2, 2.7.1: a peer must accept frames of this size; until open is exchanged neither sends larger ones.
 MIN_MAX_FRAME_SIZE: Final = 512
 FRAME_HEADER_SIZE: Final = 8
+# The protocol IDs of AMQP 1.0's header "AMQP" ID 1 0 0 (part 2, 2.2): 0 AMQP, 2 TLS, 3 SASL; RabbitMQ 4 reads
+# 1 as well, and refuses every one but 3 ("RabbitMQ requires SASL security layer").
+AMQP10_PROTOCOL_IDS: Final = frozenset({0, 1, 2, 3})
 _MODE_NAMES: Final = {TYPE_AMQP: "amqp", TYPE_SASL: "sasl"}
 _HEADER_TYPES: Final = {AMQP_HEADER: TYPE_AMQP, SASL_HEADER: TYPE_SASL}
 
 _FRAME_HEADER = struct.Struct(">IBBH")
+
+
+def is_amqp10_header(data: bytes) -> bool:
+    """``data`` starts with an AMQP 1.0 protocol header (any protocol ID), as rabbit_reader's handshake tells
+    AMQP 1.0 (version 1.0.0) from 0-9-1 and 0-8 (whose fifth octet is 0 or 1 as well, hence the version)."""
+    return (
+        len(data) >= HEADER_SIZE
+        and data[:4] == b"AMQP"
+        and data[4] in AMQP10_PROTOCOL_IDS
+        and data[5:8] == b"\x01\x00\x00"
+    )
 
 
 @dataclass(frozen=True, slots=True)

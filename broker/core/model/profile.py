@@ -43,6 +43,9 @@ class Profile(NamedTuple):
     # basic.consume's refusals on a stream (no prefetch, auto-ack) name the queue "'queue 'q' in vhost 'v''"
     # and "stream queues queue 'q' ..." in 3.x; 4.0.5 says "stream queue 'q' in vhost 'v'" in both.
     stream_consume_names_stream_queue: bool = False
+    # AMQP 1.0 on the AMQP port: a core protocol since 4.0 (3.x needed the rabbitmq_amqp1_0 plugin, which we
+    # do not emulate: a 1.0 header gets the 0-9-1 header back, as a 3.x node without the plugin answers).
+    amqp10: bool = False
 
 
 PROFILES: dict[str, Profile] = {
@@ -72,6 +75,7 @@ PROFILES: dict[str, Profile] = {
             rabbitmq_version="4.0.9",
             sasl_mechanisms="ANONYMOUS PLAIN AMQPLAIN",
             stream_consume_names_stream_queue=True,
+            amqp10=True,
         ),
         Profile(
             "rabbitmq-4.3",
@@ -84,6 +88,7 @@ PROFILES: dict[str, Profile] = {
             consumer_timeout_classic=False,
             reply_to_v1_decoding=False,
             rabbitmq_version="4.3.0",
+            amqp10=True,
         ),
     )
 }

@@ -21,6 +21,27 @@ def open_connections(server: Server) -> list[Any]:
     return sorted(opened, key=lambda protocol: str(protocol.name))
 
 
+def open_amqp10_connections(server: Server) -> list[Any]:
+    """AMQP 1.0 connections past their open (broker.server.amqp10_protocol), oldest first by name."""
+    opened = [
+        protocol
+        for protocol in server.amqp10_connections
+        if protocol.connection.vhost is not None and not protocol.connection.closed
+    ]
+    return sorted(opened, key=lambda protocol: str(protocol.name))
+
+
+def amqp10_receivers(protocol: Any) -> list[Any]:
+    """The receiver links (our consumers) of an AMQP 1.0 connection, by session and handle."""
+    connection = protocol.connection
+    return [
+        link
+        for _, session in sorted(connection.sessions.items())
+        for _, link in sorted(session.links.items())
+        if getattr(link, "consumer", None) is not None
+    ]
+
+
 def connection_state(protocol: Any) -> str:
     """rabbit_reader's state as the API shows it: "blocked" while a resource alarm holds the connection,
     "flow" while its publishing credit is exhausted, else "running"."""

@@ -56,6 +56,58 @@ def connection_json(protocol: Any, node: str) -> dict[str, Any]:
     }
 
 
+def amqp10_connection_json(protocol: Any, node: str) -> dict[str, Any]:
+    """An AMQP 1.0 connection with the keys RabbitMQ 4.0.5 lists for one (checked against it): protocol
+    "AMQP 1-0", no per-connection statistics, the negotiated limits."""
+    connection = protocol.connection
+    (peer_host, peer_port), (host, port) = live.sockets(protocol)
+    tls = protocol.transport is not None and protocol.transport.get_extra_info("sslcontext") is not None
+    return {
+        "auth_mechanism": connection.mechanism,
+        "channel_max": connection.channel_max,
+        "client_properties": {},
+        "connected_at": int(protocol.connected_at_ms),
+        "frame_max": connection.frame_max,
+        "host": host,
+        "name": protocol.name,
+        "node": node,
+        "peer_cert_issuer": None,
+        "peer_cert_subject": None,
+        "peer_cert_validity": None,
+        "peer_host": peer_host,
+        "peer_port": peer_port,
+        "port": port,
+        "protocol": "AMQP 1-0",
+        "ssl": tls,
+        "ssl_cipher": None,
+        "ssl_hash": None,
+        "ssl_key_exchange": None,
+        "ssl_protocol": None,
+        "timeout": connection.config.heartbeat_s,
+        "type": "network",
+        "user": connection.username,
+        "vhost": connection.vhost.name if connection.vhost is not None else "",
+    }
+
+
+def amqp10_consumer_json(link: Any, consumer_timeout_ms: int) -> dict[str, Any]:
+    """An AMQP 1.0 receiver link as RabbitMQ 4.0.5 lists its consumer (checked against it): the link's
+    handle as the tag, no channel."""
+    consumer = link.consumer
+    return {
+        "ack_required": not consumer.no_ack,
+        "active": True,
+        "activity_status": "up",
+        "arguments": {},
+        "channel_details": [],  # an empty proplist, as RabbitMQ's JSON encoder writes it
+        "consumer_tag": str(int(link.handle)),
+        "consumer_timeout": consumer_timeout_ms,
+        "exclusive": False,
+        "prefetch_count": 0,
+        "queue": {"name": consumer.queue.name, "vhost": consumer.queue.vhost},
+    }
+
+
 def owner_details(protocol: Any) -> dict[str, Any]:
     """A connection as RabbitMQ names it inside other objects (a channel's connection_details, an exclusive
     queue's owner_pid_details)."""

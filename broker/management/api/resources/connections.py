@@ -16,7 +16,7 @@ from broker.management.api.routing import Route
 from broker.management.context import ManagementContext
 from broker.management.errors import no_content, not_authorised, not_found
 from broker.management.stats import live
-from broker.management.views.serialize_live import consumer_json
+from broker.management.views.serialize_live import amqp10_connection_json, amqp10_consumer_json, consumer_json
 from broker.management.views.serialize_stats import channel_row, connection_row
 
 DEFAULT_REASON = "Closed via management plugin"
@@ -31,7 +31,13 @@ def _visible(context: ManagementContext, user: User) -> list[Any]:
 
 
 def connection_rows(context: ManagementContext, user: User) -> list[dict[str, Any]]:
-    return [connection_row(context, protocol) for protocol in _visible(context, user)]
+    rows = [connection_row(context, protocol) for protocol in _visible(context, user)]
+    rows += [
+        amqp10_connection_json(protocol, context.node)
+        for protocol in context.open_amqp10_connections()
+        if user.is_monitor or protocol.connection.username == user.name
+    ]
+    return rows
 
 
 def channel_rows(context: ManagementContext, user: User) -> list[dict[str, Any]]:
@@ -126,13 +132,21 @@ async def get_channel(request: web.Request, context: ManagementContext) -> web.R
 
 def consumer_rows(context: ManagementContext, vhosts: list[str]) -> list[dict[str, Any]]:
     wanted = set(vhosts)
-    return [
+    rows = [
         consumer_json(protocol, number, consumer, context.node)
         for protocol in context.open_connections()
         if live.connection_vhost(protocol) in wanted
         for number, channel in live.channels(protocol)
         for consumer in live.channel_consumers(channel)
     ]
+    timeout_ms = context.server.config.session.consumer_timeout_ms
+    rows += [
+        amqp10_consumer_json(link, timeout_ms)
+        for protocol in context.open_amqp10_connections()
+        if protocol.connection.vhost.name in wanted
+        for link in live.amqp10_receivers(protocol)
+    ]
+    return rows
 
 
 async def list_consumers(request: web.Request, context: ManagementContext) -> web.Response:

@@ -1,0 +1,170 @@
+"""What the AMQP 1.0 differential tests share: the brokers they run against (WarrenMQ under
+``--profile rabbitmq-4.0`` and the RabbitMQ 4.0.5 oracle; the oracle skips with the reason when podman or its
+image is missing) and a raw AMQP 1.0 client on our codec, for what python-qpid-proton does not show (protocol
+headers, SASL outcomes, frames as sent)."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pika
+import pytest
+
+from protocol.amqp10.frames import (
+    AMQP_HEADER,
+    SASL_HEADER,
+    TYPE_SASL,
+    FrameScanner,
+    ProtocolHeader,
+    encode_frame,
+)
+from protocol.amqp10.message import Message, decode_message
+from protocol.amqp10.performatives import (
+    Begin,
+    Disposition,
+    Open,
+    Performative,
+    decode_performative,
+    encode_performative,
+)
+from protocol.amqp10.sasl import SaslFrame, SaslInit, decode_sasl
+from protocol.amqp10.types import Symbol
+
+WARRENMQ = "warrenmq"
+RABBITMQ4 = "rabbitmq-4.0.5"
+BROKERS = [WARRENMQ, RABBITMQ4]
+RESET = "reset"
+EOF_ = "eof"
+
+
+def broker_port(request: pytest.FixtureRequest, which: str) -> int:
+    """The AMQP port of ``which`` broker (its session fixture started once per test session)."""
+    if which == WARRENMQ:
+        return int(request.getfixturevalue("warrenmq_40").port)
+    return int(request.getfixturevalue("rabbitmq4_node").port)
+
+
+def broker_http_url(request: pytest.FixtureRequest, which: str) -> str:
+    """The management API's base URL of ``which`` broker."""
+    if which == WARRENMQ:
+        return f"http://127.0.0.1:{request.getfixturevalue('warrenmq_40').management_port}"
+    return str(request.getfixturevalue("rabbitmq4_node").http_url)
+
+
+def proton_url(port: int, user: str = "guest", password: str = "guest") -> str:
+    return f"amqp://{user}:{password}@127.0.0.1:{port}"
+
+
+def pika_channel(port: int) -> Any:
+    params = pika.ConnectionParameters(
+        "127.0.0.1",
+        port,
+        "/",
+        pika.PlainCredentials("guest", "guest"),
+        connection_attempts=1,
+        socket_timeout=5,
+    )
+    return pika.BlockingConnection(params).channel()
+
+
+Item = ProtocolHeader | SaslFrame | tuple[int, Performative, Message | None] | str
+
+
+class RawClient:
+    """An AMQP 1.0 client that sends what it is told and returns everything the server sends."""
+
+    def __init__(self, port: int, tls: ssl.SSLContext | None = None) -> None:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sock = tls.wrap_socket(sock, server_hostname="localhost") if tls is not None else sock
+        self.scanner = FrameScanner(max_frame_size=0)
+        self.user = "guest"
+        self._pending: list[Item] = []  # read beyond what read_count returned
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def sasl(self, frame: SaslFrame) -> None:
+        self.send(encode_frame(encode_performative(frame), frame_type=TYPE_SASL))  # type: ignore[arg-type]
+
+    def perform(self, performative: Performative, channel: int = 0, payload: bytes = b"") -> None:
+        self.send(encode_frame(encode_performative(performative, payload), channel))
+
+    def read_until(self, done: Callable[[list[Item]], bool], deadline_s: float = 10.0) -> list[Item]:
+        """Items until ``done(items)`` holds or the socket ends (RESET / EOF_ appended), else fails."""
+        items, self._pending = self._pending, []
+        end = time.monotonic() + deadline_s
+        while not done(items):
+            remaining = end - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"no answer in {deadline_s}s; got {items!r}")
+            self.sock.settimeout(remaining)
+            try:
+                data = self.sock.recv(65536)
+            except (ConnectionResetError, ssl.SSLEOFError):
+                items.append(RESET)
+                return items
+            except TimeoutError:
+                continue
+            if not data:
+                items.append(EOF_)
+                return items
+            for item in self.scanner.feed(data):
+                if isinstance(item, ProtocolHeader):
+                    items.append(item)
+                elif item.frame_type == TYPE_SASL:
+                    items.append(decode_sasl(item.body))
+                elif item.body:
+                    performative, payload = decode_performative(item.body)
+                    items.append((item.channel, performative, decode_message(payload) if payload else None))
+        return items
+
+    def read_count(self, count: int, deadline_s: float = 10.0) -> list[Item]:
+        """The next ``count`` items (fewer if the socket ends); any more read stay for the next call."""
+        items = self.read_until(lambda items: len(items) >= count, deadline_s)
+        self._pending = items[count:]
+        return items[:count]
+
+    def login(
+        self, mechanism: str = "PLAIN", response: bytes = b"\0guest\0guest", hostname: str = "vhost:/"
+    ) -> None:
+        """SASL, the AMQP header, open and a session on channel 0; asserts each step's answer."""
+        self.send(SASL_HEADER)
+        self.read_count(2)
+        self.sasl(SaslInit(mechanism=Symbol(mechanism), initial_response=response))
+        (outcome,) = self.read_count(1)
+        assert getattr(outcome, "code", None) == 0, outcome
+        self.scanner.expect_protocol_header()
+        self.send(AMQP_HEADER)
+        self.perform(Open(container_id="warrenmq-tests", hostname=hostname))
+        header, opened = self.read_count(2)
+        assert header == ProtocolHeader(AMQP_HEADER), header
+        assert isinstance(opened, tuple), opened
+
+    def begin(self, channel: int = 0) -> Begin:
+        self.perform(Begin(next_outgoing_id=0, incoming_window=1000, outgoing_window=1000), channel)
+        (item,) = self.read_count(1)
+        assert isinstance(item, tuple), item
+        begun = item[1]
+        assert isinstance(begun, Begin), begun
+        return begun
+
+
+def performatives(items: list[Item]) -> list[Performative]:
+    return [item[1] for item in items if isinstance(item, tuple)]
+
+
+def settled_ids(items: list[Item]) -> set[int]:
+    """The delivery-ids the dispositions among ``items`` settle (a disposition may cover a range)."""
+    ids: set[int] = set()
+    for performative in performatives(items):
+        if isinstance(performative, Disposition):
+            last = performative.last if performative.last is not None else performative.first
+            ids.update(range(performative.first, last + 1))
+    return ids
