@@ -81,3 +81,14 @@ def test_the_proxy_records_both_directions_in_steps() -> None:
     assert transcript.lines[0].startswith('c0 step1 C ch0 {"kind":"protocol-header"')
     assert '"method":"Connection.Tune"' in transcript.lines[1]
     assert transcript.lines[1].startswith("c0 step1 S ch0")
+
+
+def test_sasl_mechanisms_compare_as_a_set_and_other_differences_survive() -> None:
+    def start(mechanisms: str, locales: str = "en_US") -> object:
+        return normalise_record(
+            _decoded(commands.Connection.Start(server_properties={}, mechanisms=mechanisms, locales=locales))
+        )
+
+    assert start("ANONYMOUS PLAIN AMQPLAIN") == start("ANONYMOUS AMQPLAIN PLAIN")
+    assert start("ANONYMOUS PLAIN AMQPLAIN") != start("PLAIN AMQPLAIN")
+    assert start("PLAIN AMQPLAIN") != start("PLAIN AMQPLAIN", locales="de_DE")

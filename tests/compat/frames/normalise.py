@@ -104,6 +104,20 @@ def _server_properties(record: Record) -> Record:
     return {**record, "size": "<self-description>", "args": args}
 
 
+def _mechanisms_as_set(record: Record) -> Record:
+    """connection.start's ``mechanisms`` as a sorted list of its words."""
+    if record.get("method") != "Connection.Start":
+        return record
+    args = []
+    for name, amqp_type, value in record["args"]:
+        kept = value
+        if name == "mechanisms" and isinstance(value, str | bytes):
+            words = value.split() if isinstance(value, str) else value.decode("latin-1").split()
+            kept = " ".join(sorted(words))
+        args.append([name, amqp_type, kept])
+    return {**record, "args": args}
+
+
 def _masked(table: list[Any]) -> list[Any]:
     return [
         [key, code, "<self-description>" if key in SELF_DESCRIPTION else item] for key, code, item in table
@@ -220,6 +234,13 @@ VOLATILE: tuple[Rule, ...] = (
         "server self-description",
         f"connection.start server-properties {', '.join(SELF_DESCRIPTION)}: the build, not the protocol",
         _server_properties,
+    ),
+    Rule(
+        "SASL mechanism order",
+        "connection.start's mechanisms compared as a set: RabbitMQ 4.0.5 lists its registered mechanisms "
+        "in an order that changes from one boot to the next (ANONYMOUS PLAIN AMQPLAIN, or ANONYMOUS "
+        "AMQPLAIN PLAIN)",
+        _mechanisms_as_set,
     ),
     Rule("field-table timestamps", "type T values in tables read the broker's clock", _timestamps),
     Rule("event exchange run values", _event_values.__doc__ or "", _event_values),
