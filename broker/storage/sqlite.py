@@ -192,6 +192,10 @@ class SqliteStore:
             )
         if tables == 0:
             db.execute(f"PRAGMA page_size={NEW_PAGE_SIZE}")  # before the first write fixes it
+        # SQLite's own temporary files (statement journals, which spill to a file past 64 KiB, a page or two
+        # here; sorts) stay in memory: the data directory may be the only writable place, as in a container
+        # run with --read-only and a volume, where a temp file under /tmp or the working directory fails.
+        db.execute("PRAGMA temp_store=MEMORY")
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={SYNCHRONOUS[fsync]}")
         if version == SCHEMA_VERSION:
@@ -207,7 +211,8 @@ class SqliteStore:
             db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # an I/O error may have rolled it back already; keep that error
+                db.execute("ROLLBACK")
             raise
 
     # -- recovery
