@@ -8,38 +8,16 @@ import asyncio
 import socket
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from broker.core.model.clock import TimerHandle
+from broker.server.host import ServerHost
 from broker.session.amqp10.connection import Connection
 from broker.session.handlers.connection import is_loopback
 
-if TYPE_CHECKING:
-    from broker.config import ServerConfig
-    from broker.core.broker import Broker
-    from broker.core.model.clock import Clock
-    from broker.server.flow_control import FlowControl
 
-
-class Amqp10Host(Protocol):
-    """What an AMQP 1.0 connection asks of the server (``broker.server.server.Server`` meets it)."""
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def broker(self) -> Broker: ...
-
-    @property
-    def config(self) -> ServerConfig: ...
-
-    @property
-    def flow(self) -> FlowControl:
-        """The resource alarms in effect (``broker.server.flow_control``)."""
-        ...
+class Amqp10Host(ServerHost, Protocol):
+    """What an AMQP 1.0 connection asks of the server, beyond what every connection asks."""
 
     @property
     def amqp10_connections(self) -> set[AMQP10Protocol]:

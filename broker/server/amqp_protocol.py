@@ -8,7 +8,8 @@ import asyncio
 from typing import TYPE_CHECKING, Protocol, cast
 
 from broker.core.model.clock import TimerHandle
-from broker.server.flow_control import ConnectionThrottle, FlowControl
+from broker.server.flow_control import ConnectionThrottle
+from broker.server.host import ServerHost
 from broker.server.runtime import connection_closed
 from broker.server.sockets import unread_bytes
 from broker.session.config import FLOW_MORE_CREDIT
@@ -17,9 +18,6 @@ from broker.session.lifecycle_events import Endpoint
 from protocol.connection import STOPPING, ConnectionState
 
 if TYPE_CHECKING:
-    from broker.config import ServerConfig
-    from broker.core.broker import Broker
-    from broker.core.model.clock import Clock
     from broker.server.amqp10_protocol import AMQP10Protocol
     from broker.session.faults import SessionFaults
 
@@ -35,31 +33,16 @@ PAUSE_FLOW = "flow"
 FLOW_PAUSE_S = 0.005
 
 
-class ConnectionHost(Protocol):
-    """What a client connection asks of the server that accepted it (``broker.server.server.Server``)."""
+class ConnectionHost(ServerHost, Protocol):
+    """What a 0-9-1 client connection asks of the server that accepted it (``broker.server.server.Server``),
+    beyond what every connection asks (``broker.server.host``)."""
 
     faults: SessionFaults | None  # installed on each new session
 
     @property
-    def loop(self) -> asyncio.AbstractEventLoop: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def broker(self) -> Broker: ...
-
-    @property
-    def config(self) -> ServerConfig: ...
-
-    @property
-    def flow(self) -> FlowControl:
-        """The resource alarms in effect (``broker.server.flow_control``)."""
-        ...
-
-    @property
     def amqp10_connections(self) -> set[AMQP10Protocol]:
-        """Open AMQP 1.0 connections (``broker.server.amqp10_protocol``)."""
+        """Open AMQP 1.0 connections (``broker.server.amqp10_protocol``): one takes over a socket whose
+        header is AMQP 1.0's."""
         ...
 
     @property
