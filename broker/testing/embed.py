@@ -26,6 +26,7 @@ from urllib.parse import quote
 from broker.config import ServerConfig
 from broker.core.broker import Broker
 from broker.core.model.clock import ManualClock
+from broker.core.model.profile import PROFILES
 from broker.node import build_node
 from broker.server.server import Server
 from broker.session.config import SessionConfig
@@ -74,6 +75,7 @@ class EmbeddedBroker:
         manual_clock: bool = False,
         store: Store | None = None,
         data_dir: str | os.PathLike[str] | None = None,
+        profile: str | None = None,
     ) -> None:
         session_config = session or SessionConfig()
         if heartbeat_s is not None:
@@ -87,6 +89,8 @@ class EmbeddedBroker:
             session=session_config,
             data_dir=None if data_dir is None else os.fspath(data_dir),
         )
+        if profile is not None:  # the RabbitMQ release to emulate (`--profile`), e.g. "rabbitmq-4.0"
+            self.config = self.config._replace(profile=PROFILES[profile])
         self.store = store
         self.definitions = definitions
         self.record_history = record_history
