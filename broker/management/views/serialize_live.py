@@ -9,19 +9,12 @@ from broker.management.stats import live
 from broker.management.views.serialize import RATE
 
 
-def connection_json(protocol: Any, node: str) -> dict[str, Any]:
-    session = protocol.session
+def _endpoint_keys(protocol: Any, node: str) -> dict[str, Any]:
+    """The keys a connection's row has whichever AMQP version it speaks: where its socket is, the node, and
+    TLS (no client certificates or cipher details are reported)."""
     (peer_host, peer_port), (host, port) = live.sockets(protocol)
-    properties = dict(session.client_properties)
     tls = protocol.transport is not None and protocol.transport.get_extra_info("sslcontext") is not None
     return {
-        "auth_mechanism": session.mechanism,
-        "channel_max": session.channel_max,
-        "channels": len(session.channels),
-        "client_properties": properties,
-        "connected_at": int(getattr(protocol, "connected_at_ms", 0)),
-        "frame_max": session.frame_max,
-        "garbage_collection": {},
         "host": host,
         "name": protocol.name,
         "node": node,
@@ -31,6 +24,25 @@ def connection_json(protocol: Any, node: str) -> dict[str, Any]:
         "peer_host": peer_host,
         "peer_port": peer_port,
         "port": port,
+        "ssl": tls,
+        "ssl_cipher": None,
+        "ssl_hash": None,
+        "ssl_key_exchange": None,
+        "ssl_protocol": None,
+    }
+
+
+def connection_json(protocol: Any, node: str) -> dict[str, Any]:
+    session = protocol.session
+    properties = dict(session.client_properties)
+    row = {
+        "auth_mechanism": session.mechanism,
+        "channel_max": session.channel_max,
+        "channels": len(session.channels),
+        "client_properties": properties,
+        "connected_at": int(getattr(protocol, "connected_at_ms", 0)),
+        "frame_max": session.frame_max,
+        "garbage_collection": {},
         "protocol": "AMQP 0-9-1",
         "recv_cnt": 0,
         "recv_oct": 0,
@@ -41,11 +53,6 @@ def connection_json(protocol: Any, node: str) -> dict[str, Any]:
         "send_oct": 0,
         "send_oct_details": dict(RATE),
         "send_pend": 0,
-        "ssl": tls,
-        "ssl_cipher": None,
-        "ssl_hash": None,
-        "ssl_key_exchange": None,
-        "ssl_protocol": None,
         "state": live.connection_state(protocol),
         "timeout": session.heartbeat.interval_s,
         "type": "network",
@@ -54,40 +61,26 @@ def connection_json(protocol: Any, node: str) -> dict[str, Any]:
         "user_who_performed_action": session.username,
         "vhost": live.connection_vhost(protocol),
     }
+    return dict(sorted({**row, **_endpoint_keys(protocol, node)}.items()))
 
 
 def amqp10_connection_json(protocol: Any, node: str) -> dict[str, Any]:
     """An AMQP 1.0 connection with the keys RabbitMQ 4.0.5 lists for one (checked against it): protocol
     "AMQP 1-0", no per-connection statistics, the negotiated limits."""
     connection = protocol.connection
-    (peer_host, peer_port), (host, port) = live.sockets(protocol)
-    tls = protocol.transport is not None and protocol.transport.get_extra_info("sslcontext") is not None
-    return {
+    row = {
         "auth_mechanism": connection.mechanism,
         "channel_max": connection.channel_max,
         "client_properties": {},
         "connected_at": int(protocol.connected_at_ms),
         "frame_max": connection.frame_max,
-        "host": host,
-        "name": protocol.name,
-        "node": node,
-        "peer_cert_issuer": None,
-        "peer_cert_subject": None,
-        "peer_cert_validity": None,
-        "peer_host": peer_host,
-        "peer_port": peer_port,
-        "port": port,
         "protocol": "AMQP 1-0",
-        "ssl": tls,
-        "ssl_cipher": None,
-        "ssl_hash": None,
-        "ssl_key_exchange": None,
-        "ssl_protocol": None,
         "timeout": connection.config.heartbeat_s,
         "type": "network",
         "user": connection.username,
         "vhost": connection.vhost.name if connection.vhost is not None else "",
     }
+    return dict(sorted({**row, **_endpoint_keys(protocol, node)}.items()))
 
 
 def amqp10_consumer_json(link: Any, consumer_timeout_ms: int) -> dict[str, Any]:
