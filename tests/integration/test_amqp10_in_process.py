@@ -14,6 +14,7 @@ import pika
 import pytest
 
 from broker.testing.embed import BrokerThread
+from tests.compat.amqp10_support import pika_channel
 
 proton = pytest.importorskip("proton", reason="python-qpid-proton (the dev extra) is not installed")
 from proton import Message  # noqa: E402
@@ -32,7 +33,7 @@ def broker() -> Iterator[BrokerThread]:
 @pytest.fixture
 def queue(broker: BrokerThread) -> Iterator[str]:
     name = f"in-process-{uuid.uuid4().hex[:8]}"
-    channel = _channel(broker)
+    channel = pika_channel(broker.port)
     channel.queue_declare(f"{name}-dlq")
     channel.queue_declare(
         name, arguments={"x-dead-letter-exchange": "", "x-dead-letter-routing-key": f"{name}-dlq"}
@@ -43,10 +44,6 @@ def queue(broker: BrokerThread) -> Iterator[str]:
         channel.queue_delete(name)
         channel.queue_delete(f"{name}-dlq")
         channel.connection.close()
-
-
-def _channel(broker: BrokerThread) -> Any:
-    return pika.BlockingConnection(pika.URLParameters(broker.url)).channel()
 
 
 def _connect(broker: BrokerThread, user: str = "guest") -> BlockingConnection:
@@ -63,7 +60,7 @@ def _body(message: Message) -> bytes:
 
 
 def _left(broker: BrokerThread, queue: str) -> list[tuple[bytes, bool]]:
-    channel = _channel(broker)
+    channel = pika_channel(broker.port)
     seen = []
     while True:
         method, _props, body = channel.basic_get(queue, auto_ack=True)
@@ -88,7 +85,7 @@ def test_published_to_a_queue_and_an_exchange_address_reach_pika_with_properties
         via_exchange.send(Message(body=b"two", inferred=True))
     finally:
         connection.close()
-    channel = _channel(broker)
+    channel = pika_channel(broker.port)
     _method, props, body = channel.basic_get(queue, auto_ack=True)
     assert (body, props.message_id, props.correlation_id, props.content_type) == (
         b"one",
@@ -105,7 +102,7 @@ def test_published_to_a_queue_and_an_exchange_address_reach_pika_with_properties
 
 
 def test_an_unroutable_publish_is_released(broker: BrokerThread) -> None:
-    channel = _channel(broker)
+    channel = pika_channel(broker.port)
     channel.exchange_declare("in-process-x", "direct")
     channel.connection.close()
     connection = _connect(broker)
@@ -119,7 +116,7 @@ def test_an_unroutable_publish_is_released(broker: BrokerThread) -> None:
 
 
 def test_consumed_with_each_settlement(broker: BrokerThread, queue: str) -> None:
-    channel = _channel(broker)
+    channel = pika_channel(broker.port)
     channel.confirm_delivery()
     for body in (b"accept", b"release", b"reject", b"modify"):
         channel.basic_publish("", queue, body, pika.BasicProperties(headers={"h": body.decode()}))
@@ -155,7 +152,7 @@ def test_consumed_with_each_settlement(broker: BrokerThread, queue: str) -> None
 
 
 def test_a_settled_receiver_consumes_without_acknowledgements(broker: BrokerThread, queue: str) -> None:
-    channel = _channel(broker)
+    channel = pika_channel(broker.port)
     for n in range(5):
         channel.basic_publish("", queue, b"%d" % n)
     channel.connection.close()
