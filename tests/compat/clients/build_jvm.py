@@ -93,3 +93,13 @@ def build_spring(_: Path) -> list[str]:
         classpath = _maven_classpath(HERE / "spring", root)
         classes = _compiled("spring-classes", HERE / "spring", classpath, root)
     return ["java", "-cp", ":".join([str(classes), *classpath]), "SpringScenario"]
+
+
+def build_java_ha_failover() -> list[str]:
+    """tests/ha/java's program on the RabbitMQ Java client that java/pom.xml pins (one classpath for both)."""
+    _require_jdk()
+    project = HERE.parents[1] / "ha" / "java"
+    with locked("java") as root:
+        classpath = _maven_classpath(HERE / "java", root)
+        classes = _compiled("java-ha-classes", project, classpath, root)
+    return ["java", "-cp", ":".join([str(classes), *classpath]), "HaFailover"]
