@@ -330,3 +330,22 @@ def test_a_reader_at_the_tail_of_a_full_segment_rolls_it_and_runs_retention() ->
         _publish(ch, "waited", [b"y" * 10])
         assert _read(connection, "waited", "last", 1) == [(b"y" * 10, 6)]
         connection.close()
+
+
+def test_declare_ok_counts_no_consumers_on_a_stream(stream: Any) -> None:
+    """rabbit_stream_queue:stat answers 0 consumers for a stream whoever reads it (3.10 to 4.x)."""
+    connection, name = stream
+    ch = connection.channel()
+    ch.basic_qos(prefetch_count=1)
+    acked: list[bytes] = []
+
+    def ack(channel: Any, method: Any, _: Any, body: bytes) -> None:
+        channel.basic_ack(method.delivery_tag)
+        acked.append(body)
+
+    ch.basic_consume(name, ack, arguments={"x-stream-offset": "first"})
+    assert ch.queue_declare(name, passive=True).method.consumer_count == 0
+    # Read to the end: pika nacks what it still buffers when its consumer goes, and a 3.x broker closes the
+    # connection for a nack on a stream (540).
+    while len(acked) < 5:
+        connection.process_data_events(time_limit=0.1)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from pamqp import commands
 
 from broker.core.exchanges.exchange import is_reserved_name, reserved_name_error
+from broker.core.streams.lookup import stream_of
 from broker.core.topology.vhost_topology import default_exchange_refused
 from broker.session import direct_reply
 from broker.session.access_checks import check, check_topic
@@ -64,7 +65,8 @@ def declare(channel: ChannelPort, method: commands.Queue.Declare) -> None:
                 commands.Queue.DeclareOk,
                 queue=queue.name,
                 message_count=queue.message_count,
-                consumer_count=queue.consumer_count,
+                # rabbit_stream_queue:stat answers 0 consumers for a stream, whoever reads it (3.10 to 4.x).
+                consumer_count=0 if stream_of(queue) is not None else queue.consumer_count,
             ),
         )
 
