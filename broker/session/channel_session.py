@@ -20,7 +20,7 @@ from broker.core.model.message import Message
 from broker.core.model.stats import ChannelStats
 from broker.core.queues.queue import Consumer, Envelope, Queue
 from broker.core.queues.unacked import Delivery, UnackedTracker
-from broker.core.streams.lookup import refuse_stream_settle
+from broker.core.streams.lookup import stream_outcomes
 from broker.session import channel_close, confirms, direct_reply, settlement
 from broker.session.access_checks import check_publish
 from broker.session.durable_replies import answer_when_durable, answers_when_durable
@@ -371,13 +371,22 @@ class ChannelSession:
             queue.wake()
             return
         deliveries = self.unacked.settle(delivery_tag, multiple)
+        settled = deliveries
         if requeue is not None:
-            refuse_stream_settle(deliveries)
+            any_outcome = vhost is not None and vhost.profile.stream_settle_any_outcome
+            settled, as_acks = stream_outcomes(deliveries, any_outcome)
+            if as_acks:
+                self.apply_outcome(as_acks, None)
+        if settled:
+            self.apply_outcome(settled, requeue)
+        settlement.wake_queues_of(self, deliveries)
+
+    def apply_outcome(self, deliveries: list[Delivery], requeue: bool | None) -> None:
+        """Apply an outcome now, or at tx.commit in a transaction."""
         if self.tx is not None:
             self.tx.settlements.append((deliveries, requeue))
         else:
             self.finish_settle(deliveries, requeue)
-        settlement.wake_queues_of(self, deliveries)
 
     def finish_settle(self, deliveries: list[Delivery], requeue: bool | None) -> None:
         settlement.finish_settle(self, deliveries, requeue)

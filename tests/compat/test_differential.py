@@ -20,14 +20,8 @@ pytestmark = pytest.mark.compat
 
 # Scenarios whose observation differs from an oracle's in a listed deviation (docs/deviations.md, Deliberate
 # deviations, with its profile): expected to fail, strictly, so that the entry goes once the difference does.
-OBSERVED_DEVIATIONS = {
-    (
-        "4.0",
-        "dead_letter_x_death",
-    ): "4.0.5 keeps CC on a message dead-lettered with x-dead-letter-routing-key",
-    ("4.0", "stream_refused_operations"): "4.0.5 accepts basic.nack and basic.reject on a stream delivery",
-}
-FRAME_DEVIATIONS = {key: why for key, why in OBSERVED_DEVIATIONS.items() if key[1] != "dead_letter_x_death"}
+OBSERVED_DEVIATIONS: dict[tuple[str, str], str] = {}
+FRAME_DEVIATIONS = OBSERVED_DEVIATIONS
 
 
 def _expect_listed(

@@ -5,7 +5,6 @@ configuration and the clients use)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from broker.core.queues.queue_settings import STREAM
@@ -26,11 +25,16 @@ def stream_of(queue: Queue) -> StreamPath | None:
     return features if isinstance(features, StreamPath) else None
 
 
-def refuse_stream_settle(deliveries: Iterable[Delivery]) -> None:
-    """basic.reject and basic.nack, requeue or not, on a stream delivery: rabbit_stream_queue:settle refuses
-    every outcome but ack (540, the connection closes)."""
-    for delivery in deliveries:
-        if stream_of(delivery.queue) is not None:
-            from broker.core.streams.stream_queue import not_supported
+def stream_outcomes(deliveries: list[Delivery], any_outcome: bool) -> tuple[list[Delivery], list[Delivery]]:
+    """basic.reject and basic.nack, requeue or not: (the deliveries that take that outcome, the stream
+    deliveries settled as acks). Up to 3.13 rabbit_stream_queue:settle refuses every outcome but ack (540, the
+    connection closes); with ``any_outcome`` (4.0: "all settle reasons will give credit") a stream delivery
+    is settled as an ack would settle it, and the others take the outcome asked."""
+    streams = [delivery for delivery in deliveries if stream_of(delivery.queue) is not None]
+    if not streams:
+        return deliveries, streams
+    if not any_outcome:
+        from broker.core.streams.stream_queue import not_supported
 
-            raise not_supported(delivery.queue, "basic.nack and basic.reject")
+        raise not_supported(streams[0].queue, "basic.nack and basic.reject")
+    return [delivery for delivery in deliveries if stream_of(delivery.queue) is None], streams

@@ -20,6 +20,7 @@ from broker.core.exchanges.exchange import Exchange
 from broker.core.model.clock import Clock
 from broker.core.model.event_types import Fate
 from broker.core.model.message import Message
+from broker.core.model.profile import Profile
 from broker.core.queues.queue import Envelope, Queue
 from broker.core.queues.unacked import Delivery
 
@@ -48,6 +49,9 @@ class DeadLetterHost(Protocol):
 
     @property
     def clock(self) -> Clock: ...
+
+    @property
+    def profile(self) -> Profile: ...
 
     @property
     def dead_lettered(self) -> dict[tuple[str, str, str], int]:
@@ -140,19 +144,22 @@ def dead_letter_message(
     dead_letter_routing_key: str | None,
     now_ms: int,
     rewrite: HeaderRewriter,
+    keep_cc: bool = False,
 ) -> tuple[Message, list[str]]:
     """The copy of ``message`` published to the DLX, and the routing keys to route it with.
 
     Without x-dead-letter-routing-key the original keys are used (the publish key and CC); with one, only
-    that key, and the CC header is removed (rabbit_dead_letter:make_msg, 3.10).
+    that key, and the CC header is removed (rabbit_dead_letter:make_msg, 3.10) or, with ``keep_cc``, kept
+    but not routed by (rabbit_dead_letter:publish of 4.0 sets the routing keys alone).
     """
     updates = record_death(message.headers, message, queue_name, reason, now_ms)
+    remove: tuple[str, ...] = ()
     if dead_letter_routing_key is None:
         keys = [message.routing_key, *header_routes(message.headers, "CC")]
-        remove: tuple[str, ...] = ()
     else:
         keys = [dead_letter_routing_key]
-        remove = ("CC",)
+        if not keep_cc:
+            remove = ("CC",)
     payload = rewrite(message.header_payload, updates, remove, True)
     copy = Message(
         dead_letter_exchange,
@@ -219,6 +226,7 @@ def publish_dead_letters(vhost: DeadLetterHost, queue: Queue, envelopes: list[En
             features.settings.dead_letter_routing_key,
             now_ms,
             rewrite,
+            vhost.profile.dead_letter_keeps_cc,
         )
         targets = [
             target
