@@ -55,6 +55,19 @@ class Profile(NamedTuple):
     # `complete`); in 4.0 "all settle reasons will give credit to the stream queue", as an ack does, and the
     # connection stays open.
     stream_settle_any_outcome: bool = False
+    # A queue declared without x-queue-type: 4.0's rabbit_queue_type:inject_dqt writes the type into its
+    # arguments (the vhost's default, else classic), so every queue lists x-queue-type in its arguments, in
+    # the management API and in exported definitions.
+    queue_type_in_arguments: bool = False
+    # The management API's 4.0 shape: the overview's cluster_tags, node_tags, default_queue_type and
+    # is_op_policy_updating_enabled, a node's being_drained, whoami's is_internal_user, a vhost's default type
+    # "classic" (not "undefined"), bad credentials answered 401 "Not_Authorized" without a realm, HTTP
+    # publishing refused with "write access to ..." and an unknown exchange 404, the mirrored-queue actions
+    # (sync, cancel_sync) gone, and bulk-delete of an unknown user a no-op.
+    management_4x: bool = False
+    # 403 ACCESS_REFUSED texts: "access to queue 'q' ..." in 3.x, "configure access to queue 'q' ..." (the
+    # permission first) in 4.0.5, over AMQP 0-9-1 and the HTTP API alike.
+    permission_in_refusals: bool = False
 
 
 PROFILES: dict[str, Profile] = {
@@ -87,6 +100,9 @@ PROFILES: dict[str, Profile] = {
             amqp10=True,
             dead_letter_keeps_cc=True,
             stream_settle_any_outcome=True,
+            queue_type_in_arguments=True,
+            management_4x=True,
+            permission_in_refusals=True,
         ),
         Profile(
             "rabbitmq-4.3",
@@ -102,6 +118,9 @@ PROFILES: dict[str, Profile] = {
             amqp10=True,
             dead_letter_keeps_cc=True,
             stream_settle_any_outcome=True,
+            queue_type_in_arguments=True,
+            management_4x=True,
+            permission_in_refusals=True,
         ),
     )
 }
