@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Final
 
 from broker.session.amqp10 import management_node
 from broker.session.amqp10.errors import INTERNAL_ERROR, INVALID_FIELD, PRECONDITION_FAILED, SessionError
+from protocol.amqp10.decode import decode_value
 from protocol.amqp10.frames import FRAME_HEADER_SIZE, encode_frame
-from protocol.amqp10.message import decode_message, encode_sections
+from protocol.amqp10.message import encode_sections
 from protocol.amqp10.performatives import SND_SETTLED, Attach, Detach, Flow, Transfer, encode_performative
-from protocol.amqp10.sections import AmqpValue, ApplicationProperties, Properties
+from protocol.amqp10.sections import AmqpValue, ApplicationProperties, Properties, section_of
 from protocol.amqp10.terminus import Source, Target
 from protocol.amqp10.types import Symbol, UByte, UInt, ULong
 
@@ -133,8 +134,7 @@ class ManagementRequests(_ManagementLink):
         self._answer(whole)
 
     def _answer(self, payload: bytes) -> None:
-        message = decode_message(payload)
-        properties = message.properties
+        properties, body = _request_sections(payload)
         if (
             properties is None
             or properties.reply_to != "$me"
@@ -149,8 +149,6 @@ class ManagementRequests(_ManagementLink):
                 PRECONDITION_FAILED,
                 f"insufficient credit ({credit}) for management link from RabbitMQ to client",
             )
-        sections = message.body
-        body = sections[0].value if len(sections) == 1 and isinstance(sections[0], AmqpValue) else None
         status, reply = management_node.handle(self.session, properties.subject, properties.to, body)
         replies.send_reply(
             encode_sections(
@@ -167,6 +165,24 @@ class ManagementRequests(_ManagementLink):
             if isinstance(link, ManagementReplies) and link.name == self.name:
                 return link
         return None
+
+
+def _request_sections(payload: bytes) -> tuple[Properties | None, object]:
+    """A request's properties and amqp-value body, the other sections ignored and the order not checked,
+    as rabbit_amqp_management's decode_req takes them (python-qpid-proton 0.40 sends a null body ahead of
+    the properties)."""
+    properties: Properties | None = None
+    body: object = None
+    view = memoryview(payload)
+    position = 0
+    while position < len(view):
+        value, position = decode_value(view, position)
+        section = section_of(value)
+        if isinstance(section, Properties):
+            properties = section
+        elif isinstance(section, AmqpValue):
+            body = section.value
+    return properties, body
 
 
 class ManagementReplies(_ManagementLink):
