@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote, unquote
 
 from broker.core.exchanges.erlang_hash import Atom, phash2
+from broker.core.model.arguments import Long, amqp_type_name
 from broker.core.streams.lookup import stream_of
 from protocol.amqp10.types import Array, Symbol, UInt, ULong
 
@@ -147,6 +148,8 @@ def _plain(value: object) -> Any:
         return value
     if isinstance(value, str):
         return str(value)
+    if type(value) is int:  # an AMQP 1.0 long stays a 0-9-1 long (mc_amqpl:to_091)
+        return Long(value)
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
@@ -162,19 +165,7 @@ def _plain(value: object) -> Any:
 
 def _field_type(value: object) -> Atom:
     """The 0-9-1 field type of a table value, as rabbit_binding keeps it for the arguments' hash."""
-    if isinstance(value, bool):
-        return Atom("bool")
-    if isinstance(value, int):
-        return Atom("long")
-    if isinstance(value, float):
-        return Atom("double")
-    if isinstance(value, dict):
-        return Atom("table")
-    if isinstance(value, list):
-        return Atom("array")
-    if value is None:
-        return Atom("void")
-    return Atom("longstr")
+    return Atom(amqp_type_name(value))
 
 
 def _erlang_value(value: object) -> object:
