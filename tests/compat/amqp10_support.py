@@ -17,6 +17,7 @@ import pika
 import pytest
 import requests
 
+from protocol.amqp10.condition import Error
 from protocol.amqp10.frames import (
     AMQP_HEADER,
     SASL_HEADER,
@@ -297,5 +298,5 @@ class ManagementPair:
         self.send(method, to, body, settled)
         answer = self.reply()
         assert isinstance(answer, End), answer
-        assert answer.error is not None, answer
+        assert isinstance(answer.error, Error), answer
         return str(answer.error.condition), str(answer.error.description)

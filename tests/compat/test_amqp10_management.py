@@ -14,6 +14,7 @@ from typing import Any
 import pika
 import pytest
 
+from protocol.amqp10.condition import Error
 from protocol.amqp10.performatives import Attach, End, Flow, Transfer
 from protocol.amqp10.terminus import Source, Target
 from protocol.amqp10.types import Array, UByte, UInt, ULong
@@ -454,7 +455,7 @@ def test_link_pair_rules_end_the_session(port: int) -> None:
     )
     (end,) = performatives(client.read_count(1))
     assert isinstance(end, End)
-    assert end.error is not None
+    assert isinstance(end.error, Error)
     assert (end.error.condition, end.error.description) == (
         "amqp:invalid-field",
         "Link property 'paired' is not set to boolean value 'true'",
