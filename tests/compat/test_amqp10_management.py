@@ -17,7 +17,7 @@ import pytest
 from protocol.amqp10.condition import Error
 from protocol.amqp10.performatives import Attach, End, Flow, Transfer
 from protocol.amqp10.terminus import Source, Target
-from protocol.amqp10.types import Array, UByte, UInt, ULong
+from protocol.amqp10.types import Array, Int, UByte, UInt, ULong
 from tests.compat.amqp10_support import (
     BROKERS,
     ManagementPair,
@@ -149,7 +149,7 @@ def test_queue_lifecycle(port: int, management: ManagementPair, name: str) -> No
     )
 
 
-def test_queue_types_and_defaults(management: ManagementPair, name: str) -> None:
+def test_queue_types_and_defaults(port: int, management: ManagementPair, name: str) -> None:
     """A body's defaults (durable, not exclusive, not auto-delete), and quorum and stream queues."""
     assert _request(management, "PUT", f"/queues/{name}", {}) == ("201", queue_map(name))
     quorum = {"arguments": {"x-queue-type": "quorum"}}
@@ -163,6 +163,24 @@ def test_queue_types_and_defaults(management: ManagementPair, name: str) -> None
         queue_map(f"{name}-stream", type="stream", arguments={"x-queue-type": "stream"}),
     )
     assert _request(management, "GET", f"/queues/{name}-qq")[1]["type"] == "quorum"
+    channel = pika_channel(port)
+    channel.confirm_delivery()
+    channel.basic_publish("", f"{name}-stream", b"logged")
+    channel.connection.close()
+    # A stream counts 0 messages (rabbit_amqqueue:stat), and cannot be purged.
+    assert _request(management, "GET", f"/queues/{name}-stream")[1]["message_count"] == 0
+    assert _request(management, "DELETE", f"/queues/{name}-stream/messages") == (
+        "400",
+        f"purge not supported by queue '{name}-stream' in vhost '/'",
+    )
+    # An int argument comes back an int, a long a long.
+    arguments = {"x-max-priority": Int(5), "x-max-length": 7}
+    reply = _request(management, "PUT", f"/queues/{name}-excl", {"arguments": arguments})[1]
+    assert reply["arguments"] == arguments
+    assert {key: type(value) for key, value in reply["arguments"].items()} == {
+        "x-max-priority": Int,
+        "x-max-length": int,
+    }
 
 
 def test_queue_refusals(port: int, management: ManagementPair, name: str) -> None:

@@ -15,7 +15,7 @@ from urllib.parse import quote, unquote
 from broker.core.exchanges.erlang_hash import Atom, phash2
 from broker.core.model.arguments import Long, amqp_type_name
 from broker.core.streams.lookup import stream_of
-from protocol.amqp10.types import Array, Symbol, UInt, ULong
+from protocol.amqp10.types import Array, Int, Symbol, UInt, ULong
 
 if TYPE_CHECKING:
     from broker.core.exchanges.bindings import Binding
@@ -189,9 +189,9 @@ def args_hash(arguments: dict[str, Any]) -> str:
 
 
 def encode_queue(queue: Queue, node: str) -> dict[str, Any]:
-    """The queue map of a 4.0.5 reply (encode_queue): on one node, leader and replicas are that node."""
-    stream = stream_of(queue)
-    message_count = stream.log.message_count if stream is not None else queue.message_count
+    """The queue map of a 4.0.5 reply (encode_queue): on one node, leader and replicas are that node; a
+    stream's message_count is 0, as rabbit_amqqueue:stat answers for one (observed on 4.0.5)."""
+    message_count = 0 if stream_of(queue) is not None else queue.message_count
     kind = queue.arguments.get("x-queue-type")
     return {
         "leader": node,
@@ -204,7 +204,14 @@ def encode_queue(queue: Queue, node: str) -> dict[str, Any]:
         "auto_delete": queue.auto_delete,
         "exclusive": queue.exclusive_owner is not None,
         "type": kind if kind in QUEUE_TYPES else "classic",
-        "arguments": dict(queue.arguments),
+        "arguments": from_table(queue.arguments),
+    }
+
+
+def from_table(table: dict[str, Any]) -> dict[str, Any]:
+    """A 0-9-1 table as an AMQP 1.0 map (mc_amqpl:from_091): a signedint as an int, a long as a long."""
+    return {
+        key: Int(value) if amqp_type_name(value) == "signedint" else value for key, value in table.items()
     }
 
 
@@ -225,7 +232,7 @@ def encode_bindings(bindings: list[Binding]) -> list[dict[str, Any]]:
                 "source": binding.source.name,
                 "destination_queue" if to_queue else "destination_exchange": name,
                 "binding_key": binding.routing_key,
-                "arguments": args,
+                "arguments": from_table(args),
                 "location": binding_location(binding.source.name, to_queue, name, binding.routing_key, args),
             }
         )

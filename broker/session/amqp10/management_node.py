@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from broker.core.access.access import DEFAULT_EXCHANGE_NAME
 from broker.core.exchanges.exchange import check_exchange_type, is_reserved_name
+from broker.core.streams.lookup import stream_of
 from broker.session.amqp10.errors import INTERNAL_ERROR, UNAUTHORIZED_ACCESS, SessionError
 from broker.session.amqp10.management_bodies import (
     ManagementError,
@@ -118,6 +119,11 @@ def _declare_queue(session: SessionPort, name: str, body: object) -> Reply:
 def _purge_queue(session: SessionPort, name: str) -> Reply:
     _require(session, "queue", name, "read")
     with _answered():
+        if stream_of(session.vhost.queue(name, session.conn)) is not None:
+            # rabbit_queue_type:purge answers {error, not_supported} for a stream.
+            raise ManagementError(
+                "400", f"purge not supported by queue '{name}' in vhost '{session.vhost.name}'"
+            )
         count = session.vhost.purge_queue(name, session.conn)
     return "200", message_count(count)
 
