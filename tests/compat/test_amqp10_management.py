@@ -102,7 +102,7 @@ def name(port: int) -> Iterator[str]:
     base = f"mgmt-{uuid.uuid4().hex[:10]}"
     yield base
     channel = pika_channel(port)
-    for suffix in ("", "-qq", "-stream", "-excl", "-dlq"):
+    for suffix in ("", "-qq", "-stream", "-excl", "-args"):
         channel.queue_delete(base + suffix)
     for suffix in ("-x", "-x2"):
         channel.exchange_delete(base + suffix)
@@ -175,7 +175,7 @@ def test_queue_types_and_defaults(port: int, management: ManagementPair, name: s
     )
     # An int argument comes back an int, a long a long.
     arguments = {"x-max-priority": Int(5), "x-max-length": 7}
-    reply = _request(management, "PUT", f"/queues/{name}-excl", {"arguments": arguments})[1]
+    reply = _request(management, "PUT", f"/queues/{name}-args", {"arguments": arguments})[1]
     assert reply["arguments"] == arguments
     assert {key: type(value) for key, value in reply["arguments"].items()} == {
         "x-max-priority": Int,
