@@ -1,7 +1,8 @@
 """What the AMQP 1.0 differential tests share: the brokers they run against (WarrenMQ under
 ``--profile rabbitmq-4.0`` and the RabbitMQ 4.0.5 oracle; the oracle skips with the reason when podman or its
-image is missing) and a raw AMQP 1.0 client on our codec, for what python-qpid-proton does not show (protocol
-headers, SASL outcomes, frames as sent)."""
+image is missing), a raw AMQP 1.0 client on our codec, for what python-qpid-proton does not show (protocol
+headers, SASL outcomes, frames as sent), the `/management` node's link pair on it (``ManagementPair``), and a
+user with chosen permissions (``user_with_permissions``)."""
 
 from __future__ import annotations
 
