@@ -34,6 +34,7 @@ from tests.compat.amqp10_support import (
     performatives,
     pika_channel,
     proton_url,
+    user_with_permissions,
 )
 
 pytestmark = pytest.mark.compat
@@ -233,16 +234,8 @@ LISTED_KEYS = {
 @pytest.fixture
 def limited_user(request: pytest.FixtureRequest, which: str) -> Iterator[str]:
     """A user who may configure everything on / but write nowhere and read nothing."""
-    api = broker_http_url(request, which)
-    name = f"limited-{uuid.uuid4().hex[:8]}"
-    auth = ("guest", "guest")
-    requests.put(f"{api}/api/users/{name}", json={"password": "pw", "tags": ""}, auth=auth, timeout=10)
-    permissions = {"configure": ".*", "write": "^$", "read": "^$"}
-    requests.put(f"{api}/api/permissions/%2F/{name}", json=permissions, auth=auth, timeout=10)
-    try:
+    with user_with_permissions(broker_http_url(request, which), ".*", "^$", "^$") as name:
         yield name
-    finally:
-        requests.delete(f"{api}/api/users/{name}", auth=auth, timeout=10)
 
 
 def _refused(client: RawClient, attach: Attach, transfer: bytes | None = None) -> list[object]:
