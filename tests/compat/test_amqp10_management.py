@@ -35,9 +35,7 @@ NODE = "<node>"
 
 
 def normalised(value: Any) -> Any:
-    """A reply with what must differ made equal: the node's name (leader and replicas), and the
-    `x-queue-type: classic` 4.0.5 adds to a classic queue's arguments, which WarrenMQ keeps as declared
-    (a deviation listed in docs/deviations.md for `rabbitmq-4.0`)."""
+    """A reply with what must differ made equal: the node's name (leader and replicas)."""
     if not isinstance(value, dict):
         return value
     result = dict(value)
@@ -45,9 +43,6 @@ def normalised(value: Any) -> Any:
         result["leader"] = NODE
     if isinstance(result.get("replicas"), Array):
         result["replicas"] = [NODE for _ in result["replicas"].items]
-    arguments = result.get("arguments")
-    if isinstance(arguments, dict) and result.get("type") == "classic":
-        result["arguments"] = {k: v for k, v in arguments.items() if (k, v) != ("x-queue-type", "classic")}
     return result
 
 
@@ -64,7 +59,7 @@ def queue_map(name: str, **overrides: Any) -> dict[str, Any]:
         "auto_delete": False,
         "exclusive": False,
         "type": "classic",
-        "arguments": {},
+        "arguments": {"x-queue-type": "classic"},  # 4.0's inject_dqt
     }
     reply.update(overrides)
     return reply
@@ -176,10 +171,11 @@ def test_queue_types_and_defaults(port: int, management: ManagementPair, name: s
     # An int argument comes back an int, a long a long.
     arguments = {"x-max-priority": Int(5), "x-max-length": 7}
     reply = _request(management, "PUT", f"/queues/{name}-args", {"arguments": arguments})[1]
-    assert reply["arguments"] == arguments
+    assert reply["arguments"] == {**arguments, "x-queue-type": "classic"}
     assert {key: type(value) for key, value in reply["arguments"].items()} == {
         "x-max-priority": Int,
         "x-max-length": int,
+        "x-queue-type": str,
     }
 
 

@@ -68,7 +68,7 @@ def _info(connection: Connection, queue: str) -> dict[str, Any]:
         "auto_delete": info.is_auto_delete,
         "exclusive": info.is_exclusive,
         "type": info.queue_type,
-        "arguments": {k: v for k, v in info.arguments.items() if (k, v) != ("x-queue-type", "classic")},
+        "arguments": dict(info.arguments),
         "message_count": info.message_count,
         "consumer_count": info.consumer_count,
         "members": len(info.members.elements),  # type: ignore[attr-defined]  # a proton Array, typed str
@@ -102,7 +102,7 @@ def test_management(connection: Connection, name: str) -> None:
         "auto_delete": False,
         "exclusive": False,
         "type": QueueType.classic,
-        "arguments": {"x-max-length": 10},
+        "arguments": {"x-max-length": 10, "x-queue-type": "classic"},
         "message_count": 2,
         "consumer_count": 0,
         "members": 1,

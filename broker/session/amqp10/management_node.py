@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from broker.core.access.access import DEFAULT_EXCHANGE_NAME
+from broker.core.access.refusals import DEFAULT_EXCHANGE_NAME
 from broker.core.exchanges.exchange import check_exchange_type, is_reserved_name
 from broker.core.streams.lookup import stream_of
 from broker.session.amqp10.errors import INTERNAL_ERROR, UNAUTHORIZED_ACCESS, SessionError
