@@ -54,7 +54,8 @@ async def test_the_fields_40_added(api40: Api) -> None:
 
 
 async def test_bad_credentials_get_40s_401(api40: Api) -> None:
-    response = await api40.client.get("/api/overview", headers={"Authorization": encode_basic_auth("guest", "wrong")})
+    wrong = {"Authorization": encode_basic_auth("guest", "wrong")}
+    response = await api40.client.get("/api/overview", headers=wrong)
     assert response.status == 401
     assert "WWW-Authenticate" not in response.headers
     assert await response.json() == {"error": "not_authorized", "reason": "Not_Authorized"}
@@ -74,9 +75,8 @@ async def test_http_publishing_refusals(api40: Api) -> None:
     await api40.put("/api/users/ro", json={"password": "p", "tags": "management"})
     await api40.put("/api/permissions/%2F/ro", json={"configure": "", "write": "", "read": ".*"})
     body = {"properties": {}, "routing_key": "k", "payload": "p", "payload_encoding": "string"}
-    response = await api40.client.post(
-        "/api/exchanges/%2F/amq.direct/publish", json=body, headers={"Authorization": encode_basic_auth("ro", "p")}
-    )
+    read_only = {"Authorization": encode_basic_auth("ro", "p")}
+    response = await api40.client.post("/api/exchanges/%2F/amq.direct/publish", json=body, headers=read_only)
     assert response.status == 400
     assert (await response.json())["reason"] == (
         "403 ACCESS_REFUSED - write access to exchange 'amq.direct' in vhost '/' refused for user 'ro'"
