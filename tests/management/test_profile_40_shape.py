@@ -5,36 +5,21 @@ to RabbitMQ 4.0.5 on a broker process; the 3.x shape is held to 3.10.8 by test_c
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 from aiohttp import encode_basic_auth
-from aiohttp.test_utils import TestClient, TestServer
 
 from broker.config.model import ServerConfig
 from broker.core.model.profile import PROFILES
-from broker.management.api.app import build_app
-from broker.management.context import ManagementContext
-from broker.node import build_node
-from tests.management.conftest import Api
+from tests.management.conftest import Api, running_api
 
 
 @pytest.fixture
 async def api40() -> AsyncIterator[Api]:
     config = ServerConfig(host="127.0.0.1", port=0, management_port=None, profile=PROFILES["rabbitmq-4.0"])
-    server = build_node(config, asyncio.get_running_loop())
-    await server.start()
-    context = ManagementContext(server, node="warrenmq@testhost")
-    client: TestClient[Any, Any] = TestClient(TestServer(build_app(context)))
-    await client.start_server()
-    context.http_port = client.port or 0
-    try:
-        yield Api(client, server, context)
-    finally:
-        await client.close()
-        await server.stop(grace_s=0.5)
+    async with running_api(config) as running:
+        yield running
 
 
 async def test_the_fields_40_added(api40: Api) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from .wire import Frame
+from .wire import Frame, Reader, Short
 
 PROTOCOL_HEADER_PREFIX = b"AMQP"
 # Frame kinds in the recording (wire.Frame.kind): 0 a protocol header, 10 an AMQP frame, 11 a SASL frame,
@@ -83,34 +83,11 @@ _COMPOUND = {0xC0: 1, 0xC1: 1, 0xD0: 4, 0xD1: 4}  # list8, map8, list32, map32
 _ARRAY = {0xE0: 1, 0xF0: 4}
 
 
-class _Short(Exception):
-    """The payload ended inside a value."""
-
-
-class _Reader:
-    def __init__(self, data: bytes, pos: int = 0) -> None:
-        self.data, self.pos = data, pos
-
-    def take(self, count: int) -> bytes:
-        if self.pos + count > len(self.data):
-            raise _Short
-        chunk = self.data[self.pos : self.pos + count]
-        self.pos += count
-        return chunk
-
-    def unpack(self, fmt: str) -> Any:
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
-
-    @property
-    def left(self) -> int:
-        return len(self.data) - self.pos
-
-
-def _size(reader: _Reader, width: int) -> int:
+def _size(reader: Reader, width: int) -> int:
     return int(reader.unpack("!B" if width == 1 else "!I"))
 
 
-def _element(reader: _Reader, code: int) -> Any:
+def _element(reader: Reader, code: int) -> Any:
     """A value of format ``code`` (its constructor already read): a compact form of what is on the wire."""
     if code in _ZERO_VALUES:
         return _ZERO_VALUES[code]
@@ -128,7 +105,7 @@ def _element(reader: _Reader, code: int) -> Any:
     if code in _COMPOUND:
         width = _COMPOUND[code]
         size = _size(reader, width)
-        body = _Reader(reader.take(size))
+        body = Reader(reader.take(size))
         count = _size(body, width)
         items = [value(body) for _ in range(count)]
         if code in (0xC1, 0xD1):
@@ -137,14 +114,14 @@ def _element(reader: _Reader, code: int) -> Any:
     if code in _ARRAY:
         width = _ARRAY[code]
         size = _size(reader, width)
-        body = _Reader(reader.take(size))
+        body = Reader(reader.take(size))
         count = _size(body, width)
         element = _constructor(body)
         return {"array": element[0], "items": [_element(body, element[1]) for _ in range(count)]}
-    raise _Short  # an unknown format code: nothing after it can be read
+    raise Short  # an unknown format code: nothing after it can be read
 
 
-def _constructor(reader: _Reader) -> tuple[Any, int]:
+def _constructor(reader: Reader) -> tuple[Any, int]:
     """(how the constructor reads, its format code): a described constructor reads as its descriptor."""
     code = reader.unpack("!B")
     if code == 0x00:
@@ -153,7 +130,7 @@ def _constructor(reader: _Reader) -> tuple[Any, int]:
     return (f"{code:02x}", code)
 
 
-def value(reader: _Reader) -> Any:
+def value(reader: Reader) -> Any:
     """One value with its format code: ``["52", 5]``, or ``{"descriptor": ..., "value": ...}``."""
     code = reader.unpack("!B")
     if code == 0x00:
@@ -179,11 +156,11 @@ def decode_frame(frame: Frame) -> dict[str, Any]:
         return {"kind": "garbage", "bytes": frame.payload.hex()}
     if not frame.payload:
         return {"kind": "heartbeat", "ch": frame.channel}
-    reader = _Reader(frame.payload)
+    reader = Reader(frame.payload)
     record: dict[str, Any] = {"kind": "sasl" if frame.kind == SASL_FRAME else "amqp", "ch": frame.channel}
     try:
         performative = value(reader)
-    except _Short:
+    except Short:
         return {**record, "undecodable": frame.payload.hex()}
     code = descriptor_code(performative)
     record["performative"] = PERFORMATIVES.get(code, f"{code}") if code is not None else performative
@@ -193,7 +170,7 @@ def decode_frame(frame: Frame) -> dict[str, Any]:
     return record
 
 
-def payload_sections(reader: _Reader) -> list[Any]:
+def payload_sections(reader: Reader) -> list[Any]:
     """A transfer's payload read as message sections; what does not read as one is kept as hex (a message
     split across transfers is read per frame)."""
     sections: list[Any] = []
@@ -201,7 +178,7 @@ def payload_sections(reader: _Reader) -> list[Any]:
         start = reader.pos
         try:
             section = value(reader)
-        except _Short:
+        except Short:
             sections.append({"rest": reader.data[start:].hex()})
             break
         code = descriptor_code(section)
