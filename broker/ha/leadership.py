@@ -105,23 +105,39 @@ class Leadership:
         """How often a standby tries, and how often the active node renews: a third of the lease."""
         return self.lease_s / 3
 
-    async def _query(self, sql: str, *args: Any, timeout_s: float) -> Any:
-        """``fetchval`` on the election's own connection, (re)connected as needed; Unreachable when the
-        database does not answer within ``timeout_s``."""
+    async def _connected(self, timeout_s: float) -> asyncpg.Connection:
+        """The election's own connection, opened (and the table made) when there is none; Unreachable when
+        that takes over ``timeout_s``. Opening costs several round trips (the startup, SCRAM's two, the DDL):
+        over a slow link (200 ms each way) more than an attempt's third of a lease, so a standby bounded by
+        its attempt never connected at all. Its callers give it longer (a lease for a standby, what is left
+        of its lease for the active node): no lease hangs on it, since a grant counts from when its own
+        statement is sent, after connecting."""
         import asyncpg
 
+        if self._connection is not None and not self._connection.is_closed():
+            return self._connection
+        self._connection = None
         timeout_s = max(timeout_s, 0.05)
+        started = self.clock()
         try:
-            if self._connection is None or self._connection.is_closed():
-                self._connection = None
-                started = self.clock()
-                connection = await asyncio.wait_for(
-                    self._connect(self.dsn, timeout_s, election_settings(self.lease_s)), timeout_s
-                )
-                self._connection = connection
-                timeout_s = max(timeout_s - (self.clock() - started), 0.05)
-                await connection.execute(LEADER_DDL, timeout=timeout_s)
-            return await self._connection.fetchval(sql, *args, timeout=timeout_s)
+            connection = await asyncio.wait_for(
+                self._connect(self.dsn, timeout_s, election_settings(self.lease_s)), timeout_s
+            )
+            self._connection = connection
+            await connection.execute(LEADER_DDL, timeout=max(timeout_s - (self.clock() - started), 0.05))
+        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            self._drop_connection()
+            raise Unreachable(repr(error)) from error
+        return connection
+
+    async def _query(self, sql: str, *args: Any, timeout_s: float) -> Any:
+        """``fetchval`` on the election's connection (``_connected()`` first); Unreachable when the database
+        does not answer within ``timeout_s``."""
+        import asyncpg
+
+        connection = await self._connected(timeout_s)
+        try:
+            return await connection.fetchval(sql, *args, timeout=max(timeout_s, 0.05))
         except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
             self._drop_connection()
             raise Unreachable(repr(error)) from error
@@ -134,6 +150,7 @@ class Leadership:
     async def try_acquire(self) -> int | None:
         """One attempt: the new epoch when this node is now active, None when another holds a live lease.
         Raises Unreachable."""
+        await self._connected(self.lease_s)
         sent_at = self.clock()
         epoch = await self._query(_ACQUIRE, self.holder, self.lease_s, timeout_s=self.retry_s)
         if epoch is None:
@@ -161,6 +178,7 @@ class Leadership:
     async def renew(self) -> bool:
         """One renewal: True renewed, False deposed (the row has another epoch). Raises Unreachable."""
         assert self.epoch is not None, "renew() before campaign()"
+        await self._connected(self.timer.remaining_s(self.clock()))
         sent_at = self.clock()
         timeout_s = min(self.retry_s, self.timer.remaining_s(sent_at))
         epoch = await self._query(_RENEW, self.epoch, self.lease_s, timeout_s=timeout_s)
