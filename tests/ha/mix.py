@@ -78,15 +78,17 @@ class Mix:
         active = self.pair.active()
         assert active is not None, "no single active node before the fault"
         standby = self.pair.standby_of(active)
-        started = time.time()
-        self.faults.append((kind, started, length_s))
         if kind == "primary-killed":
             self.postgres.kill_primary()
+            started = time.time()  # after the fault took hold: what was confirmed before it does not count
+            self.faults.append((kind, started, length_s))
             time.sleep(rng.uniform(0.5, 2 * LEASE_S))  # a failover manager's detection
             self.postgres.promote()
             healed = time.time()
         else:
             undo = self._begin(kind, active, standby)
+            started = time.time()
+            self.faults.append((kind, started, length_s))
             time.sleep(length_s)  # the fault's length: the schedule itself
             undo()
             healed = time.time()
