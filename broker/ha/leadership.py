@@ -70,6 +70,15 @@ async def _asyncpg_connect(dsn: str, timeout_s: float, server_settings: dict[str
     return await asyncpg.connect(dsn, timeout=timeout_s, server_settings=server_settings)
 
 
+def _unreachable() -> tuple[type[BaseException], ...]:
+    """What the database out of reach raises: the socket's errors, a timeout, the server's, and asyncpg's
+    InternalClientError, which is what a multi-host DSN with ``target_session_attrs=read-write`` raises when
+    every server answers read-only (a switchover between a demotion and a promotion)."""
+    import asyncpg
+
+    return (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError)
+
+
 class Unreachable(Exception):
     """The database did not answer (connection refused or lost, or no answer within the time left)."""
 
@@ -112,8 +121,6 @@ class Leadership:
         its attempt never connected at all. Its callers give it longer (a lease for a standby, what is left
         of its lease for the active node): no lease hangs on it, since a grant counts from when its own
         statement is sent, after connecting."""
-        import asyncpg
-
         if self._connection is not None and not self._connection.is_closed():
             return self._connection
         self._connection = None
@@ -125,7 +132,7 @@ class Leadership:
             )
             self._connection = connection
             await connection.execute(LEADER_DDL, timeout=max(timeout_s - (self.clock() - started), 0.05))
-        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+        except _unreachable() as error:
             self._drop_connection()
             raise Unreachable(repr(error)) from error
         return connection
@@ -133,12 +140,10 @@ class Leadership:
     async def _query(self, sql: str, *args: Any, timeout_s: float) -> Any:
         """``fetchval`` on the election's connection (``_connected()`` first); Unreachable when the database
         does not answer within ``timeout_s``."""
-        import asyncpg
-
         connection = await self._connected(timeout_s)
         try:
             return await connection.fetchval(sql, *args, timeout=max(timeout_s, 0.05))
-        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+        except _unreachable() as error:
             self._drop_connection()
             raise Unreachable(repr(error)) from error
 

@@ -188,3 +188,21 @@ async def test_a_connection_slower_than_an_attempt_still_elects(postgres_dsn: st
         assert standby.timer.remaining_s(time.monotonic()) > lease_s - lease_s / 3
     finally:
         await standby.close()
+
+
+async def test_no_writable_server_in_the_list_is_unreachable_not_a_crash(postgres_dsn: str) -> None:
+    """A replicated store's DSN names servers that all answer read-only, as during a switchover (the old
+    primary demoted, the new one not yet promoted): asyncpg raises TargetServerAttributeNotMatched, which a
+    standby's campaign and the active node's renewal must take as the database out of reach, and go on."""
+    admin = await asyncpg.connect(postgres_dsn)
+    try:
+        database = postgres_dsn.rsplit("/", 1)[1]
+        await admin.execute(f'ALTER DATABASE "{database}" SET default_transaction_read_only = on')
+    finally:
+        await admin.close()
+    standby = Leadership(postgres_dsn + "?target_session_attrs=read-write", "a", 3.0)
+    try:
+        with pytest.raises(Unreachable):
+            await standby.try_acquire()
+    finally:
+        await standby.close()
