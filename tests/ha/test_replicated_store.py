@@ -70,7 +70,8 @@ def test_the_pair_follows_a_promotion_and_keeps_every_confirmed_message(
         killed_at = time.time()
         # A failover manager's detection (Patroni's loop, a managed PostgreSQL's health checks): the
         # schedule's deliberate pause, from the seed, sometimes within the lease and sometimes past it.
-        time.sleep(rng.uniform(0.5, 2 * LEASE_S))
+        pause_s = rng.uniform(0.5, 2 * LEASE_S)
+        time.sleep(pause_s)
         postgres.promote()
         promoted_at = time.time()
         wait(pair.served_after(killed_at), 60, "a confirm of a message sent after the kill")
@@ -80,6 +81,10 @@ def test_the_pair_follows_a_promotion_and_keeps_every_confirmed_message(
         # The lease rides the promotion out or is lost (the node exits, its supervisor restarts it): either
         # way service is back within the lease and an election attempt after the promotion, plus recovery.
         assert first - promoted_at <= LEASE_S + 5, f"served {first - promoted_at:.2f} s after the promotion"
+        print(
+            f"\ncycle {cycle + 1}: promoted {pause_s:.2f} s after the kill; served again "
+            f"{first - killed_at:.2f} s after the kill, {first - promoted_at:.2f} s after the promotion"
+        )
         wait(pair.settled, 60, "one node active and both running")
     drain(pair)
     result = verdict(pair)
