@@ -90,12 +90,14 @@ def start(pair: Pair) -> None:
 
 
 def drain(pair: Pair) -> None:
-    """Stop publishing, let the consumer have everything confirmed, then stop it."""
+    """Stop publishing, let the consumer have everything confirmed, then stop it. Drained only once the
+    publisher has said it stopped: a publish in flight when it was told to may still be confirmed after the
+    consumer has had everything confirmed before it."""
     pair.out.with_name(pair.out.name + ".stop-publishing").touch()
 
     def drained() -> bool:
         history = pair.history()
-        return set(history.confirmed) <= history.delivered()
+        return history.publisher_stopped and set(history.confirmed) <= history.delivered()
 
     try:
         wait(drained, 90, "every confirmed message delivered")
