@@ -70,6 +70,15 @@ async def _asyncpg_connect(dsn: str, timeout_s: float, server_settings: dict[str
     return await asyncpg.connect(dsn, timeout=timeout_s, server_settings=server_settings)
 
 
+def _unreachable() -> tuple[type[BaseException], ...]:
+    """What the database out of reach raises: the socket's errors, a timeout, the server's, and asyncpg's
+    InternalClientError, which is what a multi-host DSN with ``target_session_attrs=read-write`` raises when
+    every server answers read-only (a switchover between a demotion and a promotion)."""
+    import asyncpg
+
+    return (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError)
+
+
 class Unreachable(Exception):
     """The database did not answer (connection refused or lost, or no answer within the time left)."""
 
@@ -105,24 +114,36 @@ class Leadership:
         """How often a standby tries, and how often the active node renews: a third of the lease."""
         return self.lease_s / 3
 
-    async def _query(self, sql: str, *args: Any, timeout_s: float) -> Any:
-        """``fetchval`` on the election's own connection, (re)connected as needed; Unreachable when the
-        database does not answer within ``timeout_s``."""
-        import asyncpg
-
+    async def _connected(self, timeout_s: float) -> asyncpg.Connection:
+        """The election's own connection, opened (and the table made) when there is none; Unreachable when
+        that takes over ``timeout_s``. Opening costs several round trips (the startup, SCRAM's two, the DDL):
+        over a slow link (200 ms each way) more than an attempt's third of a lease, so a standby bounded by
+        its attempt never connected at all. Its callers give it longer (a lease for a standby, what is left
+        of its lease for the active node): no lease hangs on it, since a grant counts from when its own
+        statement is sent, after connecting."""
+        if self._connection is not None and not self._connection.is_closed():
+            return self._connection
+        self._connection = None
         timeout_s = max(timeout_s, 0.05)
+        started = self.clock()
         try:
-            if self._connection is None or self._connection.is_closed():
-                self._connection = None
-                started = self.clock()
-                connection = await asyncio.wait_for(
-                    self._connect(self.dsn, timeout_s, election_settings(self.lease_s)), timeout_s
-                )
-                self._connection = connection
-                timeout_s = max(timeout_s - (self.clock() - started), 0.05)
-                await connection.execute(LEADER_DDL, timeout=timeout_s)
-            return await self._connection.fetchval(sql, *args, timeout=timeout_s)
-        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            connection = await asyncio.wait_for(
+                self._connect(self.dsn, timeout_s, election_settings(self.lease_s)), timeout_s
+            )
+            self._connection = connection
+            await connection.execute(LEADER_DDL, timeout=max(timeout_s - (self.clock() - started), 0.05))
+        except _unreachable() as error:
+            self._drop_connection()
+            raise Unreachable(repr(error)) from error
+        return connection
+
+    async def _query(self, sql: str, *args: Any, timeout_s: float) -> Any:
+        """``fetchval`` on the election's connection (``_connected()`` first); Unreachable when the database
+        does not answer within ``timeout_s``."""
+        connection = await self._connected(timeout_s)
+        try:
+            return await connection.fetchval(sql, *args, timeout=max(timeout_s, 0.05))
+        except _unreachable() as error:
             self._drop_connection()
             raise Unreachable(repr(error)) from error
 
@@ -134,6 +155,7 @@ class Leadership:
     async def try_acquire(self) -> int | None:
         """One attempt: the new epoch when this node is now active, None when another holds a live lease.
         Raises Unreachable."""
+        await self._connected(self.lease_s)
         sent_at = self.clock()
         epoch = await self._query(_ACQUIRE, self.holder, self.lease_s, timeout_s=self.retry_s)
         if epoch is None:
@@ -161,6 +183,7 @@ class Leadership:
     async def renew(self) -> bool:
         """One renewal: True renewed, False deposed (the row has another epoch). Raises Unreachable."""
         assert self.epoch is not None, "renew() before campaign()"
+        await self._connected(self.timer.remaining_s(self.clock()))
         sent_at = self.clock()
         timeout_s = min(self.retry_s, self.timer.remaining_s(sent_at))
         epoch = await self._query(_RENEW, self.epoch, self.lease_s, timeout_s=timeout_s)

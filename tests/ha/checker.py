@@ -40,6 +40,7 @@ class History:
     nacked: set[int] = field(default_factory=set)
     lost: set[int] = field(default_factory=set)  # connection lost before the confirm: unknown outcome
     deliveries: list[tuple[int, bool, float]] = field(default_factory=list)
+    publisher_stopped: bool = False
 
     @classmethod
     def read(cls, path: Path) -> History:
@@ -60,6 +61,8 @@ class History:
                 history.lost.add(op["id"])
             elif kind == "deliver":
                 history.deliveries.append((op["id"], op["redelivered"], t))
+            elif kind == "stopped":
+                history.publisher_stopped = True
         return history
 
     def delivered(self) -> set[int]:

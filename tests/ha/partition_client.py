@@ -7,6 +7,7 @@ tests/ha/checker.py:
     {"op": "ok" | "nack" | "lost", "id": 7, ...}  confirmed, nacked, or the connection lost before an answer
     {"op": "deliver", "id": 7, "redelivered": false, "conn": 3, "t": ...}
     {"op": "connect", "who": "publisher" | "consumer", "host": ..., "t": ...}
+    {"op": "stopped", "who": "publisher", "t": ...}  publishing has stopped: no send or confirm after it
 
 The consumer leaves every HOLD_EVERY-th message unacked on its connection (until that connection is lost), so
 failovers have unacked messages to redeliver. Publishing stops when the file ``<out>.stop-publishing``
@@ -98,6 +99,7 @@ def publish(hosts: list[str], record: Recorder, stop: Path) -> None:
         except LOST as error:
             if in_flight is not None:
                 record("lost", id=in_flight, error=type(error).__name__)
+    record("stopped", who="publisher")  # nothing more will be sent or confirmed
 
 
 def consume(hosts: list[str], record: Recorder, stop: Path) -> None:

@@ -4,6 +4,9 @@ off past its lease. Virtual time (an injected clock and sleep) wherever the node
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import asyncpg
 import pytest
 
@@ -167,3 +170,39 @@ async def test_a_node_that_slept_past_its_lease_steps_down_without_renewing(post
         assert renewals == 0
     finally:
         await node.close()
+
+
+async def test_a_connection_slower_than_an_attempt_still_elects(postgres_dsn: str) -> None:
+    """Over a slow link (tests/ha/test_slow_link.py: 200 ms each way) opening a connection takes longer
+    than an attempt (a third of the lease): the standby must still get connected, and elected."""
+    lease_s = 3.0
+
+    async def slow_connect(dsn: str, timeout_s: float, settings: dict[str, str]) -> asyncpg.Connection:
+        await asyncio.sleep(lease_s / 3 * 1.5)  # the round trips of a startup and SCRAM on that link
+        return await asyncpg.connect(dsn, timeout=timeout_s, server_settings=settings)
+
+    standby = Leadership(postgres_dsn, "a", lease_s, connect=slow_connect)
+    try:
+        assert await asyncio.wait_for(standby.campaign(), timeout=lease_s * 3) == 1
+        # The lease counts from the takeover's own statement, not from the start of connecting.
+        assert standby.timer.remaining_s(time.monotonic()) > lease_s - lease_s / 3
+    finally:
+        await standby.close()
+
+
+async def test_no_writable_server_in_the_list_is_unreachable_not_a_crash(postgres_dsn: str) -> None:
+    """A replicated store's DSN names servers that all answer read-only, as during a switchover (the old
+    primary demoted, the new one not yet promoted): asyncpg raises TargetServerAttributeNotMatched, which a
+    standby's campaign and the active node's renewal must take as the database out of reach, and go on."""
+    admin = await asyncpg.connect(postgres_dsn)
+    try:
+        database = postgres_dsn.rsplit("/", 1)[1]
+        await admin.execute(f'ALTER DATABASE "{database}" SET default_transaction_read_only = on')
+    finally:
+        await admin.close()
+    standby = Leadership(postgres_dsn + "?target_session_attrs=read-write", "a", 3.0)
+    try:
+        with pytest.raises(Unreachable):
+            await standby.try_acquire()
+    finally:
+        await standby.close()

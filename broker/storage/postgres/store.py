@@ -99,6 +99,10 @@ class PostgresStore:
         # A batch's row statements, kept while it is retried after an outage: building them moves the
         # streams' segment totals on, which must happen once per batch (the statements are idempotent).
         self._retrying: tuple[int, list[Statement], dict[int, int]] | None = None
+        # Whether this run's begin() recorded "not clean": only then may its close mark the store clean. A run
+        # that stops before (a standby elected whose recovery failed) must leave a crashed predecessor's
+        # "not clean" in place, or the next start would trust delivered marks that crash never wrote.
+        self._begun = False
         self._loop = LoopThread()
         try:
             self._writer, reader = self._run(self._connect())
@@ -197,6 +201,7 @@ class PostgresStore:
         clean = self._value("SELECT value FROM meta WHERE name = 'clean'")
         # Committed before serving: a crash from now on is seen by the next start.
         self._run(self._mark_clean(0))
+        self._begun = True
         return bool(clean)
 
     async def _mark_clean(self, value: int) -> None:
@@ -244,8 +249,7 @@ class PostgresStore:
     async def _apply(self, batch: Batch) -> dict[int, int]:
         """The batch on the writer's connection, reconnected first when an outage closed it; a connection
         that failed is dropped (terminated: the server may be gone) for the next attempt."""
-        if self._writer.is_closed():
-            self._writer = await self._reconnect()
+        await self._writable()
         try:
             ends = await self._apply_batch(batch)
         except BaseException as error:
@@ -254,6 +258,13 @@ class PostgresStore:
             raise
         self._retrying = None
         return ends
+
+    async def _writable(self) -> None:
+        """The writer's connection, opened again when it was lost: a standby's sessions die with the server
+        they were opened on (a promotion moves the store to another one), and an elected standby's first
+        write, begin()'s mark, must not fail on them."""
+        if self._writer.is_closed():
+            self._writer = await self._reconnect()
 
     def _prepared(
         self, batch: Batch, stale_streams: list[int], gone_streams: list[int]
@@ -303,6 +314,7 @@ class PostgresStore:
         return ends
 
     async def _in_transaction(self, statements: list[Statement]) -> None:
+        await self._writable()
         await self._begin_fenced()
         try:
             for sql, args in statements:
@@ -373,7 +385,7 @@ class PostgresStore:
         if self._loop.loop.is_closed():
             return  # closed already
         try:
-            if clean:
+            if clean and self._begun:
                 try:
                     self._run(self._mark_clean(1))
                 except StorageError:  # StoreFenced included
