@@ -24,20 +24,27 @@ from protocol.amqp10.frames import (
 )
 from protocol.amqp10.message import Message, decode_message
 from protocol.amqp10.performatives import (
+    Attach,
     Begin,
     Disposition,
+    Flow,
     Open,
     Performative,
     decode_performative,
     encode_performative,
 )
 from protocol.amqp10.sasl import SaslFrame, SaslInit, decode_sasl
+from protocol.amqp10.terminus import Source, Target
 from protocol.amqp10.types import Symbol
 
 WARRENMQ = "warrenmq"
 RABBITMQ4 = "rabbitmq-4.0.5"
 BROKERS = [WARRENMQ, RABBITMQ4]
 RESET = "reset"
+# The delivery-count a receiver link starts at on RabbitMQ 4.0.5 (2^32 - 5), and the transfer-id of a
+# session's first transfer (2^32 - 4).
+INITIAL_DELIVERY_COUNT = 2**32 - 5
+INITIAL_OUTGOING_ID = 2**32 - 4
 EOF_ = "eof"
 
 
@@ -168,3 +175,46 @@ def settled_ids(items: list[Item]) -> set[int]:
             last = performative.last if performative.last is not None else performative.first
             ids.update(range(performative.first, last + 1))
     return ids
+
+
+def attach_receiver(
+    client: RawClient,
+    queue: str,
+    handle: int = 0,
+    settled: bool = False,
+    filter_set: dict[Any, Any] | None = None,
+) -> Item:
+    """Attach a receiver link from `/queues/<queue>` (with ``filter_set`` as its source's filter); the first
+    item answered (the attach, or the session's end)."""
+    client.perform(
+        Attach(
+            name=f"r{handle}",
+            handle=handle,
+            role=True,
+            snd_settle_mode=1 if settled else 0,
+            rcv_settle_mode=0,
+            source=Source(address=f"/queues/{queue}", filter=filter_set),
+            target=Target(address="receiver"),
+        )
+    )
+    (answer,) = client.read_count(1)
+    return answer
+
+
+def credit(
+    client: RawClient, link_credit: int, delivery_count: int = INITIAL_DELIVERY_COUNT, **more: Any
+) -> None:
+    """A flow giving link 0 ``link_credit`` from the receiver's ``delivery_count`` (drain or echo in
+    ``more``)."""
+    client.perform(
+        Flow(
+            next_incoming_id=INITIAL_OUTGOING_ID,
+            incoming_window=1000,
+            next_outgoing_id=0,
+            outgoing_window=1000,
+            handle=0,
+            delivery_count=delivery_count,
+            link_credit=link_credit,
+            **more,
+        )
+    )

@@ -146,7 +146,7 @@ class IncomingLink:
         if routing_key is None:
             subject = message10.properties.subject if message10.properties is not None else None
             routing_key = (subject or "") if address.v1 else ""
-        message = Amqp10Message(address.exchange, routing_key, converted, message10)
+        message = Amqp10Message.published(address.exchange, routing_key, converted, message10)
         try:
             queues, rejected = self.session.vhost.publish(address.exchange, message)
         except AMQPError as error:
