@@ -96,6 +96,10 @@ class Connection:
         self.scanner = FrameScanner(max_frame_size=config.frame_max)
         self.username = ""
         self.mechanism = ""
+        # Set by the edge on a TLS listener's connection: the user name a verified client certificate gives
+        # the EXTERNAL mechanism (None without one).
+        self.tls = False
+        self.peer_cert_login: str | None = None
         self.container_id = ""
         self.vhost: VirtualHost | None = None
         self.sessions: dict[int, Session] = {}
@@ -168,7 +172,7 @@ class Connection:
     def _on_header(self, item: ProtocolHeader) -> None:
         if self.state == AWAITING_SASL_INIT and item.is_sasl:
             self.transport.write(SASL_HEADER)
-            self._send_sasl(SaslMechanisms(sasl_server_mechanisms=sasl.MECHANISMS))
+            self._send_sasl(SaslMechanisms(sasl_server_mechanisms=sasl.offered(self.config, self.tls)))
         elif self.state == AWAITING_AMQP_HEADER and item.header == AMQP_HEADER:
             self.state = AWAITING_OPEN
             self.scanner.max_frame_size = self.config.frame_max
@@ -182,7 +186,13 @@ class Connection:
             raise ConnectionError(ILLEGAL_STATE, f"unexpected SASL frame {type(init).__name__}")
         mechanism = str(init.mechanism)
         username, refused = sasl.login(
-            self.broker, mechanism, init.initial_response or b"", self.config.loopback_users, self.loopback
+            self.broker,
+            mechanism,
+            init.initial_response or b"",
+            sasl.offered(self.config, self.tls),
+            self.peer_cert_login,
+            self.config.loopback_users,
+            self.loopback,
         )
         self.mechanism = mechanism
         self.broker.auth_attempts.record("amqp10", refused is None)
