@@ -269,6 +269,7 @@ class Connection:
             return
         self.vhost = vhost
         vhost.connections[self] = None  # deleting the vhost or the user closes it (force_close)
+        vhost.churn.connection_created += 1  # 4.0.5 counts 1.0 connections in the churn (not sessions)
         self.container_id = open_.container_id
         self.peer_max_frame_size = open_.max_frame_size if open_.max_frame_size is not None else 2**32 - 1
         self.peer_idle_time_out_ms = open_.idle_time_out or 0
@@ -323,8 +324,9 @@ class Connection:
             self._close_with(ConnectionError(INTERNAL_ERROR, f'Connection forced: "{text}"'))
 
     def _teardown(self) -> None:
-        if self.vhost is not None:
-            self.vhost.connections.pop(self, None)
+        if self.vhost is not None and self in self.vhost.connections:
+            del self.vhost.connections[self]
+            self.vhost.churn.connection_closed += 1
         sessions = list(self.sessions.values())
         self.sessions.clear()
         for session in sessions:

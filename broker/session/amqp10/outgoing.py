@@ -14,6 +14,7 @@ import struct
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
+from broker.core.model.protocol_counters import queue_type_of
 from broker.core.queues.queue import Consumer
 from broker.core.queues.queue_admin import add_consumer, remove_consumer
 from broker.core.queues.unacked import Delivery
@@ -82,6 +83,7 @@ class OutgoingLink:
         self.credit = 0
         self.drain = False
         self.stream = stream  # the queue's stream reader, when the queue is a stream
+        self.queue_type = queue_type_of(queue.arguments)  # the global counters' key
         self.consumer = Consumer(
             f"ctag-{session.channel}-{attach.handle}", queue, self, self.settled, False, 0, arguments
         )
@@ -205,6 +207,7 @@ class OutgoingLink:
         else:
             session.unacked.track(Delivery(delivery_id, queue, envelope, consumer))
             queue.stats.deliver += 1
+        session.conn.broker.amqp10_counters.delivered(self.queue_type, self.settled, envelope.redelivered)
         if queue.store is not None and message.delivery_mode == 2:
             stored_delivery(queue, envelope, self.settled)
         # The header's delivery-count counts failed deliveries (modified with delivery-failed), which the core

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from broker.core.access.access import DecisionCache
+from broker.core.model.protocol_counters import queue_type_of
 from broker.core.queues.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.core.streams.lookup import stream_of
 from broker.core.topology.dead_letter import reject_deliveries
@@ -182,8 +183,10 @@ class Session:
             if isinstance(state, Rejected | Modified):
                 reject_deliveries(deliveries)
             elif isinstance(state, Accepted) or state is None:
+                counters = self.conn.broker.amqp10_counters
                 for delivery in deliveries:
                     delivery.queue.stats.ack += 1
+                    counters.acknowledged(queue_type_of(delivery.queue.arguments))
         for queue in {delivery.queue for delivery in deliveries}:
             queue.wake()
 
