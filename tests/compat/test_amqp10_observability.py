@@ -151,11 +151,15 @@ COUNTED = (
     "rabbitmq_connections_opened_total",
     "rabbitmq_channels",
     "rabbitmq_channels_opened_total",
+    'rabbitmq_auth_attempts_total{protocol="amqp10"}',
+    'rabbitmq_auth_attempts_succeeded_total{protocol="amqp10"}',
+    'rabbitmq_auth_attempts_failed_total{protocol="amqp10"}',
 )
 
 
 def test_connection_counts(broker: Observed) -> None:
-    """A 1.0 connection counts as a connection (open and opened); its two sessions as no channel."""
+    """A 1.0 connection counts as a connection (open and opened); its two sessions as no channel; its login
+    as an amqp10 authentication attempt."""
     before = _metrics(broker)
     client = RawClient(broker.port)
     client.login()
@@ -164,7 +168,10 @@ def test_connection_counts(broker: Observed) -> None:
     try:
         expected = {"rabbitmq_connections": 1, "rabbitmq_connections_opened_total": 1}
         expected |= {"rabbitmq_channels": 0, "rabbitmq_channels_opened_total": 0}
-        seen = _poll(lambda: {key: _metrics(broker)[key] - before[key] for key in COUNTED}, expected)
+        expected |= dict.fromkeys(COUNTED[4:6], 1) | {COUNTED[6]: 0}
+        seen = _poll(
+            lambda: {key: _metrics(broker).get(key, 0.0) - before.get(key, 0.0) for key in COUNTED}, expected
+        )
     finally:
         client.close()
     assert seen == expected

@@ -329,6 +329,15 @@ def global_samples(context: ManagementContext, out: Samples) -> None:
         amqp10_samples(amqp10, context.open_amqp10_connections(), QUEUE_TYPES, out)
 
 
+def auth_attempt_samples(context: ManagementContext, out: Samples) -> None:
+    """rabbit_core_metrics' auth attempts per protocol that has seen a login (amqp091, amqp10, http)."""
+    for row in context.broker.auth_attempts.rows():
+        labels = {"protocol": str(row["protocol"])}
+        out["auth_attempts_total"].append((labels, float(row["auth_attempts"])))
+        out["auth_attempts_succeeded_total"].append((labels, float(row["auth_attempts_succeeded"])))
+        out["auth_attempts_failed_total"].append((labels, float(row["auth_attempts_failed"])))
+
+
 def totals_samples(context: ManagementContext, out: Samples) -> None:
     connections = context.open_connections()
     queues = [queue for vhost in context.broker.vhosts.values() for queue in vhost.queues.values()]
