@@ -193,6 +193,18 @@ def test_offset_spec(port: int, stream: str, filter_set: dict[Any, Any] | None, 
     assert bodies == [(Data(b"m%d" % offset),) for offset in offsets]
 
 
+def test_an_offset_past_the_tail_is_waited_for(port: int, stream: str) -> None:
+    """4.0.5 starts a receiver attached at offset 7 of a stream whose tail is 5 at 7, not at the tail."""
+    client = _client(port)
+    _attached(attach_receiver(client, stream, filter_set=_spec(7)))
+    for index in (5, 6, 7):
+        _publish_one(port, stream, b"m%d" % index)
+    credit(client, 10)
+    items = client.read_until(lambda items: 7 in _offsets(items))
+    client.close()
+    assert _offsets(items) == [7]
+
+
 def test_delivery_sections(port: int, stream: str) -> None:
     """The header and the annotations of a stream delivery, byte for byte: x-stream-offset as a long, last."""
     client = _client(port)

@@ -55,6 +55,9 @@ class Profile(NamedTuple):
     # `complete`); in 4.0 "all settle reasons will give credit to the stream queue", as an ack does, and the
     # connection stays open.
     stream_settle_any_outcome: bool = False
+    # A stream offset past the tail: 3.10.8 starts the consumer at the tail; 4.0.5 (a newer osiris) waits for
+    # that offset and starts there (checked over AMQP 0-9-1 and 1.0).
+    stream_offset_past_tail_waits: bool = False
 
 
 PROFILES: dict[str, Profile] = {
@@ -87,6 +90,7 @@ PROFILES: dict[str, Profile] = {
             amqp10=True,
             dead_letter_keeps_cc=True,
             stream_settle_any_outcome=True,
+            stream_offset_past_tail_waits=True,
         ),
         Profile(
             "rabbitmq-4.3",

@@ -233,7 +233,13 @@ class StreamPath:
 
     def consumer_added(self, consumer: Consumer) -> None:
         spec = consumer.arguments.get("x-stream-offset")
-        self.cursors[consumer] = start_offset(self.log, spec, self.host.clock.now_ms(), _resource(self.queue))
+        self.cursors[consumer] = start_offset(
+            self.log,
+            spec,
+            self.host.clock.now_ms(),
+            _resource(self.queue),
+            self.host.profile.stream_offset_past_tail_waits,
+        )
         wanted = consumer_filter(consumer.arguments)
         if wanted is not None:
             self.filters[consumer] = wanted
