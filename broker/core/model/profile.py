@@ -56,7 +56,7 @@ class Profile(NamedTuple):
     # connection stays open.
     stream_settle_any_outcome: bool = False
     # A stream offset past the tail: 3.10.8 starts the consumer at the tail; 4.0.5 (a newer osiris) waits for
-    # that offset and starts there (checked over AMQP 0-9-1 and 1.0).
+    # that offset and starts there (checked over AMQP 0-9-1 and 1.0); the 4.x profiles follow it.
     stream_offset_past_tail_waits: bool = False
 
 
@@ -106,6 +106,7 @@ PROFILES: dict[str, Profile] = {
             amqp10=True,
             dead_letter_keeps_cc=True,
             stream_settle_any_outcome=True,
+            stream_offset_past_tail_waits=True,
         ),
     )
 }

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Final
 from broker.core.access.access import DecisionCache
 from broker.core.model.protocol_counters import queue_type_of
 from broker.core.queues.unacked import Delivery, UnackedTracker, requeue_deliveries
-from broker.core.streams.lookup import stream_of
+from broker.core.streams.lookup import stream_outcomes
 from broker.core.topology.dead_letter import reject_deliveries
 from broker.session.amqp10.errors import (
     ILLEGAL_STATE,
@@ -169,12 +169,11 @@ class Session:
         keeps every message: RabbitMQ 4.0.5 settles a stream's delivery alike whatever the outcome (released,
         rejected or modified, it is neither read again nor dead-lettered), so each counts as accepted."""
         if state is not None and not isinstance(state, Accepted):
-            streamed = [delivery for delivery in deliveries if stream_of(delivery.queue) is not None]
-            if streamed:
-                self._settle(streamed, Accepted())
-                deliveries = [delivery for delivery in deliveries if stream_of(delivery.queue) is None]
-                if not deliveries:
-                    return
+            deliveries, as_acks = stream_outcomes(deliveries, any_outcome=True)
+            if as_acks:
+                self._settle(as_acks, Accepted())
+            if not deliveries:
+                return
         if isinstance(state, Released) or (isinstance(state, Modified) and not state.undeliverable_here):
             requeue_deliveries(deliveries)
         else:
