@@ -126,6 +126,10 @@ def test_a_connection_whose_sessions_are_no_channels(broker: Observed) -> None:
             f"{broker.http_url}/api/connections/{name}/channels", auth=AUTH, timeout=10
         )
         listed = requests.get(f"{broker.http_url}/api/channels", auth=AUTH, timeout=10).json()
+        by_user, by_vhost = (
+            requests.get(f"{broker.http_url}{path}", auth=AUTH, timeout=10).json()
+            for path in ("/api/connections/username/guest", "/api/vhosts/%2F/connections")
+        )
         deleted = requests.delete(
             f"{broker.http_url}/api/connections/{name}", auth=AUTH, headers={"X-Reason": "bye"}, timeout=10
         )
@@ -137,6 +141,9 @@ def test_a_connection_whose_sessions_are_no_channels(broker: Observed) -> None:
     assert (fetched.json()["name"], fetched.json()["protocol"]) == (row["name"], "AMQP 1-0")
     assert (its_channels.status_code, its_channels.json()) == (200, [])
     assert [c for c in listed if c["connection_details"]["name"] == row["name"]] == []
+    # Listed by its user and its vhost too (4.0.5 lists a user's connections by name, vhost, user and node).
+    assert row["name"] in [listed_row["name"] for listed_row in by_user]
+    assert row["name"] in [listed_row["name"] for listed_row in by_vhost]
     assert deleted.status_code == 204
     assert isinstance(closed, Close)
     assert isinstance(closed.error, Error)
