@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 import ssl
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -30,12 +31,13 @@ from protocol.amqp10.performatives import (
     Flow,
     Open,
     Performative,
+    Transfer,
     decode_performative,
     encode_performative,
 )
 from protocol.amqp10.sasl import SaslFrame, SaslInit, decode_sasl
 from protocol.amqp10.terminus import Source, Target
-from protocol.amqp10.types import Symbol
+from protocol.amqp10.types import Described, Symbol
 
 WARRENMQ = "warrenmq"
 RABBITMQ4 = "rabbitmq-4.0.5"
@@ -218,3 +220,75 @@ def credit(
             **more,
         )
     )
+
+
+# -- streams (tests/compat/test_amqp10_streams*.py)
+
+OFFSET_SPEC = "rabbitmq:stream-offset-spec"
+
+
+def described(name: str, value: Any) -> Described:
+    return Described(Symbol(name), value)
+
+
+def offset_spec(value: Any) -> dict[Any, Any]:
+    """A filter-set with ``rabbitmq:stream-offset-spec`` as 4.0's clients send it (described by its name)."""
+    return {Symbol(OFFSET_SPEC): described(OFFSET_SPEC, value)}
+
+
+def declare_stream(port: int) -> tuple[str, Any]:
+    """A new stream queue and the pika channel (in confirm mode) that declared it."""
+    name = f"amqp10-stream-{uuid.uuid4().hex[:10]}"
+    channel = pika_channel(port)
+    channel.queue_declare(name, durable=True, arguments={"x-queue-type": "stream"})
+    channel.confirm_delivery()
+    return name, channel
+
+
+def publish_one(port: int, queue: str, body: bytes) -> None:
+    channel = pika_channel(port)
+    channel.confirm_delivery()
+    channel.basic_publish("", queue, body)
+    channel.connection.close()
+
+
+def open_session(port: int) -> RawClient:
+    """A raw client logged in, with a session on channel 0."""
+    client = RawClient(port)
+    client.login()
+    client.begin()
+    return client
+
+
+def attached(answer: Item) -> Attach:
+    assert isinstance(answer, tuple), answer
+    attach = answer[1]
+    assert isinstance(attach, Attach), answer
+    return attach
+
+
+def drain(client: RawClient, link_credit: int, delivery_count: int = INITIAL_DELIVERY_COUNT) -> list[Item]:
+    """Credit with drain: what is available, then the flow that spends the rest (read until that flow)."""
+    credit(client, link_credit, delivery_count, drain=True)
+    return client.read_until(
+        lambda items: any(isinstance(p, Flow) and p.handle == 0 for p in performatives(items))
+    )
+
+
+def deliveries(items: list[Item]) -> list[tuple[Transfer, Message]]:
+    found = []
+    for item in items:
+        if isinstance(item, tuple) and isinstance(item[1], Transfer):
+            message = item[2]
+            assert message is not None
+            found.append((item[1], message))
+    return found
+
+
+def stream_offsets(items: list[Item]) -> list[int]:
+    """The x-stream-offset annotation of each transfer among ``items``."""
+    offsets = []
+    for _, message in deliveries(items):
+        assert message.message_annotations is not None
+        offsets.append(message.message_annotations.value[Symbol("x-stream-offset")])
+    return offsets
