@@ -164,10 +164,16 @@ COUNTED = (
 )
 
 
+def _object_totals(broker: Observed) -> dict[str, int]:
+    overview = requests.get(f"{broker.http_url}/api/overview", auth=AUTH, timeout=10).json()
+    return {key: int(overview["object_totals"][key]) for key in ("connections", "channels")}
+
+
 def test_connection_counts(broker: Observed) -> None:
-    """A 1.0 connection counts as a connection (open and opened); its two sessions as no channel; its login
-    as an amqp10 authentication attempt."""
+    """A 1.0 connection counts as a connection (open and opened, in Prometheus and the overview); its two
+    sessions as no channel; its login as an amqp10 authentication attempt."""
     before = _metrics(broker)
+    totals_before = _object_totals(broker)
     client = RawClient(broker.port)
     client.login()
     client.begin(0)
@@ -179,9 +185,14 @@ def test_connection_counts(broker: Observed) -> None:
         seen = _poll(
             lambda: {key: _metrics(broker).get(key, 0.0) - before.get(key, 0.0) for key in COUNTED}, expected
         )
+        totals = _poll(
+            lambda: {key: value - totals_before[key] for key, value in _object_totals(broker).items()},
+            {"connections": 1, "channels": 0},
+        )
     finally:
         client.close()
     assert seen == expected
+    assert totals == {"connections": 1, "channels": 0}
 
 
 def _amqp10_samples(broker: Observed) -> dict[str, float]:
