@@ -51,6 +51,7 @@ class Broker:
         # Users, tags and permissions (rabbit_auth_backend_internal). Configured users are administrators with
         # full permissions on the configured vhosts, as RabbitMQ's default user is on "/".
         self.access = AccessControl()
+        self.access.permission_first_in_refusals = profile.permission_in_refusals
         self.auth_attempts = AuthAttempts()  # logins over AMQP and HTTP (rabbit_core_metrics)
         self.amqp10_counters = ProtocolCounters()  # what AMQP 1.0 sessions publish and deliver
         # Plugin exchange types not declarable (their plugin is not in enabled_plugins): set_plugin_exchanges.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from broker.core.access.access import refusal, topic_refusal
+from broker.core.access.refusals import refusal, topic_refusal
 from protocol.errors import ChannelError, ReplyCode
 
 if TYPE_CHECKING:
@@ -21,7 +21,15 @@ def check(channel: ChannelPort, resource_kind: ResourceKind, name: str, permissi
     access = channel.access
     if not access.allowed(resource_kind, name, permission):
         raise ChannelError(
-            ReplyCode.ACCESS_REFUSED, refusal(access.user, access.vhost, resource_kind, name, permission)
+            ReplyCode.ACCESS_REFUSED,
+            refusal(
+                access.user,
+                access.vhost,
+                resource_kind,
+                name,
+                permission,
+                access.control.permission_first_in_refusals,
+            ),
         )
 
 
@@ -35,7 +43,15 @@ def check_topic(
     access = channel.access
     if not access.topic_allowed(exchange.name, routing_key, permission):
         raise ChannelError(
-            ReplyCode.ACCESS_REFUSED, topic_refusal(access.user, access.vhost, exchange.name, routing_key)
+            ReplyCode.ACCESS_REFUSED,
+            topic_refusal(
+                access.user,
+                access.vhost,
+                exchange.name,
+                routing_key,
+                permission,
+                access.control.permission_first_in_refusals,
+            ),
         )
 
 
@@ -46,7 +62,14 @@ def check_publish(channel: ChannelPort, exchange_name: str, routing_key: str) ->
     if not access.allowed("exchange", exchange_name, "write"):
         raise ChannelError(
             ReplyCode.ACCESS_REFUSED,
-            refusal(access.user, access.vhost, "exchange", exchange_name, "write"),
+            refusal(
+                access.user,
+                access.vhost,
+                "exchange",
+                exchange_name,
+                "write",
+                access.control.permission_first_in_refusals,
+            ),
             60,
             40,
         )

@@ -120,7 +120,7 @@ class Inspector:
             self._messages[event.message_id] = record
             self._by_exchange.setdefault((event.vhost, message.exchange), {})[event.message_id] = None
             if len(self._messages) > self.max_messages:
-                self._messages.popitem(last=False)
+                self._forget(*self._messages.popitem(last=False))
         record.events.append(FateRecord(event.fate, event.queue, dict(event.detail)))
         if event.fate is Fate.ROUTED:
             for name in event.detail.get("queues", ()):
@@ -130,6 +130,16 @@ class Inspector:
             if event.fate is Fate.ACKED:
                 self._acked[(event.vhost, event.queue)] += 1
         self._poke()
+
+    def _forget(self, message_id: int, record: MessageRecord) -> None:
+        """An evicted message leaves the per-queue and per-exchange indexes too (they would grow without
+        bound in a long test otherwise)."""
+        _drop(self._by_exchange, (record.vhost, record.exchange), message_id)
+        for step in record.events:
+            names = step.detail.get("queues", ()) if step.fate is Fate.ROUTED else (step.queue,)
+            for name in names:
+                if name is not None:
+                    _drop(self._by_queue, (record.vhost, name), message_id)
 
     def on_topology(self, event: TopologyEvent) -> None:
         if event.kind is Topology.QUEUE_DELETED:
@@ -310,3 +320,11 @@ class Inspector:
             if ready:
                 return False
         return True
+
+
+def _drop(index: dict[tuple[str, str], dict[int, None]], key: tuple[str, str], message_id: int) -> None:
+    ids = index.get(key)
+    if ids is not None:
+        ids.pop(message_id, None)
+        if not ids:
+            del index[key]

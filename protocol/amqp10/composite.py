@@ -4,10 +4,12 @@ A composite class is a frozen, keyword-only dataclass whose fields carry their A
 a field without a default is mandatory. ``@composite(code, name)`` registers it under its numeric descriptor
 (domain 0, e.g. 0x10 for open) and its symbolic one (``amqp:open:list``): a peer may send either.
 
-Encoding follows part 1, 1.4: the fields as a list, trailing nulls omitted (so a field left None is sent as
-its absence and the receiver applies the spec's default). Decoding checks each field's type and that every
-mandatory field is there, with ``amqp:decode-error`` otherwise; an absent field is None, not its default, so
-that a decoded composite encodes back to the same octets.
+Encoding follows part 1, 1.4: the fields as a list, every field written, a field left None as null (the
+receiver applies the spec's default). The spec lets a sender omit trailing nulls; RabbitMQ 4's
+amqp10_framing writes every field of its records (a close without an error is a list of one null, an attach
+has its fourteen fields), and so does this encoder, frame for frame. A composite without fields (accepted,
+released) is the empty list, list0. Decoding checks each field's type and that every mandatory field is
+there, with ``amqp:decode-error`` otherwise; an absent field (omitted or null) is None, not its default.
 """
 
 from __future__ import annotations
@@ -60,8 +62,6 @@ class CompositeType:
 
     def to_described(self) -> Described:
         values = [_to_wire(kind, getattr(self, name)) for name, kind, _ in self.WIRE_FIELDS]
-        while values and values[-1] is None:
-            values.pop()
         return Described(ULong(self.DESCRIPTOR), values)
 
     @classmethod

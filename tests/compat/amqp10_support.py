@@ -1,7 +1,8 @@
 """What the AMQP 1.0 differential tests share: the brokers they run against (WarrenMQ under
 ``--profile rabbitmq-4.0`` and the RabbitMQ 4.0.5 oracle; the oracle skips with the reason when podman or its
-image is missing) and a raw AMQP 1.0 client on our codec, for what python-qpid-proton does not show (protocol
-headers, SASL outcomes, frames as sent)."""
+image is missing), a raw AMQP 1.0 client on our codec, for what python-qpid-proton does not show (protocol
+headers, SASL outcomes, frames as sent), the `/management` node's link pair on it (``ManagementPair``), and a
+user with chosen permissions (``user_with_permissions``)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ import socket
 import ssl
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pika
 import pytest
+import requests
 
+from protocol.amqp10.condition import Error
 from protocol.amqp10.frames import (
     AMQP_HEADER,
     SASL_HEADER,
@@ -23,11 +27,12 @@ from protocol.amqp10.frames import (
     ProtocolHeader,
     encode_frame,
 )
-from protocol.amqp10.message import Message, decode_message
+from protocol.amqp10.message import Message, decode_message, encode_sections
 from protocol.amqp10.performatives import (
     Attach,
     Begin,
     Disposition,
+    End,
     Flow,
     Open,
     Performative,
@@ -36,8 +41,9 @@ from protocol.amqp10.performatives import (
     encode_performative,
 )
 from protocol.amqp10.sasl import SaslFrame, SaslInit, decode_sasl
+from protocol.amqp10.sections import AmqpValue, Properties
 from protocol.amqp10.terminus import Source, Target
-from protocol.amqp10.types import Described, Symbol
+from protocol.amqp10.types import Described, Symbol, UByte, UInt
 
 WARRENMQ = "warrenmq"
 RABBITMQ4 = "rabbitmq-4.0.5"
@@ -62,6 +68,21 @@ def broker_http_url(request: pytest.FixtureRequest, which: str) -> str:
     if which == WARRENMQ:
         return f"http://127.0.0.1:{request.getfixturevalue('warrenmq_40').management_port}"
     return str(request.getfixturevalue("rabbitmq4_node").http_url)
+
+
+@contextmanager
+def user_with_permissions(api: str, configure: str, write: str, read: str) -> Iterator[str]:
+    """A user (password ``pw``) with these permissions on ``/``, made through the management API and
+    deleted afterwards."""
+    name = f"limited-{uuid.uuid4().hex[:8]}"
+    auth = ("guest", "guest")
+    requests.put(f"{api}/api/users/{name}", json={"password": "pw", "tags": ""}, auth=auth, timeout=10)
+    permissions = {"configure": configure, "write": write, "read": read}
+    requests.put(f"{api}/api/permissions/%2F/{name}", json=permissions, auth=auth, timeout=10)
+    try:
+        yield name
+    finally:
+        requests.delete(f"{api}/api/users/{name}", auth=auth, timeout=10)
 
 
 def proton_url(port: int, user: str = "guest", password: str = "guest") -> str:
@@ -292,3 +313,110 @@ def stream_offsets(items: list[Item]) -> list[int]:
         assert message.message_annotations is not None
         offsets.append(message.message_annotations.value[Symbol("x-stream-offset")])
     return offsets
+
+
+MANAGEMENT = "/management"
+PAIRED = {Symbol("paired"): True}
+_UINT = 2**32
+
+
+class ManagementPair:
+    """The /management node's link pair on a raw client's session 0: the request sender on handle 0, the
+    reply receiver on handle 1 with ``credit`` (RabbitMQ 4's HTTP over AMQP)."""
+
+    def __init__(self, client: RawClient, credit: int = 100, name: str = "management") -> None:
+        self.client = client
+        self.next_id = 0
+        self.items: list[Item] = []  # what came besides the replies (flows), in order
+        client.perform(
+            Attach(
+                name=name,
+                handle=UInt(0),
+                role=False,
+                snd_settle_mode=UByte(1),
+                rcv_settle_mode=UByte(0),
+                source=Source(address=MANAGEMENT),
+                target=Target(address=MANAGEMENT),
+                initial_delivery_count=UInt(0),
+                properties=PAIRED,
+            )
+        )
+        self.sender_attached = client.read_count(2)  # the attach and the 8 credits
+        client.perform(
+            Attach(
+                name=name,
+                handle=UInt(1),
+                role=True,
+                snd_settle_mode=UByte(1),
+                rcv_settle_mode=UByte(0),
+                source=Source(address=MANAGEMENT),
+                target=Target(address=MANAGEMENT),
+                properties=PAIRED,
+            )
+        )
+        self.receiver_attached = client.read_count(1)
+        if credit:
+            # The session's next-outgoing-id on both brokers starts at 2^32 - 4 (rabbit_amqp_session).
+            client.perform(
+                Flow(
+                    next_incoming_id=UInt(_UINT - 4),
+                    incoming_window=UInt(1000),
+                    next_outgoing_id=UInt(0),
+                    outgoing_window=UInt(1000),
+                    handle=UInt(1),
+                    delivery_count=UInt(_UINT - 5),
+                    link_credit=UInt(credit),
+                )
+            )
+
+    def send(self, method: str, to: str, body: Any = None, settled: bool = True) -> str:
+        message_id = f"request-{self.next_id}"
+        payload = encode_sections(
+            [Properties(message_id=message_id, to=to, subject=method, reply_to="$me"), AmqpValue(body)]
+        )
+        transfer = Transfer(
+            handle=UInt(0),
+            delivery_id=UInt(self.next_id),
+            delivery_tag=str(self.next_id).encode(),
+            message_format=UInt(0),
+            settled=settled,
+        )
+        self.client.perform(transfer, payload=payload)
+        self.next_id += 1
+        return message_id
+
+    def reply(self) -> tuple[Transfer, Message] | End:
+        """The next reply (its transfer and message), or the End that ended the session instead."""
+        while True:
+            (item,) = self.client.read_count(1)
+            assert isinstance(item, tuple), item
+            _, performative, message = item
+            if isinstance(performative, Transfer):
+                assert message is not None
+                return performative, message
+            if isinstance(performative, End):
+                return performative
+            self.items.append(item)
+
+    def request(self, method: str, to: str, body: Any = None) -> tuple[str, Any]:
+        """The reply's status and body; its correlation-id is checked against the request's message-id."""
+        message_id = self.send(method, to, body)
+        answer = self.reply()
+        assert not isinstance(answer, End), answer
+        _, message = answer
+        assert message.properties is not None
+        assert message.properties.correlation_id == message_id
+        assert message.application_properties is not None
+        assert message.application_properties.value == {"http:response": "1.1"}
+        (section,) = message.body
+        assert isinstance(section, AmqpValue)
+        assert message.properties.subject is not None
+        return message.properties.subject, section.value
+
+    def ended(self, method: str, to: str, body: Any = None, settled: bool = True) -> tuple[str, str]:
+        """A request that ends the session: the End's condition and description."""
+        self.send(method, to, body, settled)
+        answer = self.reply()
+        assert isinstance(answer, End), answer
+        assert isinstance(answer.error, Error), answer
+        return str(answer.error.condition), str(answer.error.description)

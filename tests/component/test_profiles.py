@@ -127,5 +127,14 @@ def test_every_profile_row_is_covered_by_a_test() -> None:
         # AMQP 1.0 on the AMQP port: tests/compat/test_amqp10_connection.py under rabbitmq-4.0 against 4.0.5,
         # and its refusal (the 0-9-1 header back) under the default 3.13 profile
         "amqp10",
+        # tests/integration/test_rabbitmq4_settle_rules.py, and the scenarios dead_letter_x_death and
+        # stream_refused_operations of tests/compat/test_differential.py against 3.10 and 4.0
+        "dead_letter_keeps_cc",
+        "stream_settle_any_outcome",
+        # tests/management/test_compat_http_40.py against 4.0.5 (and tests/management/test_compat_http.py
+        # against 3.10 for the 3.x shape); tests/compat/test_refusals_40.py for the AMQP 403 texts
+        "queue_type_in_arguments",
+        "management_4x",
+        "permission_in_refusals",
     }
     assert rows == tested

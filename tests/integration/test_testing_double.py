@@ -193,3 +193,25 @@ def test_unroutable_mandatory_message_is_recorded_as_returned(vhost: VhostHandle
     assert record.fates() == ["published", "routed", "returned"]
     assert record.fate() == "returned"
     connection.close()
+
+
+async def test_evicted_messages_leave_the_history_indexes() -> None:
+    """Past max_messages the oldest record goes, and with it its entries in the per-queue and per-exchange
+    indexes (they grew without bound before)."""
+    async with EmbeddedBroker(name_seed=3) as embedded:
+        inspector = embedded.inspector
+        inspector.max_messages = 3
+        connection = await aio_pika.connect(embedded.url)
+        channel = await connection.channel()
+        queues = [await channel.declare_queue(f"evict-{n}", exclusive=True) for n in range(2)]
+        for number in range(6):
+            await channel.default_exchange.publish(
+                aio_pika.Message(str(number).encode()), routing_key=queues[number % 2].name
+            )
+        await inspector.settle()
+        assert [record.body for record in inspector.history(exchange="")] == [b"3", b"4", b"5"]
+        assert [record.body for record in inspector.history(queue="evict-0")] == [b"4"]
+        assert [record.body for record in inspector.history(queue="evict-1")] == [b"3", b"5"]
+        assert [len(ids) for ids in inspector._by_queue.values()] == [1, 2]
+        assert [len(ids) for ids in inspector._by_exchange.values()] == [3]
+        await connection.close()

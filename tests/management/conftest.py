@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,9 +61,14 @@ class Api:
 
 @pytest.fixture
 async def api() -> AsyncIterator[Api]:
-    server = build_node(
-        ServerConfig(host="127.0.0.1", port=0, management_port=None), asyncio.get_running_loop()
-    )
+    async with running_api(ServerConfig(host="127.0.0.1", port=0, management_port=None)) as running:
+        yield running
+
+
+@asynccontextmanager
+async def running_api(config: ServerConfig) -> AsyncIterator[Api]:
+    """A node built from ``config`` on the running loop, with its management app on a test server."""
+    server = build_node(config, asyncio.get_running_loop())
     await server.start()
     context = ManagementContext(server, node="warrenmq@testhost")
     client: TestClient[Any, Any] = TestClient(TestServer(build_app(context)))

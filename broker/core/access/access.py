@@ -16,6 +16,7 @@ from typing import Any, Literal, NamedTuple
 
 from broker.core.access.passwords import ALGORITHMS, DEFAULT_ALGORITHM, check_password, hash_password
 from broker.core.access.pcre_errors import pcre_reason
+from broker.core.access.refusals import DEFAULT_EXCHANGE_NAME, refusal
 
 Permission = Literal["configure", "write", "read"]
 # RabbitMQ's resource kinds (rabbit_types:resource_kind()).
@@ -27,8 +28,6 @@ POLICYMAKER = "policymaker"
 MANAGEMENT = "management"
 IMPERSONATOR = "impersonator"
 _MANAGEMENT_TAGS = frozenset({ADMINISTRATOR, MONITORING, POLICYMAKER, MANAGEMENT})
-# rabbit_channel names the default exchange "amq.default" when it checks access to it.
-DEFAULT_EXCHANGE_NAME = "amq.default"
 
 
 class AccessError(ValueError):
@@ -147,6 +146,8 @@ class AccessControl:
         self.version = 0
         # False only for `--planes off` (the baseline of warrenmq bench --plane-cost): every check passes.
         self.enforced = True
+        # 403 texts name the permission first, as 4.x words them (the profile's permission_in_refusals).
+        self.permission_first_in_refusals = False
         # Told what changed (a user's name, (user, vhost), or (user, vhost, exchange)), so the broker can
         # mirror the change into its store; not told of a vhost's deletion, which the store handles whole.
         self.on_change: Callable[[Change, tuple[str, ...]], None] | None = None
@@ -319,24 +320,9 @@ class AccessControl:
         self, user: str, vhost: str, resource_kind: ResourceKind, name: str, permission: Permission
     ) -> str:
         """RabbitMQ's 403 text for a refused decision (rabbit_access_control:check_resource_access)."""
-        return "ACCESS_REFUSED - " + refusal(user, vhost, resource_kind, name, permission)
-
-
-def refusal(user: str, vhost: str, resource_kind: ResourceKind, name: str, permission: Permission) -> str:
-    """The detail of RabbitMQ's 403 for a refused resource (rabbit_access_control:check_resource_access;
-    RabbitMQ 3.10.8 says "access to queue 'q' in vhost '/' refused for user 'u'", without the permission
-    that 4.x puts first)."""
-    shown = DEFAULT_EXCHANGE_NAME if resource_kind == "exchange" and name == "" else name
-    return f"access to {resource_kind} '{shown}' in vhost '{vhost}' refused for user '{user}'"
-
-
-def topic_refusal(user: str, vhost: str, exchange: str, routing_key: str) -> str:
-    """The detail of RabbitMQ's 403 for a refused routing key (rabbit_access_control:check_topic_access,
-    as RabbitMQ 3.10.8 words it)."""
-    return (
-        f"access to topic '{routing_key}' in exchange '{exchange}' in vhost '{vhost}' "
-        f"refused for user '{user}'"
-    )
+        return "ACCESS_REFUSED - " + refusal(
+            user, vhost, resource_kind, name, permission, self.permission_first_in_refusals
+        )
 
 
 class DecisionCache:

@@ -58,6 +58,19 @@ class Profile(NamedTuple):
     # A stream offset past the tail: 3.10.8 starts the consumer at the tail; 4.0.5 (a newer osiris) waits for
     # that offset and starts there (checked over AMQP 0-9-1 and 1.0); the 4.x profiles follow it.
     stream_offset_past_tail_waits: bool = False
+    # A queue declared without x-queue-type: 4.0's rabbit_queue_type:inject_dqt writes the type into its
+    # arguments (the vhost's default, else classic), so every queue lists x-queue-type in its arguments, in
+    # the management API and in exported definitions.
+    queue_type_in_arguments: bool = False
+    # The management API's 4.0 shape: the overview's cluster_tags, node_tags, default_queue_type and
+    # is_op_policy_updating_enabled, a node's being_drained, whoami's is_internal_user, a vhost's default type
+    # "classic" (not "undefined"), bad credentials answered 401 "Not_Authorized" without a realm, HTTP
+    # publishing refused with "write access to ..." and an unknown exchange 404, the mirrored-queue actions
+    # (sync, cancel_sync) gone, and bulk-delete of an unknown user a no-op.
+    management_4x: bool = False
+    # 403 ACCESS_REFUSED texts: "access to queue 'q' ..." in 3.x, "configure access to queue 'q' ..." (the
+    # permission first) in 4.0.5, over AMQP 0-9-1 and the HTTP API alike.
+    permission_in_refusals: bool = False
 
 
 PROFILES: dict[str, Profile] = {
@@ -91,6 +104,9 @@ PROFILES: dict[str, Profile] = {
             dead_letter_keeps_cc=True,
             stream_settle_any_outcome=True,
             stream_offset_past_tail_waits=True,
+            queue_type_in_arguments=True,
+            management_4x=True,
+            permission_in_refusals=True,
         ),
         Profile(
             "rabbitmq-4.3",
@@ -107,6 +123,9 @@ PROFILES: dict[str, Profile] = {
             dead_letter_keeps_cc=True,
             stream_settle_any_outcome=True,
             stream_offset_past_tail_waits=True,
+            queue_type_in_arguments=True,
+            management_4x=True,
+            permission_in_refusals=True,
         ),
     )
 }

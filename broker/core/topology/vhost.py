@@ -117,6 +117,9 @@ class VirtualHost(VhostTopology):
         # declared exclusive is refused for exclusive-owner before non-durable.
         durable = durable and not exclusive
         args = dict(arguments or {})
+        if self.profile.queue_type_in_arguments and "x-queue-type" not in args:
+            # 4.0's rabbit_queue_type:inject_dqt, before the equivalence check.
+            args["x-queue-type"] = "classic"
         existing = self.queues.get(name)
         if existing is not None:
             # assert_equivalence checks exclusive ownership strictly: same owner, same exclusivity.

@@ -64,6 +64,8 @@ def login(context: ManagementContext, request: web.Request) -> User:
     user = context.broker.access.authenticate(*given)
     if user is None:
         context.broker.auth_attempts.record("http", False)
+        if context.broker.profile.management_4x:
+            raise ApiError(401, "not_authorized", "Not_Authorized")  # 4.0.5: no realm header
         raise ApiError(401, "not_authorized", "Login failed", {"WWW-Authenticate": REALM})
     if not user.is_management:
         context.broker.auth_attempts.record("http", False)

@@ -186,9 +186,15 @@ def vhost_json(vhost: VirtualHost, node: str, metadata: dict[str, Any]) -> dict[
     unacked = sum(queue.unacked for queue in vhost.queues.values())
     description = str(metadata.get("description", ""))
     tags = list(metadata.get("tags", []))
+    queue_type = metadata.get("default_queue_type", "undefined")
+    shown_metadata: dict[str, Any] = {"description": description, "tags": tags}
+    if vhost.profile.management_4x:
+        # 4.0 reports the node's default, classic, for a vhost without one, in its metadata too.
+        queue_type = metadata.get("default_queue_type", "classic")
+        shown_metadata["default_queue_type"] = queue_type
     return {
         "cluster_state": {node: "running"},
-        "default_queue_type": metadata.get("default_queue_type", "undefined"),
+        "default_queue_type": queue_type,
         "description": description,
         "messages": ready + unacked,
         "messages_details": dict(RATE),
@@ -196,7 +202,7 @@ def vhost_json(vhost: VirtualHost, node: str, metadata: dict[str, Any]) -> dict[
         "messages_ready_details": dict(RATE),
         "messages_unacknowledged": unacked,
         "messages_unacknowledged_details": dict(RATE),
-        "metadata": {"description": description, "tags": tags},
+        "metadata": shown_metadata,
         "name": vhost.name,
         "recv_oct": 0,
         "recv_oct_details": dict(RATE),

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import structlog
 
+from broker.core.model.acting import INTERNAL, acting
 from broker.session.amqp10 import sasl
 from broker.session.amqp10.errors import (
     FRAMING_ERROR,
@@ -47,6 +48,7 @@ from protocol.errors import AMQPError
 
 if TYPE_CHECKING:
     from broker.core.broker import Broker
+    from broker.core.queues.queue import Queue
     from broker.core.topology.vhost import VirtualHost
     from broker.session.config import SessionConfig
 
@@ -103,6 +105,7 @@ class Connection:
         self.container_id = ""
         self.vhost: VirtualHost | None = None
         self.sessions: dict[int, Session] = {}
+        self.exclusive_queues: list[Queue] = []  # declared through the management node
         self.peer_max_frame_size = 512
         self.max_message_size = config.max_message_size
         self.channel_max = CHANNEL_MAX
@@ -331,6 +334,14 @@ class Connection:
         self.sessions.clear()
         for session in sessions:
             session.release()
+        # Exclusive queues go with their connection (rabbit_amqqueue's owner monitor), as the broker acts.
+        vhost = self.vhost
+        if vhost is not None:
+            with acting(INTERNAL):
+                for queue in self.exclusive_queues:
+                    if vhost.queues.get(queue.name) is queue:
+                        vhost.remove_queue(queue)
+        self.exclusive_queues.clear()
 
     # -- output
 

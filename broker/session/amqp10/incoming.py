@@ -118,9 +118,9 @@ class IncomingLink:
         self.credit -= 1
         persistence = self.session.vhost.persistence
         writes = persistence.writes if persistence is not None else 0
-        outcome = self._publish(whole)
-        settled = first.settled or transfer.settled
-        _count(self.session.conn.broker.amqp10_counters, outcome, bool(settled))
+        settled = bool(first.settled or transfer.settled)
+        outcome = self._publish(whole, settled)
+        _count(self.session.conn.broker.amqp10_counters, outcome, settled)
         if not settled and first.delivery_id is not None:
             # A message the store took is accepted once its batch is durable, as a 0-9-1 confirm is.
             stored = persistence is not None and persistence.writes != writes
@@ -129,7 +129,7 @@ class IncomingLink:
             self.credit = LINK_CREDIT
             self.session.send(self._credit_flow())
 
-    def _publish(self, payload: bytes) -> DeliveryState:
+    def _publish(self, payload: bytes, settled: bool) -> DeliveryState:
         message10 = decode_message(payload)
         address = self.address
         if address is None:
@@ -153,6 +153,11 @@ class IncomingLink:
             queues, rejected = self.session.vhost.publish(address.exchange, message)
         except AMQPError as error:
             return _rejected(condition_of(error), error.text)
+        if not settled:
+            # A queue process delivers what it takes to its consumers before it confirms it to the publisher:
+            # a consumer with credit on this session gets the transfer before the publisher's disposition.
+            for queue in queues:
+                queue.dispatcher.catch_up(queue)
         if rejected:  # a queue refused it (x-overflow reject-publish): rejected, no error, as 4.0.5
             return Rejected()
         if not queues:

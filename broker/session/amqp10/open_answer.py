@@ -3,6 +3,7 @@ client's open names."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Final
 
 from protocol.amqp10.performatives import Open
@@ -17,6 +18,7 @@ CHANNEL_MAX: Final = 63
 _OFFERED_CAPABILITIES: Final = (Symbol("LINK_PAIR_V1_0"), Symbol("ANONYMOUS-RELAY"))
 _COPYRIGHT: Final = "Copyright (c) 2007-2024 Broadcom Inc and/or its subsidiaries"
 _INFORMATION: Final = "Licensed under the MPL 2.0. Website: https://rabbitmq.com"
+_PLATFORM: Final = f"Python {sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}"
 
 
 def our_open(config: SessionConfig, version: str) -> Open:
@@ -31,6 +33,8 @@ def our_open(config: SessionConfig, version: str) -> Open:
             Symbol("cluster_name"): config.cluster_name,
             Symbol("copyright"): _COPYRIGHT,
             Symbol("information"): _INFORMATION,
+            # 4.0.5 names its Erlang/OTP release here; we name the runtime, as connection.start's does.
+            Symbol("platform"): _PLATFORM,
             Symbol("product"): config.product,
             Symbol("version"): version,
         },

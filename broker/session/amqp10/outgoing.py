@@ -34,6 +34,7 @@ from protocol.amqp10.delivery_states import Released
 from protocol.amqp10.frames import FRAME_HEADER_SIZE, encode_frame
 from protocol.amqp10.performatives import (
     SND_SETTLED,
+    SND_UNSETTLED,
     Attach,
     Detach,
     Flow,
@@ -127,15 +128,15 @@ class OutgoingLink:
                 name=attach.name,
                 handle=UInt(self.handle),
                 role=False,
-                snd_settle_mode=attach.snd_settle_mode,
+                # rabbit_amqp_session's effective mode: settled when asked, unsettled otherwise (mixed too).
+                snd_settle_mode=UByte(SND_SETTLED if self.settled else SND_UNSETTLED),
                 rcv_settle_mode=UByte(0),
-                source=Source(
-                    address=self.source.address,
-                    filter=self.source.filter,  # echoed whole, read or not, as RabbitMQ 4.0.5 does
-                    default_outcome=Released(),
-                    outcomes=_OUTCOMES,
-                ),
+                # The client's source echoed (its filter-set whole, read or not, as 4.0.5 does), with released
+                # as the only default outcome (what a lost session does to its deliveries) and the outcomes
+                # supported.
+                source=replace(self.source, default_outcome=Released(), outcomes=_OUTCOMES),
                 initial_delivery_count=UInt(self.delivery_count),
+                max_message_size=attach.max_message_size,  # echoed, as 4.0.5 does
             )
         )
         add_consumer(self.queue, self.consumer)
@@ -228,7 +229,8 @@ class OutgoingLink:
         transfer = Transfer(
             handle=UInt(self.handle),
             delivery_id=UInt(delivery_id),
-            delivery_tag=_TAG.pack(delivery_id),
+            # 4.0.5 tags a settled (at-most-once) delivery with the empty binary: nothing will refer to it.
+            delivery_tag=b"" if self.settled else _TAG.pack(delivery_id),
             message_format=UInt(0),
             settled=self.settled,
         )

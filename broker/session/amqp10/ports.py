@@ -8,16 +8,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from broker.core.access.access import DecisionCache
     from broker.core.broker import Broker
-    from broker.core.queues.queue import Consumer
+    from broker.core.queues.queue import Consumer, Queue
     from broker.core.queues.unacked import UnackedTracker
     from broker.core.topology.vhost import VirtualHost
+    from broker.session.config import SessionConfig
     from protocol.amqp10.delivery_states import DeliveryState
     from protocol.amqp10.performatives import Flow, Performative
 
 
 class ConnectionPort(Protocol):
     broker: Broker
+    config: SessionConfig
     username: str
+    exclusive_queues: list[Queue]  # declared exclusive through the management node: deleted with it
     writable: bool
     peer_max_frame_size: int
     max_message_size: int  # max_message_size (rabbitmq.conf), the profile's default unless configured

@@ -12,6 +12,7 @@ from broker.core.model.protocol_counters import queue_type_of
 from broker.core.queues.unacked import Delivery, UnackedTracker, requeue_deliveries
 from broker.core.streams.lookup import stream_outcomes
 from broker.core.topology.dead_letter import reject_deliveries
+from broker.session.amqp10 import management_links
 from broker.session.amqp10.errors import (
     ILLEGAL_STATE,
     UNATTACHED_HANDLE,
@@ -19,6 +20,7 @@ from broker.session.amqp10.errors import (
     SessionError,
 )
 from broker.session.amqp10.incoming import IncomingLink
+from broker.session.amqp10.management_links import ManagementReplies, ManagementRequests
 from broker.session.amqp10.outgoing import OutgoingLink
 from broker.session.fates import forget_settled
 from protocol.amqp10.delivery_states import Accepted, DeliveryState, Modified, Rejected, Released
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from broker.core.topology.vhost import VirtualHost
     from broker.session.amqp10.ports import ConnectionPort
 
+Link = IncomingLink | OutgoingLink | ManagementRequests | ManagementReplies
 UINT: Final = 2**32
 INITIAL_OUTGOING_ID: Final = UINT - 4
 INCOMING_WINDOW: Final = 400
@@ -56,7 +59,7 @@ class Session:
         self.next_outgoing_id = INITIAL_OUTGOING_ID
         self.remote_incoming_window = begin.incoming_window
         self.next_delivery_id = 0
-        self.links: dict[int, IncomingLink | OutgoingLink] = {}
+        self.links: dict[int, Link] = {}
         self.unacked = UnackedTracker()  # deliveries sent unsettled, by delivery-id
         # Outcomes of the client's unsettled transfers, sent once the read is handled, runs of consecutive
         # delivery-ids with one outcome in one disposition (as rabbit_amqp_session batches them).
@@ -90,7 +93,7 @@ class Session:
         else:
             raise SessionError(ILLEGAL_STATE, f"unexpected {type(performative).__name__}")
 
-    def _link(self, handle: int | None) -> IncomingLink | OutgoingLink:
+    def _link(self, handle: int | None) -> Link:
         link = self.links.get(handle) if handle is not None else None
         if link is None:
             raise SessionError(UNATTACHED_HANDLE, f"Unknown link handle: {handle}")
@@ -99,8 +102,11 @@ class Session:
     def _on_attach(self, attach: Attach) -> None:
         if attach.handle in self.links or attach.handle > HANDLE_MAX:
             raise SessionError("amqp:session:handle-in-use", f"handle {attach.handle} is in use")
-        if attach.role:  # the client receives: we send from a queue
-            link: IncomingLink | OutgoingLink = OutgoingLink.attach(self, attach)
+        link: Link
+        if management_links.is_management(attach):  # a half of a `/management` link pair
+            link = management_links.attach(self, attach)
+        elif attach.role:  # the client receives: we send from a queue
+            link = OutgoingLink.attach(self, attach)
         else:
             link = IncomingLink.attach(self, attach)
         self.links[attach.handle] = link
@@ -115,7 +121,7 @@ class Session:
     def _on_transfer(self, transfer: Transfer, payload: bytes) -> None:
         self.transfer_received()
         link = self._link(transfer.handle)
-        if not isinstance(link, IncomingLink):
+        if not isinstance(link, IncomingLink | ManagementRequests):
             raise SessionError(ILLEGAL_STATE, f"transfer on the sending link {transfer.handle}")
         try:
             link.on_transfer(transfer, payload)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 from urllib.parse import urlparse, urlunparse
 
 from .wire import Frame, Splitter
@@ -21,6 +22,14 @@ Direction = Literal["C", "S"]  # client to broker, broker to client
 # connection.close and close-ok: after either, the broker closing the socket is the normal end (when it gives
 # up waiting for a close-ok is timing: RabbitMQ 3 s after a frame error, 30 s after other errors).
 CLOSING = (b"\x00\x0a\x00\x32", b"\x00\x0a\x00\x33")
+
+
+class FrameSplitter(Protocol):
+    """Cuts one direction of a connection into frames (wire.Splitter for 0-9-1, amqp10_wire's for 1.0)."""
+
+    def feed(self, data: bytes) -> list[Frame]: ...
+
+    def rest(self) -> Frame | None: ...
 
 
 @dataclass(frozen=True)
@@ -56,8 +65,9 @@ class RecordingProxy:
     """``with RecordingProxy(broker_url) as proxy``: clients connect to ``proxy.url``; ``proxy.recordings``
     holds one ``Recording`` per accepted connection."""
 
-    def __init__(self, upstream_url: str) -> None:
+    def __init__(self, upstream_url: str, splitter: Callable[[], FrameSplitter] = Splitter) -> None:
         parsed = urlparse(upstream_url)
+        self._splitter = splitter
         self._upstream = parsed
         self._host = parsed.hostname or "127.0.0.1"
         self._port = parsed.port or 5672
@@ -126,8 +136,12 @@ class RecordingProxy:
             client_writer.close()
             recording.closed.set()
             return
-        upward = asyncio.ensure_future(self._pump(client_reader, broker_writer, recording, "C"))
-        downward = asyncio.ensure_future(self._pump(broker_reader, client_writer, recording, "S"))
+        upward = asyncio.ensure_future(
+            self._pump(client_reader, broker_writer, recording, "C", self._splitter())
+        )
+        downward = asyncio.ensure_future(
+            self._pump(broker_reader, client_writer, recording, "S", self._splitter())
+        )
         self._tasks.update((upward, downward))
         try:
             await asyncio.gather(upward, downward, return_exceptions=True)
@@ -137,9 +151,12 @@ class RecordingProxy:
 
     @staticmethod
     async def _pump(
-        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, recording: Recording, direction: Direction
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        recording: Recording,
+        direction: Direction,
+        splitter: FrameSplitter,
     ) -> None:
-        splitter = Splitter()
         try:
             while data := await reader.read(65536):
                 recording.add(direction, splitter.feed(data))

@@ -98,15 +98,16 @@ class Splitter:
         return Frame(-1, 0, self._buffer) if self._buffer and not self._lost else None
 
 
-class _Reader:
-    """A cursor over one payload; reads fail with ``_Short`` when the payload ends first."""
+class Reader:
+    """A cursor over one payload; reads fail with ``Short`` when the payload ends first (the 0-9-1 and the
+    AMQP 1.0 decoders share it)."""
 
     def __init__(self, data: bytes, pos: int = 0) -> None:
         self.data, self.pos = data, pos
 
     def take(self, count: int) -> bytes:
         if self.pos + count > len(self.data):
-            raise _Short
+            raise Short
         chunk = self.data[self.pos : self.pos + count]
         self.pos += count
         return chunk
@@ -120,9 +121,13 @@ class _Reader:
     def longstr(self) -> Any:
         return text(self.take(self.unpack("!I")))
 
+    @property
+    def left(self) -> int:
+        return len(self.data) - self.pos
 
-class _Short(Exception):
-    pass
+
+class Short(Exception):
+    """The payload ended inside a value."""
 
 
 def text(raw: bytes) -> Any:
@@ -133,7 +138,7 @@ def text(raw: bytes) -> Any:
         return {"bytes": raw.hex()}
 
 
-def _value(reader: _Reader, code: str) -> Any:
+def _value(reader: Reader, code: str) -> Any:
     if code in _FIXED:
         return reader.unpack(_FIXED[code])
     if code == "t":
@@ -153,14 +158,14 @@ def _value(reader: _Reader, code: str) -> Any:
         return items
     if code == "V":
         return None
-    raise _Short  # an unknown type code: RabbitMQ cannot read past it either
+    raise Short  # an unknown type code: RabbitMQ cannot read past it either
 
 
-def _table(reader: _Reader) -> list[Any]:
+def _table(reader: Reader) -> list[Any]:
     """A field table as ``[[key, type code, value], ...]`` in wire order."""
     end = reader.unpack("!I") + reader.pos
     if end > len(reader.data):
-        raise _Short
+        raise Short
     fields = []
     while reader.pos < end:
         key = reader.shortstr()
@@ -169,7 +174,7 @@ def _table(reader: _Reader) -> list[Any]:
     return fields
 
 
-def _typed(reader: _Reader, amqp_type: str) -> Any:
+def _typed(reader: Reader, amqp_type: str) -> Any:
     if amqp_type == "shortstr":
         return reader.shortstr()
     if amqp_type == "longstr":
@@ -190,7 +195,7 @@ def decode_method(payload: bytes) -> dict[str, Any]:
     if cls is None:
         record["undecoded"] = payload[4:].hex()
         return record
-    reader = _Reader(payload, 4)
+    reader = Reader(payload, 4)
     bit_byte, bit = 0, 8
     try:
         for slot in cls.__slots__:
@@ -203,7 +208,7 @@ def decode_method(payload: bytes) -> dict[str, Any]:
                 continue
             bit = 8
             record["args"].append([slot, amqp_type, _typed(reader, amqp_type)])
-    except _Short:
+    except Short:
         record["undecoded"] = payload[reader.pos :].hex()
         return record
     if reader.pos != len(payload):
@@ -213,7 +218,7 @@ def decode_method(payload: bytes) -> dict[str, Any]:
 
 def decode_header(payload: bytes) -> dict[str, Any]:
     """A content header: class, weight, body size, the flags word and each present property, typed."""
-    reader = _Reader(payload)
+    reader = Reader(payload)
     try:
         class_id, weight, body_size, flags = (reader.unpack(f) for f in ("!H", "!H", "!Q", "!H"))
         record: dict[str, Any] = {
@@ -226,7 +231,7 @@ def decode_header(payload: bytes) -> dict[str, Any]:
         for index, (name, amqp_type) in enumerate(PROPERTIES):
             if flags & (1 << (15 - index)):
                 record["props"].append([name, amqp_type, _typed(reader, amqp_type)])
-    except _Short:
+    except Short:
         return {"undecoded": payload.hex()}
     if reader.pos != len(payload):
         record["undecoded"] = payload[reader.pos :].hex()

@@ -20,22 +20,28 @@ from protocol.amqp10.types import Described, Symbol, UInt, ULong, symbols
 def test_close_with_an_error_encodes_as_the_spec_lays_it_out() -> None:
     close = Close(error=Error(condition=Symbol("amqp:connection:forced"), description="bye"))
     expected = (
-        bytes.fromhex("0053 18 c0 24 01")  # close: list8 of one field
-        + bytes.fromhex("0053 1d c0 1e 02")  # error: condition and description (info omitted)
+        bytes.fromhex("0053 18 c0 25 01")  # close: list8 of one field
+        + bytes.fromhex("0053 1d c0 1f 03")  # error: condition, description and a null info
         + bytes.fromhex("a3 16")
         + b"amqp:connection:forced"
         + bytes.fromhex("a1 03")
         + b"bye"
+        + bytes.fromhex("40")
     )
     assert encode(close) == expected
     assert decode_performative(expected) == (close, b"")
 
 
-def test_trailing_nulls_are_omitted_and_absent_fields_read_as_none() -> None:
+def test_every_field_is_written_as_rabbitmq_writes_it_and_absent_fields_read_as_none() -> None:
+    # RabbitMQ 4.0.5 writes a close without an error as a list of one null, and a composite without fields
+    # (accepted) as list0.
+    assert encode(Close()) == bytes.fromhex("005318 c0 02 01 40")
     assert encode(Accepted()) == bytes.fromhex("00532445")
     flow = Flow(incoming_window=1, next_outgoing_id=2, outgoing_window=3)
-    assert encode(flow) == bytes.fromhex("005313 c0 08 04 40 5201 5202 5203")
+    assert encode(flow) == bytes.fromhex("005313 c0 0f 0b 40 5201 5202 5203 40 40 40 40 40 40 40")
     assert decode_performative(encode(flow))[0] == flow
+    # A peer may omit trailing nulls (part 1, 1.4): the omitted fields read as None.
+    assert decode_performative(bytes.fromhex("005313 c0 08 04 40 5201 5202 5203"))[0] == flow
 
 
 def test_symbolic_descriptors_are_read_too() -> None:

@@ -21,7 +21,8 @@ async def queue_action(request: web.Request, context: ManagementContext) -> web.
     if request.match_info["name"] not in vhost.queues:
         raise not_found()
     action = (await body_json(request, ("action",)))["action"]
-    if action not in _ACTIONS:
+    # 4.0 removed classic mirrored queues and their actions: every action is unknown.
+    if action not in _ACTIONS or context.broker.profile.management_4x:
         raise bad_request(["unknown", action])  # {unknown, Action}, a tuple rendered as a JSON list
     return no_content()
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
-from broker.core.access.access import refusal, topic_refusal
+from broker.core.access.refusals import refusal, topic_refusal
 from broker.core.exchanges.exchange import Exchange
 from broker.core.model.expiration import parse_expiration
 from broker.management.api.auth import Gate, current_user, visible_vhosts
@@ -140,13 +140,15 @@ def _check_publish(context: ManagementContext, user: str, vhost: str, name: str,
     """RabbitMQ publishes through an AMQP channel as the user: basic.publish's checks (write on the exchange,
     then the routing key on a topic exchange), refused with the channel's 403 (answered as 400 below)."""
     access = context.broker.access
+    first = access.permission_first_in_refusals
     if not access.authorize(user, vhost, "exchange", name, "write"):
-        raise ChannelError(ReplyCode.ACCESS_REFUSED, refusal(user, vhost, "exchange", name, "write"))
+        raise ChannelError(ReplyCode.ACCESS_REFUSED, refusal(user, vhost, "exchange", name, "write", first))
     exchange = context.vhost(vhost).exchanges.get(name)
     if exchange is None or exchange.internal or exchange.type_name != "topic":
         return
     if not access.authorize_topic(user, vhost, name, routing_key, "write"):
-        raise ChannelError(ReplyCode.ACCESS_REFUSED, topic_refusal(user, vhost, name, routing_key))
+        text = topic_refusal(user, vhost, name, routing_key, "write", first)
+        raise ChannelError(ReplyCode.ACCESS_REFUSED, text)
 
 
 async def publish(request: web.Request, context: ManagementContext) -> web.Response:
@@ -162,6 +164,8 @@ async def publish(request: web.Request, context: ManagementContext) -> web.Respo
         if vhost.events.hot_observers:  # RabbitMQ publishes through a channel: observers see it as one
             published_events(vhost.events, vhost.name, message, queues, False, 0, "HTTP API")
     except AMQPError as error:
+        if error.code == ReplyCode.NOT_FOUND and context.broker.profile.management_4x:
+            raise ApiError(404, "not_found", "exchange_not_found") from None  # 4.0.5's resource_exists
         # rabbit_mgmt_wm_exchange_publish reports the channel error as "<code> <reply text>".
         raise ApiError(400, "bad_request", f"{int(error.code)} {error.reply_text}") from None
     return json_response({"routed": bool(queues)})

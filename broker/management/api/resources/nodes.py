@@ -151,6 +151,8 @@ def node_json(context: ManagementContext) -> dict[str, Any]:
             "uptime": context.uptime_ms(),
         }
     )
+    if context.broker.profile.management_4x:
+        body["being_drained"] = False  # 4.0's maintenance mode: never entered here
     if context.server.ha is not None:
         body.update(context.server.ha.fields())
     return body

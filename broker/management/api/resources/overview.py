@@ -132,6 +132,11 @@ async def get_overview(request: web.Request, context: ManagementContext) -> web.
         # WarrenMQ's own: the event journal's settings and counters (drops included), null when off.
         "journal": journal.metrics() if journal is not None else None,
     }
+    if context.broker.profile.management_4x:
+        # Fields 4.0 added: the cluster's and node's tags (none configured), the default queue type, and
+        # whether operator policies may change (rabbitmq.conf's default, true).
+        body.update(cluster_tags={}, node_tags={}, default_queue_type="classic")
+        body["is_op_policy_updating_enabled"] = True
     if context.server.ha is not None:  # the node's role in a high-availability pair (broker/ha)
         body.update(context.server.ha.fields())
     add_overview_stats(body, context, request)
@@ -140,7 +145,10 @@ async def get_overview(request: web.Request, context: ManagementContext) -> web.
 
 async def get_whoami(request: web.Request, context: ManagementContext) -> web.Response:
     user = current_user(request)
-    return reply(request, {"name": user.name, "tags": list(user.tags)})
+    body: dict[str, Any] = {"name": user.name, "tags": list(user.tags)}
+    if context.broker.profile.management_4x:
+        body["is_internal_user"] = True  # every user is rabbit_auth_backend_internal's
+    return reply(request, body)
 
 
 async def get_cluster_name(request: web.Request, context: ManagementContext) -> web.Response:
