@@ -326,6 +326,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
                 for name in value("auth_mechanisms")
                 if name != "EXTERNAL" or loaded.plugin_on(AUTH_MECHANISM_SSL)
             ),
+            auth_mechanisms_configured=loaded.resolved["auth_mechanisms"].source != "default",
             product="RabbitMQ" if rabbitmq else "WarrenMQ",
             product_version=profile.rabbitmq_version if rabbitmq else __version__,
             cluster_name=value("cluster_name"),

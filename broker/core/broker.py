@@ -14,6 +14,7 @@ from broker.core.model.clock import Clock, ManualClock
 from broker.core.model.dispatcher import Dispatcher
 from broker.core.model.names import NameGenerator
 from broker.core.model.profile import DEFAULT_PROFILE, Profile
+from broker.core.model.protocol_counters import ProtocolCounters
 from broker.core.model.stats import ChurnStats
 from broker.core.policies.policies import Policy, PolicyTable
 from broker.core.policies.runtime_parameters import RuntimeParameters
@@ -52,6 +53,7 @@ class Broker:
         self.access = AccessControl()
         self.access.permission_first_in_refusals = profile.permission_in_refusals
         self.auth_attempts = AuthAttempts()  # logins over AMQP and HTTP (rabbit_core_metrics)
+        self.amqp10_counters = ProtocolCounters()  # what AMQP 1.0 sessions publish and deliver
         # Plugin exchange types not declarable (their plugin is not in enabled_plugins): set_plugin_exchanges.
         self.disabled_exchange_types: frozenset[str] = frozenset()
         # Vhost metadata (description, tags, default_queue_type) as RabbitMQ keeps it, by vhost name.

@@ -49,6 +49,14 @@ class AMQP10Protocol(asyncio.Protocol):
             else peer
         )
         self.connection = Connection(server.broker, server.config.session, self, peer, is_loopback(peer))
+        if transport.get_extra_info("ssl_object") is not None:
+            # Only a TLS listener's connections get here, and it imported broker.server.tls already.
+            from broker.server.tls import login_name
+
+            self.connection.tls = True
+            self.connection.peer_cert_login = login_name(
+                transport.get_extra_info("peercert"), server.config.ssl_cert_login_from
+            )
 
     @classmethod
     def take_over(

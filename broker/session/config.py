@@ -47,5 +47,8 @@ class SessionConfig(NamedTuple):
     consumer_max_per_channel: int | None = None
     # auth_mechanisms.*: what connection.start offers (EXTERNAL only to a TLS peer with a certificate).
     auth_mechanisms: tuple[str, ...] = ("PLAIN", "AMQPLAIN")
+    # Whether rabbitmq.conf lists auth_mechanisms.*: AMQP 1.0 then offers that list as RabbitMQ 4 does, else
+    # 4.0's default (broker.session.amqp10.sasl).
+    auth_mechanisms_configured: bool = False
     # loopback_users (rabbit.app: [<<"guest">>]): users who may log in only from a loopback address.
     loopback_users: tuple[str, ...] = ("guest",)

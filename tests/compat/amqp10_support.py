@@ -43,12 +43,16 @@ from protocol.amqp10.performatives import (
 from protocol.amqp10.sasl import SaslFrame, SaslInit, decode_sasl
 from protocol.amqp10.sections import AmqpValue, Properties
 from protocol.amqp10.terminus import Source, Target
-from protocol.amqp10.types import Symbol, UByte, UInt
+from protocol.amqp10.types import Described, Symbol, UByte, UInt
 
 WARRENMQ = "warrenmq"
 RABBITMQ4 = "rabbitmq-4.0.5"
 BROKERS = [WARRENMQ, RABBITMQ4]
 RESET = "reset"
+# The delivery-count a receiver link starts at on RabbitMQ 4.0.5 (2^32 - 5), and the transfer-id of a
+# session's first transfer (2^32 - 4).
+INITIAL_DELIVERY_COUNT = 2**32 - 5
+INITIAL_OUTGOING_ID = 2**32 - 4
 EOF_ = "eof"
 
 
@@ -194,6 +198,121 @@ def settled_ids(items: list[Item]) -> set[int]:
             last = performative.last if performative.last is not None else performative.first
             ids.update(range(performative.first, last + 1))
     return ids
+
+
+def attach_receiver(
+    client: RawClient,
+    queue: str,
+    handle: int = 0,
+    settled: bool = False,
+    filter_set: dict[Any, Any] | None = None,
+) -> Item:
+    """Attach a receiver link from `/queues/<queue>` (with ``filter_set`` as its source's filter); the first
+    item answered (the attach, or the session's end)."""
+    client.perform(
+        Attach(
+            name=f"r{handle}",
+            handle=handle,
+            role=True,
+            snd_settle_mode=1 if settled else 0,
+            rcv_settle_mode=0,
+            source=Source(address=f"/queues/{queue}", filter=filter_set),
+            target=Target(address="receiver"),
+        )
+    )
+    (answer,) = client.read_count(1)
+    return answer
+
+
+def credit(
+    client: RawClient, link_credit: int, delivery_count: int = INITIAL_DELIVERY_COUNT, **more: Any
+) -> None:
+    """A flow giving link 0 ``link_credit`` from the receiver's ``delivery_count`` (drain or echo in
+    ``more``)."""
+    client.perform(
+        Flow(
+            next_incoming_id=INITIAL_OUTGOING_ID,
+            incoming_window=1000,
+            next_outgoing_id=0,
+            outgoing_window=1000,
+            handle=0,
+            delivery_count=delivery_count,
+            link_credit=link_credit,
+            **more,
+        )
+    )
+
+
+# -- streams (tests/compat/test_amqp10_streams*.py)
+
+OFFSET_SPEC = "rabbitmq:stream-offset-spec"
+
+
+def described(name: str, value: Any) -> Described:
+    return Described(Symbol(name), value)
+
+
+def offset_spec(value: Any) -> dict[Any, Any]:
+    """A filter-set with ``rabbitmq:stream-offset-spec`` as 4.0's clients send it (described by its name)."""
+    return {Symbol(OFFSET_SPEC): described(OFFSET_SPEC, value)}
+
+
+def declare_stream(port: int) -> tuple[str, Any]:
+    """A new stream queue and the pika channel (in confirm mode) that declared it."""
+    name = f"amqp10-stream-{uuid.uuid4().hex[:10]}"
+    channel = pika_channel(port)
+    channel.queue_declare(name, durable=True, arguments={"x-queue-type": "stream"})
+    channel.confirm_delivery()
+    return name, channel
+
+
+def publish_one(port: int, queue: str, body: bytes) -> None:
+    channel = pika_channel(port)
+    channel.confirm_delivery()
+    channel.basic_publish("", queue, body)
+    channel.connection.close()
+
+
+def open_session(port: int) -> RawClient:
+    """A raw client logged in, with a session on channel 0."""
+    client = RawClient(port)
+    client.login()
+    client.begin()
+    return client
+
+
+def attached(answer: Item) -> Attach:
+    assert isinstance(answer, tuple), answer
+    attach = answer[1]
+    assert isinstance(attach, Attach), answer
+    return attach
+
+
+def drain(client: RawClient, link_credit: int, delivery_count: int = INITIAL_DELIVERY_COUNT) -> list[Item]:
+    """Credit with drain: what is available, then the flow that spends the rest (read until that flow)."""
+    credit(client, link_credit, delivery_count, drain=True)
+    return client.read_until(
+        lambda items: any(isinstance(p, Flow) and p.handle == 0 for p in performatives(items))
+    )
+
+
+def deliveries(items: list[Item]) -> list[tuple[Transfer, Message]]:
+    found = []
+    for item in items:
+        if isinstance(item, tuple) and isinstance(item[1], Transfer):
+            message = item[2]
+            assert message is not None
+            found.append((item[1], message))
+    return found
+
+
+def stream_offsets(items: list[Item]) -> list[int]:
+    """The x-stream-offset annotation of each transfer among ``items``."""
+    offsets = []
+    for _, message in deliveries(items):
+        assert message.message_annotations is not None
+        offsets.append(message.message_annotations.value[Symbol("x-stream-offset")])
+    return offsets
 
 
 MANAGEMENT = "/management"

@@ -31,6 +31,7 @@ IMAGE_LOCK = Path("/tmp/warrenmq-rabbitmq4-oracle-image.lock")
 # mmdebstrap fetches and unpacks ~200 packages (Erlang is most of them): minutes on a cold machine.
 IMAGE_BUILD_TIMEOUT_S = 1800
 SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"
+CONFIG_DIR = "/etc/rabbitmq"  # where the container sees the node's configuration directory
 
 _image_problem: list[str | None] = []  # memo of image_problem(): one build attempt per process
 
@@ -72,6 +73,10 @@ class RabbitMQ4Node(RabbitMQNode):
 
     epmd_port: int = field(default_factory=free_port)
     http_port: int = field(default_factory=free_port)
+    # More rabbitmq.conf lines (a TLS listener, auth_mechanisms...), and files written beside it: the
+    # container sees them under /etc/rabbitmq (CONFIG_DIR), e.g. certificates the extra lines name.
+    extra_config: str = ""
+    config_files: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def node_name(self) -> str:
@@ -116,9 +121,11 @@ class RabbitMQ4Node(RabbitMQNode):
         config = self.base_dir / "etc"
         config.mkdir(parents=True, exist_ok=True)
         (self.base_dir / "log").mkdir(exist_ok=True)
+        for name, content in self.config_files.items():
+            (config / name).write_bytes(content)
         (config / "rabbitmq.conf").write_text(
             f"listeners.tcp.default = 127.0.0.1:{self.port}\n"
-            f"management.tcp.ip = 127.0.0.1\nmanagement.tcp.port = {self.http_port}\n"
+            f"management.tcp.ip = 127.0.0.1\nmanagement.tcp.port = {self.http_port}\n" + self.extra_config
         )
         environment = [f"--env={key}={value}" for key, value in self._container_environment().items()]
         stdout = self.log_file.open("wb")
@@ -132,7 +139,7 @@ class RabbitMQ4Node(RabbitMQNode):
                 "--network",
                 "host",
                 "--volume",
-                f"{config}:/etc/rabbitmq",  # it writes enabled_plugins there
+                f"{config}:{CONFIG_DIR}",  # it writes enabled_plugins there
                 *environment,
                 IMAGE,
                 SERVER,

@@ -33,16 +33,17 @@ from protocol.amqp10.terminus import Source, Target
 from protocol.amqp10.types import Int, Symbol, Timestamp, UByte, UInt
 from tests.compat.amqp10_support import (
     BROKERS,
+    INITIAL_DELIVERY_COUNT,
     RawClient,
+    attach_receiver,
     broker_port,
+    credit,
     performatives,
     pika_channel,
     proton_url,
 )
 
 pytestmark = pytest.mark.compat
-
-INITIAL_DELIVERY_COUNT = 2**32 - 5
 
 
 @pytest.fixture(params=BROKERS)
@@ -89,37 +90,10 @@ def _bodies(port: int, queue: str) -> list[tuple[bytes, bool]]:
 
 
 def _attach_receiver(client: RawClient, queue: str, handle: int = 0, settled: bool = False) -> Attach:
-    client.perform(
-        Attach(
-            name=f"r{handle}",
-            handle=handle,
-            role=True,
-            snd_settle_mode=1 if settled else 0,
-            rcv_settle_mode=0,
-            source=Source(address=f"/queues/{queue}"),
-            target=Target(address="receiver"),
-        )
-    )
-    (attached,) = performatives(client.read_count(1))
-    assert isinstance(attached, Attach)
-    return attached
-
-
-def _credit(
-    client: RawClient, credit: int, delivery_count: int = INITIAL_DELIVERY_COUNT, **more: Any
-) -> None:
-    client.perform(
-        Flow(
-            next_incoming_id=2**32 - 4,
-            incoming_window=1000,
-            next_outgoing_id=0,
-            outgoing_window=1000,
-            handle=0,
-            delivery_count=delivery_count,
-            link_credit=credit,
-            **more,
-        )
-    )
+    answer = attach_receiver(client, queue, handle, settled)
+    assert isinstance(answer, tuple), answer
+    assert isinstance(answer[1], Attach), answer
+    return answer[1]
 
 
 def test_receiver_attach_answer(port: int, queue: str) -> None:
@@ -182,10 +156,10 @@ def test_credit_limits_transfers_and_drain_spends_the_rest(port: int, queue: str
     client.login()
     client.begin()
     _attach_receiver(client, queue, settled=True)
-    _credit(client, 2)
+    credit(client, 2)
     transfers = performatives(client.read_count(2))
     assert [type(t) for t in transfers] == [Transfer, Transfer]
-    _credit(client, 3, INITIAL_DELIVERY_COUNT + 2, drain=True)
+    credit(client, 3, INITIAL_DELIVERY_COUNT + 2, drain=True)
     last, flow = performatives(client.read_count(2))
     client.close()
     assert isinstance(last, Transfer)
@@ -220,7 +194,7 @@ def test_conversion_from_amqp091(port: int, queue: str) -> None:
     client.login()
     client.begin()
     _attach_receiver(client, queue, settled=True)
-    _credit(client, 2)
+    credit(client, 2)
     items = client.read_count(2)
     client.close()
     messages = [item[2] for item in items if isinstance(item, tuple)]
@@ -279,7 +253,7 @@ def test_amqp10_message_comes_back_as_published(port: int, queue: str) -> None:
     transfer = Transfer(handle=1, delivery_id=0, delivery_tag=b"0", message_format=0, settled=True)
     client.perform(transfer, payload=encode_sections(published))
     _attach_receiver(client, queue)
-    _credit(client, 1)
+    credit(client, 1)
     (item,) = client.read_count(1)
     client.close()
     assert isinstance(item, tuple)
@@ -301,7 +275,7 @@ def test_settlement_outcomes(port: int, queue: str) -> None:
     client.login()
     client.begin()
     _attach_receiver(client, queue)
-    _credit(client, 5)
+    credit(client, 5)
     assert len(performatives(client.read_count(5))) == 5
     outcomes: list[Accepted | Released | Rejected | Modified] = [
         Accepted(),
@@ -329,7 +303,7 @@ def test_detach_requeues_unsettled(port: int, queue: str) -> None:
     client.login()
     client.begin()
     _attach_receiver(client, queue)
-    _credit(client, 1)
+    credit(client, 1)
     client.read_count(1)
     client.perform(Detach(handle=0, closed=True))
     client.read_until(lambda items: any(isinstance(p, Detach) for p in performatives(items)))
@@ -401,7 +375,7 @@ def test_quorum_queue_delivery_count_after_an_outcome(port: int, outcome: Modifi
     client.login()
     client.begin()
     _attach_receiver(client, name)
-    _credit(client, 5)
+    credit(client, 5)
     client.read_count(1)
     client.perform(Disposition(role=True, first=0, settled=True, state=outcome))
     (again,) = client.read_count(1)

@@ -254,20 +254,3 @@ def test_a_message_over_max_message_size_detaches_the_link_before_it_is_buffered
     assert isinstance(detached.error, Error)
     assert detached.error.condition == "amqp:link:message-size-exceeded"
     assert ended == End()
-
-
-def test_a_receiver_on_a_stream_is_refused_until_streams_over_amqp10_exist(port: int) -> None:
-    name = f"stream-{uuid.uuid4().hex[:8]}"
-    channel = pika_channel(port)
-    channel.queue_declare(name, durable=True, arguments={"x-queue-type": "stream"})
-    client = RawClient(port)
-    client.login()
-    client.begin()
-    client.perform(Attach(name="r", handle=0, role=True, source=Source(address=f"/queues/{name}")))
-    (ended,) = performatives(client.read_count(1))
-    client.close()
-    channel.queue_delete(name)
-    channel.connection.close()
-    assert isinstance(ended, End)
-    assert isinstance(ended.error, Error)
-    assert ended.error.condition == "amqp:not-implemented"

@@ -12,8 +12,9 @@ from protocol.amqp10.performatives import Attach, Flow
 from protocol.amqp10.terminus import Target
 from tests.compat.amqp10_support import RawClient, performatives
 from tests.hardening.served import Served, serve
-from tests.hardening.test_tls import Certificates, _tls_conf, certs  # noqa: F401 - certs is a fixture
+from tests.hardening.test_tls import _tls_conf, certs  # noqa: F401 - certs is a fixture
 from tests.ports import free_port
+from tests.tls_certs import Certificates
 
 
 @pytest.fixture

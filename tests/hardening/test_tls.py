@@ -5,7 +5,6 @@ line that says why, fail_if_no_peer_cert, the TLS handshake timeout, and HTTPS m
 from __future__ import annotations
 
 import asyncio
-import datetime
 import json
 import socket
 import ssl
@@ -25,47 +24,12 @@ from pamqp import commands, frame, header
 
 from tests.hardening.served import Served, serve
 from tests.ports import free_port
-
-
-@dataclass
-class Certificates:
-    ca: trustme.CA
-    ca_file: Path
-    server_cert: Path
-    server_key: Path
-    directory: Path
-
-    def client(self, name: str, *, ca: trustme.CA | None = None, expired: bool = False) -> tuple[Path, Path]:
-        """A client certificate for CN=``name`` (also its SAN), signed by ``ca`` (default: the trusted CA)."""
-        now = datetime.datetime.now(datetime.UTC)
-        leaf = (ca or self.ca).issue_cert(
-            f"{name}.example",
-            common_name=name,
-            not_before=now - datetime.timedelta(days=30) if expired else None,
-            not_after=now - datetime.timedelta(days=1) if expired else None,
-        )
-        cert, key = self.directory / f"{name}-{id(leaf)}.pem", self.directory / f"{name}-{id(leaf)}.key"
-        cert.write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
-        leaf.private_key_pem.write_to_path(str(key))
-        return cert, key
-
-    def client_context(self, client: tuple[Path, Path] | None = None) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=str(self.ca_file))
-        if client is not None:
-            context.load_cert_chain(str(client[0]), str(client[1]))
-        return context
+from tests.tls_certs import Certificates, make_certificates
 
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
-    directory = tmp_path_factory.mktemp("certs")
-    ca = trustme.CA()
-    server = ca.issue_cert("localhost", "127.0.0.1")
-    ca_file, cert, key = directory / "ca.pem", directory / "server.pem", directory / "server.key"
-    ca.cert_pem.write_to_path(str(ca_file))
-    cert.write_bytes(b"".join(blob.bytes() for blob in server.cert_chain_pems))
-    server.private_key_pem.write_to_path(str(key))
-    return Certificates(ca, ca_file, cert, key, directory)
+    return make_certificates(tmp_path_factory.mktemp("certs"))
 
 
 @dataclass

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from tests.hardening.served import Served, serve
-from tests.hardening.test_tls import Certificates, certs
+from tests.hardening.test_tls import certs
 from tests.ports import free_port
+from tests.tls_certs import Certificates
 
 __all__ = ["certs"]  # the module-scoped fixture, shared with test_tls
 

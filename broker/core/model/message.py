@@ -71,6 +71,30 @@ class Message:
     def persistent(self) -> bool:
         return self.delivery_mode == 2
 
+    def x_header(self, name: str) -> Any:
+        """The value of the ``x-`` header ``name`` the broker acts on (a stream's filter value), or None. A
+        message published over AMQP 1.0 overrides it: RabbitMQ 4 reads such a value from the message
+        annotations only (mc:x_header), not from an application property of the same name."""
+        headers = self.headers
+        return headers.get(name) if headers else None
+
+    def with_content_header(self, header_payload: bytes, headers: Mapping[str, Any]) -> Message:
+        """A copy with another content header and its decoded headers (a stream delivery's
+        ``x-stream-offset``), delivered and journaled as this message. A subclass keeps what it adds."""
+        copy = Message(
+            self.exchange,
+            self.routing_key,
+            header_payload,
+            self.body,
+            headers,
+            self.delivery_mode,
+            self.priority,
+            self.expiration,
+            self.ttl,
+        )
+        copy.journal, copy.message_id = self.journal, self.message_id
+        return copy
+
     def __repr__(self) -> str:
         size = len(self.body)
         return f"Message(exchange={self.exchange!r}, routing_key={self.routing_key!r}, body_size={size})"

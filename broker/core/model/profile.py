@@ -55,6 +55,9 @@ class Profile(NamedTuple):
     # `complete`); in 4.0 "all settle reasons will give credit to the stream queue", as an ack does, and the
     # connection stays open.
     stream_settle_any_outcome: bool = False
+    # A stream offset past the tail: 3.10.8 starts the consumer at the tail; 4.0.5 (a newer osiris) waits for
+    # that offset and starts there (checked over AMQP 0-9-1 and 1.0); the 4.x profiles follow it.
+    stream_offset_past_tail_waits: bool = False
     # A queue declared without x-queue-type: 4.0's rabbit_queue_type:inject_dqt writes the type into its
     # arguments (the vhost's default, else classic), so every queue lists x-queue-type in its arguments, in
     # the management API and in exported definitions.
@@ -100,6 +103,7 @@ PROFILES: dict[str, Profile] = {
             amqp10=True,
             dead_letter_keeps_cc=True,
             stream_settle_any_outcome=True,
+            stream_offset_past_tail_waits=True,
             queue_type_in_arguments=True,
             management_4x=True,
             permission_in_refusals=True,
@@ -118,6 +122,7 @@ PROFILES: dict[str, Profile] = {
             amqp10=True,
             dead_letter_keeps_cc=True,
             stream_settle_any_outcome=True,
+            stream_offset_past_tail_waits=True,
             queue_type_in_arguments=True,
             management_4x=True,
             permission_in_refusals=True,

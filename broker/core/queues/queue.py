@@ -22,6 +22,7 @@ from broker.core.queues.queue_bytes import added, removed
 if TYPE_CHECKING:
     from broker.core.model.clock import Clock
     from broker.core.model.dispatcher import Dispatcher
+    from broker.core.model.profile import Profile
     from broker.core.queues.queue_settings import QueueSettings
     from broker.core.queues.stream_disk import StreamDisk
 
@@ -186,6 +187,10 @@ class QueueHost(Protocol):
     """What a queue needs from its vhost."""
 
     clock: Clock
+
+    @property
+    def profile(self) -> Profile:
+        """The release emulated, where a queue's behaviour differs by release."""
 
     def dead_letter(self, queue: Queue, envelopes: list[Envelope], reason: str) -> None:
         """Called with messages leaving ``queue`` for ``reason``: dead-letter them, or drop them."""

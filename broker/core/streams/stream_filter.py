@@ -25,7 +25,7 @@ class StreamFilter:
     match_unfiltered: bool
 
     def accepts(self, message: Message) -> bool:
-        value = (message.headers or {}).get(FILTER_VALUE)
+        value = message.x_header(FILTER_VALUE)
         if value is None or not is_amqp_string(value):
             return self.match_unfiltered
         return as_text(value) in self.values

@@ -12,9 +12,10 @@ from broker.core.streams.stream_log import StreamLog
 from protocol.errors import ChannelError, HardError, ReplyCode
 
 
-def start_offset(log: StreamLog, spec: Any, now_ms: int, resource: str) -> int:
-    """``first``, ``last``, ``next`` (the default), an integer offset (clamped to the log: below the head
-    starts at the head, past the tail waits at the tail), an AMQP timestamp, or an interval string such as
+def start_offset(log: StreamLog, spec: Any, now_ms: int, resource: str, past_tail_waits: bool = False) -> int:
+    """``first``, ``last``, ``next`` (the default), an integer offset (below the head starts at the head;
+    past the tail starts at the tail, or with ``past_tail_waits`` (4.0.5) waits for that offset), an AMQP
+    timestamp, or an interval string such as
     ``1h`` meaning that long before now. A string with digits and a bad unit is refused with 406; one with no
     leading digits, a boolean or another type crashes RabbitMQ's parser: a bare 541 (3.10.8)."""
     if spec is None:
@@ -24,7 +25,8 @@ def start_offset(log: StreamLog, spec: Any, now_ms: int, resource: str) -> int:
     if isinstance(spec, datetime.datetime):
         return log.offset_at(int(spec.replace(tzinfo=spec.tzinfo or datetime.UTC).timestamp() * 1000))
     if isinstance(spec, int) and not isinstance(spec, bool):
-        return min(max(spec, log.first_offset), log.next_offset)
+        start = max(spec, log.first_offset)
+        return start if past_tail_waits else min(start, log.next_offset)
     if is_amqp_string(spec):
         text = as_text(spec)
         if text == "first":

@@ -136,7 +136,18 @@ class StreamPath:
             )
         if no_ack:
             raise not_supported(queue, "automatic acknowledgement")
-        start_offset(self.log, arguments.get("x-stream-offset"), self.host.clock.now_ms(), _resource(queue))
+        self.check_offset(arguments.get("x-stream-offset"))
+
+    def check_offset(self, spec: Any) -> None:
+        """The offset spec's refusal (406) or crash (541), before a consumer is added with it."""
+        start_offset(self.log, spec, self.host.clock.now_ms(), _resource(self.queue))
+
+    def available(self, consumer: Consumer) -> int:
+        """How many offsets ``consumer`` has still to read (an AMQP 1.0 flow's ``available``)."""
+        cursor = self.cursors.get(consumer)
+        if cursor is None:
+            return 0
+        return max(0, self.log.next_offset - max(cursor, self.log.first_offset))
 
     # -- FeaturedPath
 
@@ -222,7 +233,13 @@ class StreamPath:
 
     def consumer_added(self, consumer: Consumer) -> None:
         spec = consumer.arguments.get("x-stream-offset")
-        self.cursors[consumer] = start_offset(self.log, spec, self.host.clock.now_ms(), _resource(self.queue))
+        self.cursors[consumer] = start_offset(
+            self.log,
+            spec,
+            self.host.clock.now_ms(),
+            _resource(self.queue),
+            self.host.profile.stream_offset_past_tail_waits,
+        )
         wanted = consumer_filter(consumer.arguments)
         if wanted is not None:
             self.filters[consumer] = wanted
@@ -327,20 +344,10 @@ class StreamPath:
             self.templates[message.header_payload] = template
         headers = dict(message.headers) if message.headers else {}
         headers["x-stream-offset"] = offset
-        copy = Message(
-            message.exchange,
-            message.routing_key,
-            template[0] + offset.to_bytes(8, "big", signed=True) + template[1],
-            message.body,
-            headers,
-            message.delivery_mode,
-            message.priority,
-            message.expiration,
-            message.ttl,
-        )
         # The same message to the journal and the event bus: every replay's delivery is journaled against it.
-        copy.journal, copy.message_id = message.journal, message.message_id
-        return copy
+        return message.with_content_header(
+            template[0] + offset.to_bytes(8, "big", signed=True) + template[1], headers
+        )
 
     def touch(self) -> None:
         """Streams have no x-expires."""

@@ -8,7 +8,7 @@ from broker.core.events.events import EventBus
 from broker.core.model.dispatcher import Dispatcher
 from broker.core.model.event_types import Topology
 from broker.core.model.message import Message
-from broker.core.model.profile import TRANSIENT_NONEXCLUSIVE_DENIED, Profile
+from broker.core.model.profile import TRANSIENT_NONEXCLUSIVE_DENIED
 from broker.core.policies.policies import PolicyTable
 from broker.core.policies.policy_apply import apply_to_queue
 from broker.core.queues.queue import Queue, QueueHost
@@ -23,9 +23,6 @@ class QueueRegistry(QueueHost, Protocol):
 
     @property
     def name(self) -> str: ...
-
-    @property
-    def profile(self) -> Profile: ...
 
     @property
     def dispatcher(self) -> Dispatcher: ...

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from broker.management.metrics.prometheus_amqp10 import amqp10_samples, amqp10_share
 from broker.management.metrics.prometheus_catalogue import DETAILED
 from broker.management.stats import live
 from broker.management.views.serialize import queue_counts, queue_type
@@ -293,6 +294,11 @@ def global_samples(context: ManagementContext, out: Samples) -> None:
             counts = per_type[QUEUE_TYPES[queue_type(queue)]]
             for field in ("deliver", "deliver_no_ack", "get", "get_no_ack", "get_empty", "ack", "redeliver"):
                 counts[field] += getattr(queue.stats, field)
+    amqp10 = broker.amqp10_counters if broker.profile.amqp10 else None
+    if amqp10 is not None:  # the queues' counters hold 1.0 deliveries too: they go in the amqp10 rows
+        for kind, counter_name in QUEUE_TYPES.items():
+            for field, value in amqp10_share(amqp10, kind).items():
+                per_type[counter_name][field] -= value
     out["global_consumers"].append((AMQP, float(consumers)))
     out["global_publishers"].append((AMQP, float(publishers)))
     for name, value in (
@@ -319,13 +325,25 @@ def global_samples(context: ManagementContext, out: Samples) -> None:
             ("global_messages_redelivered_total", counts["redeliver"]),
         ):
             out[name].append((labels, float(value)))
+    if amqp10 is not None:
+        amqp10_samples(amqp10, context.open_amqp10_connections(), QUEUE_TYPES, out)
+
+
+def auth_attempt_samples(context: ManagementContext, out: Samples) -> None:
+    """rabbit_core_metrics' auth attempts per protocol that has seen a login (amqp091, amqp10, http)."""
+    for row in context.broker.auth_attempts.rows():
+        labels = {"protocol": str(row["protocol"])}
+        out["auth_attempts_total"].append((labels, float(row["auth_attempts"])))
+        out["auth_attempts_succeeded_total"].append((labels, float(row["auth_attempts_succeeded"])))
+        out["auth_attempts_failed_total"].append((labels, float(row["auth_attempts_failed"])))
 
 
 def totals_samples(context: ManagementContext, out: Samples) -> None:
     connections = context.open_connections()
     queues = [queue for vhost in context.broker.vhosts.values() for queue in vhost.queues.values()]
+    amqp10 = context.open_amqp10_connections()  # connections on 4.0.5 too; their sessions are no channels
     for name, value in (
-        ("connections", len(connections)),
+        ("connections", len(connections) + len(amqp10)),
         ("channels", sum(len(live.channels(protocol)) for protocol in connections)),
         ("consumers", sum(len(queue.consumers) for queue in queues)),
         ("queues", len(queues)),

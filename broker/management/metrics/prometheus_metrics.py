@@ -109,15 +109,17 @@ def _all_samples(context: ManagementContext, per_object: bool) -> collect.Sample
     collect.channel_samples(context, samples)
     collect.totals_samples(context, samples)
     collect.global_samples(context, samples)
+    collect.auth_attempt_samples(context, samples)
     return samples
 
 
-# Families rabbitmq_prometheus serves on /metrics and /metrics/per-object (auth attempts are not counted yet,
-# the cluster_* families are only in /metrics/detailed).
+# Families rabbitmq_prometheus serves on /metrics and /metrics/per-object (the cluster_* families are only in
+# /metrics/detailed; the auth attempts by source are not kept).
 _CORE = [
     name
     for name, _, _ in FAMILIES
-    if not name.startswith(("auth_attempts", "cluster_")) and name not in ("build_info", "identity_info")
+    if not name.startswith(("auth_attempts_detailed", "cluster_"))
+    and name not in ("build_info", "identity_info")
 ]
 
 
@@ -142,7 +144,7 @@ def _core(context: ManagementContext, per_object: bool) -> list[Metric]:
         rows = samples.get(name, [])
         if not per_object and name == "queue_head_message_timestamp":
             rows = []  # a timestamp has no sum: RabbitMQ serves the family without samples
-        elif not rows and not per_object and not name.startswith(("raft_", "alarms_")):
+        elif not rows and not per_object and not name.startswith(("raft_", "alarms_", "auth_attempts")):
             rows = [({}, 0.0)]  # a sum over no objects is 0 (no queues: 0 messages ready)
         metrics.append(_family(PREFIX + name, name, rows))
     return metrics + _info(context) + _warrenmq(context)

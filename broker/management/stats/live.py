@@ -42,6 +42,17 @@ def amqp10_receivers(protocol: Any) -> list[Any]:
     ]
 
 
+def amqp10_senders(protocol: Any) -> list[Any]:
+    """The sender links (our publishers) of an AMQP 1.0 connection: the links that are not receivers."""
+    connection = protocol.connection
+    return [
+        link
+        for session in connection.sessions.values()
+        for link in session.links.values()
+        if getattr(link, "consumer", None) is None
+    ]
+
+
 def connection_state(protocol: Any) -> str:
     """rabbit_reader's state as the API shows it: "blocked" while a resource alarm holds the connection,
     "flow" while its publishing credit is exhausted, else "running"."""

@@ -98,6 +98,10 @@ class Connection:
         self.scanner = FrameScanner(max_frame_size=config.frame_max)
         self.username = ""
         self.mechanism = ""
+        # Set by the edge on a TLS listener's connection: the user name a verified client certificate gives
+        # the EXTERNAL mechanism (None without one).
+        self.tls = False
+        self.peer_cert_login: str | None = None
         self.container_id = ""
         self.vhost: VirtualHost | None = None
         self.sessions: dict[int, Session] = {}
@@ -171,7 +175,7 @@ class Connection:
     def _on_header(self, item: ProtocolHeader) -> None:
         if self.state == AWAITING_SASL_INIT and item.is_sasl:
             self.transport.write(SASL_HEADER)
-            self._send_sasl(SaslMechanisms(sasl_server_mechanisms=sasl.MECHANISMS))
+            self._send_sasl(SaslMechanisms(sasl_server_mechanisms=sasl.offered(self.config, self.tls)))
         elif self.state == AWAITING_AMQP_HEADER and item.header == AMQP_HEADER:
             self.state = AWAITING_OPEN
             self.scanner.max_frame_size = self.config.frame_max
@@ -185,7 +189,13 @@ class Connection:
             raise ConnectionError(ILLEGAL_STATE, f"unexpected SASL frame {type(init).__name__}")
         mechanism = str(init.mechanism)
         username, refused = sasl.login(
-            self.broker, mechanism, init.initial_response or b"", self.config.loopback_users, self.loopback
+            self.broker,
+            mechanism,
+            init.initial_response or b"",
+            sasl.offered(self.config, self.tls),
+            self.peer_cert_login,
+            self.config.loopback_users,
+            self.loopback,
         )
         self.mechanism = mechanism
         self.broker.auth_attempts.record("amqp10", refused is None)
@@ -262,6 +272,7 @@ class Connection:
             return
         self.vhost = vhost
         vhost.connections[self] = None  # deleting the vhost or the user closes it (force_close)
+        vhost.churn.connection_created += 1  # 4.0.5 counts 1.0 connections in the churn (not sessions)
         self.container_id = open_.container_id
         self.peer_max_frame_size = open_.max_frame_size if open_.max_frame_size is not None else 2**32 - 1
         self.peer_idle_time_out_ms = open_.idle_time_out or 0
@@ -316,8 +327,9 @@ class Connection:
             self._close_with(ConnectionError(INTERNAL_ERROR, f'Connection forced: "{text}"'))
 
     def _teardown(self) -> None:
-        if self.vhost is not None:
-            self.vhost.connections.pop(self, None)
+        if self.vhost is not None and self in self.vhost.connections:
+            del self.vhost.connections[self]
+            self.vhost.churn.connection_closed += 1
         sessions = list(self.sessions.values())
         self.sessions.clear()
         for session in sessions:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime
 import struct
 import uuid
+from collections.abc import Mapping
 from typing import Any, Final
 
 from broker.core.model.message import Message
@@ -41,6 +42,7 @@ from protocol.codec import decode_properties
 from protocol.header_rewrite import encode_value
 
 AMQP10_TYPE: Final = "amqp-1.0"
+STREAM_OFFSET: Final = "x-stream-offset"
 _CONTENT_PREFIX: Final = struct.Struct(">HHQH")
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
@@ -169,7 +171,16 @@ class Amqp10Message(Message):
     """A message published over AMQP 1.0: the core's 0-9-1 form, and the message annotations and bare message
     as published, which a 1.0 consumer gets back (RabbitMQ 4 keeps the message in the protocol it came in)."""
 
-    def __init__(self, exchange: str, routing_key: str, converted: Converted, source: Message10) -> None:
+    def __init__(
+        self,
+        exchange: str,
+        routing_key: str,
+        converted: Converted,
+        annotations: dict[Any, Any],
+        bare: bytes,
+        ttl: int | None,
+        stream_offset: int | None = None,
+    ) -> None:
         super().__init__(
             exchange,
             routing_key,
@@ -180,11 +191,49 @@ class Amqp10Message(Message):
             converted.priority,
             converted.expiration,
         )
+        self.amqp10_annotations = annotations
+        self.amqp10_bare = bare
+        self.amqp10_ttl = ttl
+        self.stream_offset = stream_offset  # a stream delivery's offset (with_content_header)
+
+    @classmethod
+    def published(
+        cls, exchange: str, routing_key: str, converted: Converted, source: Message10
+    ) -> Amqp10Message:
         annotations = source.message_annotations
-        self.amqp10_annotations: dict[Any, Any] = dict(annotations.value) if annotations is not None else {}
-        self.amqp10_bare = source.bare
         header = source.header
-        self.amqp10_ttl = header.ttl if header is not None else None
+        return cls(
+            exchange,
+            routing_key,
+            converted,
+            dict(annotations.value) if annotations is not None else {},
+            source.bare,
+            header.ttl if header is not None else None,
+        )
+
+    def x_header(self, name: str) -> Any:
+        """RabbitMQ 4.0.5 reads an x- value of a 1.0 message (a stream's filter value) from its message
+        annotations only: an application property of the same name is not it (mc_amqp:x_header)."""
+        return self.amqp10_annotations.get(name)
+
+    def with_content_header(self, header_payload: bytes, headers: Mapping[str, Any]) -> Message:
+        """A stream's delivery copy: the 1.0 form kept, with the offset it is delivered at."""
+        converted = Converted(header_payload, self.body, dict(headers))
+        converted.delivery_mode = self.delivery_mode
+        converted.priority = self.priority
+        converted.expiration = self.expiration
+        offset = headers.get(STREAM_OFFSET)
+        copy = Amqp10Message(
+            self.exchange,
+            self.routing_key,
+            converted,
+            self.amqp10_annotations,
+            self.amqp10_bare,
+            self.amqp10_ttl,
+            offset if isinstance(offset, int) else None,
+        )
+        copy.journal, copy.message_id = self.journal, self.message_id
+        return copy
 
 
 def amqp10_payload(message: Amqp10Message, redelivered: bool, delivery_count: int) -> bytes:
@@ -202,6 +251,8 @@ def amqp10_payload(message: Amqp10Message, redelivered: bool, delivery_count: in
         Symbol("x-exchange"): message.exchange,
         Symbol("x-routing-key"): message.routing_key,
     }
+    if message.stream_offset is not None:
+        annotations[Symbol(STREAM_OFFSET)] = int(message.stream_offset)
     return encode_sections([header, MessageAnnotations(annotations)]) + message.amqp10_bare
 
 
@@ -249,11 +300,14 @@ def from_amqp091(
     if properties.message_type:
         annotations[Symbol("x-basic-type")] = properties.message_type
     application: dict[Any, Any] = {}
+    stream_offset = None
     for key, value in (properties.headers or {}).items():
         kept, converted = _annotation_value(value)
         if not kept:
             continue
-        if key == "x-delivery-count" and isinstance(value, int):
+        if key == STREAM_OFFSET and isinstance(value, int):
+            stream_offset = value  # a stream delivery's: a long, after x-routing-key, as 4.0.5 sends it
+        elif key == "x-delivery-count" and isinstance(value, int):
             annotations[Symbol(key)] = value  # a long, as RabbitMQ 4.0.5 annotates it
         elif key.startswith("x-"):
             annotations[Symbol(key)] = converted
@@ -261,6 +315,8 @@ def from_amqp091(
             application[key] = converted
     annotations[Symbol("x-exchange")] = exchange
     annotations[Symbol("x-routing-key")] = routing_key
+    if stream_offset is not None:
+        annotations[Symbol(STREAM_OFFSET)] = int(stream_offset)
     sections.append(MessageAnnotations(annotations))
     props = Properties(
         message_id=properties.message_id or None,

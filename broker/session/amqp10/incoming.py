@@ -31,6 +31,7 @@ from protocol.amqp10.types import Symbol, UByte, UInt, ULong
 from protocol.errors import AMQPError
 
 if TYPE_CHECKING:
+    from broker.core.model.protocol_counters import ProtocolCounters
     from broker.session.amqp10.ports import SessionPort
 
 LINK_CREDIT: Final = 170  # rabbit_amqp_session's ?LINK_CREDIT_RCV
@@ -119,6 +120,7 @@ class IncomingLink:
         writes = persistence.writes if persistence is not None else 0
         settled = bool(first.settled or transfer.settled)
         outcome = self._publish(whole, settled)
+        _count(self.session.conn.broker.amqp10_counters, outcome, settled)
         if not settled and first.delivery_id is not None:
             # A message the store took is accepted once its batch is durable, as a 0-9-1 confirm is.
             stored = persistence is not None and persistence.writes != writes
@@ -146,7 +148,7 @@ class IncomingLink:
         if routing_key is None:
             subject = message10.properties.subject if message10.properties is not None else None
             routing_key = (subject or "") if address.v1 else ""
-        message = Amqp10Message(address.exchange, routing_key, converted, message10)
+        message = Amqp10Message.published(address.exchange, routing_key, converted, message10)
         try:
             queues, rejected = self.session.vhost.publish(address.exchange, message)
         except AMQPError as error:
@@ -179,6 +181,24 @@ class IncomingLink:
 
     def detach_with(self, error: Error) -> None:
         self.session.send(Detach(handle=UInt(self.handle), closed=True, error=error))
+
+
+def _count(counters: ProtocolCounters, outcome: DeliveryState, settled: bool) -> None:
+    """rabbit_global_counters as RabbitMQ 4.0.5 counts a 1.0 publish: received, received_confirm when
+    unsettled, routed, unroutable as returned (released) when unsettled and dropped when settled, confirmed
+    when an unsettled one is accepted."""
+    counters.received += 1
+    if not settled:
+        counters.received_confirm += 1
+    if isinstance(outcome, Accepted):
+        counters.routed += 1
+        if not settled:
+            counters.confirmed += 1
+    elif isinstance(outcome, Released):
+        if settled:
+            counters.unroutable_dropped += 1
+        else:
+            counters.unroutable_returned += 1
 
 
 def _check_write(session: SessionPort, exchange: str) -> None:

@@ -4,23 +4,25 @@ As RabbitMQ 4.0.5's rabbit_amqp_session: the source must be `/queues/:queue` (an
 with amqp:invalid-field, a missing queue with amqp:not-found); the attach it answers offers the four outcomes
 with released as the default and starts the delivery-count at 2^32 - 5; snd-settle-mode settled consumes
 without acknowledgements (at-most-once); each transfer carries the message converted from the core's AMQP
-0-9-1 form (``broker.session.amqp10.convert``), and the client's disposition settles it."""
+0-9-1 form (``broker.session.amqp10.convert``), and the client's disposition settles it. A stream queue is
+read from the offset and with the filter of the source's filter-set (``broker.session.amqp10.stream_source``),
+each transfer annotated with its ``x-stream-offset``; every outcome settles a stream delivery alike."""
 
 from __future__ import annotations
 
 import struct
 from dataclasses import replace
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from broker.core.model.protocol_counters import queue_type_of
 from broker.core.queues.queue import Consumer
 from broker.core.queues.queue_admin import add_consumer, remove_consumer
 from broker.core.queues.unacked import Delivery
 from broker.core.streams.lookup import stream_of
-from broker.session.amqp10 import addresses
+from broker.session.amqp10 import addresses, stream_source
 from broker.session.amqp10.convert import Amqp10Message, amqp10_payload, from_amqp091
 from broker.session.amqp10.errors import (
     INVALID_FIELD,
-    NOT_IMPLEMENTED,
     UNAUTHORIZED_ACCESS,
     SessionError,
     condition_of,
@@ -46,6 +48,7 @@ from protocol.errors import AMQPError
 if TYPE_CHECKING:
     from broker.core.model.envelope import Envelope
     from broker.core.queues.queue import Queue
+    from broker.core.streams.stream_queue import StreamPath
     from broker.session.amqp10.ports import SessionPort
 
 _UINT: Final = 2**32
@@ -62,7 +65,15 @@ _TAG: Final = struct.Struct(">I")
 class OutgoingLink:
     """Implements the core's ``ConsumerChannel`` for the consumer it owns."""
 
-    def __init__(self, session: SessionPort, attach: Attach, queue: Queue, source: Source) -> None:
+    def __init__(
+        self,
+        session: SessionPort,
+        attach: Attach,
+        queue: Queue,
+        source: Source,
+        stream: StreamPath | None = None,
+        arguments: dict[str, Any] | None = None,
+    ) -> None:
         self.session = session
         self.handle = attach.handle
         self.attach_frame = attach
@@ -72,8 +83,10 @@ class OutgoingLink:
         self.delivery_count = INITIAL_DELIVERY_COUNT
         self.credit = 0
         self.drain = False
+        self.stream = stream  # the queue's stream reader, when the queue is a stream
+        self.queue_type = queue_type_of(queue.arguments)  # the global counters' key
         self.consumer = Consumer(
-            f"ctag-{session.channel}-{attach.handle}", queue, self, self.settled, False, 0
+            f"ctag-{session.channel}-{attach.handle}", queue, self, self.settled, False, 0, arguments
         )
         self._detached = False
 
@@ -92,9 +105,6 @@ class OutgoingLink:
             queue = vhost.queue(address.queue, session.conn)
         except AMQPError as error:
             raise SessionError(condition_of(error), error.text) from None
-        if stream_of(queue) is not None:
-            # Streams over AMQP 1.0 (offsets, filters) are not built: refused rather than read as a queue.
-            raise SessionError(NOT_IMPLEMENTED, f"consuming from stream '{queue.name}' over AMQP 1.0")
         if not session.access.allowed("queue", queue.name, "read"):
             raise SessionError(
                 UNAUTHORIZED_ACCESS,
@@ -102,7 +112,14 @@ class OutgoingLink:
                 f"'{session.conn.username}'",
             )
         assert isinstance(source, Source)
-        return cls(session, attach, queue, source)
+        stream = stream_of(queue)
+        if stream is None:
+            return cls(session, attach, queue, source)
+        # A stream is read by the core's stream reader from the offset and with the filter the source's
+        # filter-set asks for, as a 0-9-1 consumer's arguments ask (RabbitMQ 4.0.5 reads them likewise).
+        arguments = stream_source.consume_arguments(source.filter)
+        stream_source.check_offset(stream, queue, arguments)
+        return cls(session, attach, queue, source, stream, arguments)
 
     def attached(self) -> None:
         attach = self.attach_frame
@@ -114,8 +131,9 @@ class OutgoingLink:
                 # rabbit_amqp_session's effective mode: settled when asked, unsettled otherwise (mixed too).
                 snd_settle_mode=UByte(SND_SETTLED if self.settled else SND_UNSETTLED),
                 rcv_settle_mode=UByte(0),
-                # The client's source echoed, with released as the only default outcome (what a lost session
-                # does to its deliveries) and the outcomes supported.
+                # The client's source echoed (its filter-set whole, read or not, as 4.0.5 does), with released
+                # as the only default outcome (what a lost session does to its deliveries) and the outcomes
+                # supported.
                 source=replace(self.source, default_outcome=Released(), outcomes=_OUTCOMES),
                 initial_delivery_count=UInt(self.delivery_count),
                 max_message_size=attach.max_message_size,  # echoed, as 4.0.5 does
@@ -145,10 +163,16 @@ class OutgoingLink:
                 handle=UInt(self.handle),
                 delivery_count=UInt(self.delivery_count),
                 link_credit=UInt(self.credit),
-                available=UInt(self.queue.message_count),
+                available=UInt(self._available()),
                 drain=self.drain,
             )
         )
+
+    def _available(self) -> int:
+        """What the queue holds for this link: a stream's offsets ahead of its reader, else the queue's."""
+        if self.stream is not None:
+            return self.stream.available(self.consumer)
+        return self.queue.message_count
 
     def after_read(self) -> None:
         """A drain the queue could not fill: the rest of the credit is spent, and the flow says so."""
@@ -184,6 +208,7 @@ class OutgoingLink:
         else:
             session.unacked.track(Delivery(delivery_id, queue, envelope, consumer))
             queue.stats.deliver += 1
+        session.conn.broker.amqp10_counters.delivered(self.queue_type, self.settled, envelope.redelivered)
         if queue.store is not None and message.delivery_mode == 2:
             stored_delivery(queue, envelope, self.settled)
         # The header's delivery-count counts failed deliveries (modified with delivery-failed), which the core

@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from broker.core.access.access import DecisionCache
+from broker.core.model.protocol_counters import queue_type_of
 from broker.core.queues.unacked import Delivery, UnackedTracker, requeue_deliveries
+from broker.core.streams.lookup import stream_outcomes
 from broker.core.topology.dead_letter import reject_deliveries
 from broker.session.amqp10 import management_links
 from broker.session.amqp10.errors import (
@@ -169,7 +171,15 @@ class Session:
 
     def _settle(self, deliveries: list[Delivery], state: object) -> None:
         """The client's outcome, as RabbitMQ 4 maps it: accepted acks, released requeues, rejected
-        dead-letters (or drops), modified requeues unless undeliverable-here (then as rejected)."""
+        dead-letters (or drops), modified requeues unless undeliverable-here (then as rejected). A stream
+        keeps every message: RabbitMQ 4.0.5 settles a stream's delivery alike whatever the outcome (released,
+        rejected or modified, it is neither read again nor dead-lettered), so each counts as accepted."""
+        if state is not None and not isinstance(state, Accepted):
+            deliveries, as_acks = stream_outcomes(deliveries, any_outcome=True)
+            if as_acks:
+                self._settle(as_acks, Accepted())
+            if not deliveries:
+                return
         if isinstance(state, Released) or (isinstance(state, Modified) and not state.undeliverable_here):
             requeue_deliveries(deliveries)
         else:
@@ -178,8 +188,10 @@ class Session:
             if isinstance(state, Rejected | Modified):
                 reject_deliveries(deliveries)
             elif isinstance(state, Accepted) or state is None:
+                counters = self.conn.broker.amqp10_counters
                 for delivery in deliveries:
                     delivery.queue.stats.ack += 1
+                    counters.acknowledged(queue_type_of(delivery.queue.arguments))
         for queue in {delivery.queue for delivery in deliveries}:
             queue.wake()
 

@@ -60,6 +60,8 @@ def test_offsets_and_segment_sizes_across_rolls_are_osiris_ones() -> None:
     # x-stream-offset at a snapshot's offset starts at the next message; first, last and next as osiris.
     specs = (5, "first", "last", "next", 100)
     assert [start_offset(log, spec, 0, RESOURCE) for spec in specs] == [5, 0, 13, 14, 14]
+    # Past the tail: the tail on 3.10.8, the offset itself on 4.0.5 (past_tail_waits), the head below it.
+    assert [start_offset(log, spec, 0, RESOURCE, past_tail_waits=True) for spec in (100, -3)] == [100, 0]
     # A reader waiting at the tail rolls the full segment at once (osiris writes the snapshot): "last" is
     # still the newest message, and the next message goes after the snapshot.
     log.max_segment_size_bytes = 2000

@@ -49,17 +49,43 @@ def channel_rows(context: ManagementContext, user: User) -> list[dict[str, Any]]
 
 
 def _find(context: ManagementContext, name: str) -> Any:
+    """The AMQP 0-9-1 or 1.0 connection of that name (RabbitMQ 4 serves both under /api/connections)."""
     for protocol in context.open_connections():
         if protocol.name == name:
             return protocol
+    for protocol in context.open_amqp10_connections():
+        if protocol.name == name:
+            return protocol
     raise not_found()
+
+
+def _is_amqp10(protocol: Any) -> bool:
+    return getattr(protocol, "session", None) is None
+
+
+def _owner(protocol: Any) -> str:
+    return str(protocol.connection.username) if _is_amqp10(protocol) else live.connection_user(protocol)
+
+
+def _row(context: ManagementContext, protocol: Any, request: web.Request | None = None) -> dict[str, Any]:
+    if _is_amqp10(protocol):
+        return amqp10_connection_json(protocol, context.node)
+    return connection_row(context, protocol, request)
+
+
+def _force_close(protocol: Any, reason: str) -> None:
+    if _is_amqp10(protocol):
+        # RabbitMQ 4.0.5 closes it with amqp:internal-error 'Connection forced: "<reason>"'.
+        protocol.connection.force_close(reason)
+    else:
+        live.force_close(protocol, reason)
 
 
 def _check_owner(request: web.Request, protocol: Any) -> None:
     """rabbit_mgmt_util:is_authorized_user: own objects, or monitor to read and administrator to delete."""
     user = current_user(request)
     allowed = user.is_administrator if request.method == "DELETE" else user.is_monitor
-    if not allowed and live.connection_user(protocol) != user.name:
+    if not allowed and _owner(protocol) != user.name:
         raise not_authorised("User not authorised to access object")
 
 
@@ -70,20 +96,22 @@ async def list_connections(request: web.Request, context: ManagementContext) -> 
 async def get_connection(request: web.Request, context: ManagementContext) -> web.Response:
     protocol = _find(context, request.match_info["name"])
     _check_owner(request, protocol)
-    return reply(request, connection_row(context, protocol, request))
+    return reply(request, _row(context, protocol, request))
 
 
 async def delete_connection(request: web.Request, context: ManagementContext) -> web.Response:
     """Force-close with 320; the reason is the `X-Reason` header, else RabbitMQ's default text."""
     protocol = _find(context, request.match_info["name"])
     _check_owner(request, protocol)
-    live.force_close(protocol, request.headers.get("X-Reason") or DEFAULT_REASON)
+    _force_close(protocol, request.headers.get("X-Reason") or DEFAULT_REASON)
     return no_content()
 
 
 async def connection_channels(request: web.Request, context: ManagementContext) -> web.Response:
     protocol = _find(context, request.match_info["name"])
     _check_owner(request, protocol)
+    if _is_amqp10(protocol):  # RabbitMQ 4.0.5 lists no channel for an AMQP 1.0 session
+        return reply_list(request, [])
     rows = [channel_row(context, protocol, n, channel) for n, channel in live.channels(protocol)]
     return reply_list(request, rows)
 
@@ -94,18 +122,20 @@ def _user_connections(request: web.Request, context: ManagementContext) -> list[
     allowed = user.is_administrator if request.method == "DELETE" else user.is_monitor
     if not allowed and username != user.name:
         raise not_authorised("User not authorised to access object")
-    return [p for p in context.open_connections() if live.connection_user(p) == username]
+    return [p for p in context.open_connections() if live.connection_user(p) == username] + [
+        p for p in context.open_amqp10_connections() if p.connection.username == username
+    ]
 
 
 async def list_user_connections(request: web.Request, context: ManagementContext) -> web.Response:
-    rows = [connection_row(context, p) for p in _user_connections(request, context)]
+    rows = [_row(context, p) for p in _user_connections(request, context)]
     return reply_list(request, rows)
 
 
 async def delete_user_connections(request: web.Request, context: ManagementContext) -> web.Response:
     reason = request.headers.get("X-Reason") or DEFAULT_REASON
     for protocol in _user_connections(request, context):
-        live.force_close(protocol, reason)
+        _force_close(protocol, reason)
     return no_content()
 
 

@@ -104,7 +104,7 @@ async def get_overview(request: web.Request, context: ManagementContext) -> web.
         "node": context.node,
         "object_totals": {
             "channels": sum(len(protocol.session.channels) for protocol in connections),
-            "connections": len(connections),
+            "connections": len(connections) + len(context.open_amqp10_connections()),
             "consumers": sum(len(queue.consumers) for queue in queues),
             "exchanges": sum(len(vhost.exchanges) for vhost in vhosts),
             "queues": len(queues),
