@@ -1,16 +1,19 @@
 """AMQP 1.0 publish → consume, WarrenMQ against RabbitMQ 4.0.5: rate and broker CPU per message.
 
 Each round starts each broker afresh (their order alternating from round to round) and runs every scenario
-on it, each on a fresh queue that is deleted afterwards. The load generator is perf/amqp10_load.py
-(python-qpid-proton's reactor; see there for the scenarios). Per run it prints the rate, which is bound by
-the client (a Python event loop, about as costly per message as the brokers), and the broker's CPU time per
-message: user + system of the broker's whole process tree from /proc over the run (connections, links,
-every transfer and outcome, the closes), divided by the messages moved (consumed for ``pubsub``, accepted
-for ``publish``). Like perf/ab.py's figure, that one barely moves with a slow client or other load on the
-machine; it is the one to compare. The table gives medians of ``--rounds``.
+on it, each on a fresh queue that is deleted afterwards. The load generator (``--client``) is by default
+perf/amqp10_raw.py, sockets and protocol/amqp10's codec with pre-encoded transfers (2-5 µs of client CPU per
+message); ``--client proton`` runs the same scenarios on python-qpid-proton's reactor (perf/amqp10_load.py,
+which describes them), which costs the client 40-80 µs per message, as much as a broker. Per run it prints
+the rate, bound by the client and the shared cores (the brokers and the client share them), and the
+broker's CPU time per message: user + system of the broker's whole process tree from /proc over the run
+(connections, links, every transfer and outcome, the closes), divided by the messages moved (consumed for
+``pubsub``, accepted for ``publish``). Like perf/ab.py's figure, that one barely moves with a slow client
+or other load on the machine; it is the one to compare. The table gives medians of ``--rounds``.
 
     python perf/amqp10_cost.py --rounds 3                   # both brokers, both scenarios, 50,000 messages
     python perf/amqp10_cost.py --brokers warrenmq --rounds 1 --messages 20000 pubsub
+    python perf/amqp10_cost.py --client proton --rounds 1   # the same on python-qpid-proton
 
 The brokers, alike in what they keep: WarrenMQ is ``python -m broker serve --profile rabbitmq-4.0 --data-dir
 none`` (nothing on disk), RabbitMQ 4.0.5 the test suite's oracle container (tests/compat/rabbitmq4_node.py,
@@ -45,7 +48,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from amqp10_load import SCENARIOS, run_load  # noqa: E402
+from amqp10_load import SCENARIOS, LoadResult, run_load  # noqa: E402
+from amqp10_raw import run_raw  # noqa: E402
 
 from tests.compat.rabbitmq4_node import IMAGE, RabbitMQ4Node  # noqa: E402
 
@@ -149,6 +153,14 @@ def _queue(port: int, name: str, declare: bool) -> None:
         connection.close()
 
 
+def _load(client: str, port: int, queue: str, scenario: str, args: argparse.Namespace) -> LoadResult:
+    """One run of the load generator ``client``: raw (perf/amqp10_raw.py) or proton (perf/amqp10_load.py)."""
+    flow = {"window": args.window, "credit": args.credit, "ack_batch": args.ack_batch}
+    if client == "raw":
+        return run_raw(port, queue, scenario, args.messages, **flow)
+    return run_load(f"amqp://guest:guest@127.0.0.1:{port}", queue, scenario, args.messages, **flow)
+
+
 def measure(port: int, pid: int, scenario: str, args: argparse.Namespace) -> dict[str, Any]:
     """One run of ``scenario`` on a fresh queue, with the broker tree's CPU over it."""
     queue = f"amqp10-cost-{uuid.uuid4().hex[:8]}"
@@ -158,15 +170,7 @@ def measure(port: int, pid: int, scenario: str, args: argparse.Namespace) -> dic
     idle_us_per_s = (tree_cpu_s(pid) - idle_before) / args.idle_s * 1e6 if args.idle_s else 0.0
     load_before = os.getloadavg()[0]
     before = tree_cpu_s(pid)
-    result = run_load(
-        f"amqp://guest:guest@127.0.0.1:{port}",
-        queue,
-        scenario,
-        args.messages,
-        window=args.window,
-        credit=args.credit,
-        ack_batch=args.ack_batch,
-    )
+    result = _load(args.client, port, queue, scenario, args)
     cpu_s = tree_cpu_s(pid) - before
     _queue(port, queue, declare=False)
     return {
@@ -180,6 +184,7 @@ def measure(port: int, pid: int, scenario: str, args: argparse.Namespace) -> dic
         "idle_cpu_us_per_s": idle_us_per_s,
         "refused": result.refused,
         "error": result.error,
+        "client": args.client,
         "load_before": load_before,
         "load_after": os.getloadavg()[0],
     }
@@ -230,6 +235,9 @@ def main() -> int:
         "--brokers", default=f"{WARRENMQ},{RABBITMQ}", help="warrenmq,rabbitmq (in round 1's order)"
     )
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--client", choices=("raw", "proton"), default="raw", help="load generator (default raw)"
+    )
     parser.add_argument("--messages", type=int, default=50_000, help="per run (default 50,000)")
     parser.add_argument("--window", type=int, default=1000, help="unsettled transfers (default 1000)")
     parser.add_argument("--credit", type=int, default=1000, help="the receiver's link credit (default 1000)")
@@ -242,6 +250,7 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown scenario or broker: {', '.join(unknown)}")
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    print(f"client: {args.client}; {args.messages:,} messages per run", flush=True)
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     for round_index in range(args.rounds):
         for broker in brokers if round_index % 2 == 0 else brokers[::-1]:

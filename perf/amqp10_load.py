@@ -1,4 +1,4 @@
-"""The AMQP 1.0 load generator of perf/amqp10_cost.py: python-qpid-proton's reactor, event-driven.
+"""The python-qpid-proton load generator of perf/amqp10_cost.py (``--client proton``), event-driven.
 
 Proton's engine (C) does the framing, the session windows and the disposition ranges; Python runs once per
 event. What makes it cheaper than proton's own MessagingHandler: the message is encoded once and streamed as
