@@ -35,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -106,6 +107,8 @@ def warrenmq() -> Iterator[tuple[int, int]]:
         assert broker.stdout is not None
         try:
             ready = json.loads(broker.stdout.readline())  # its first line: the readiness report
+            # Whatever it prints later is read and dropped, so that a full pipe never blocks it mid-run.
+            threading.Thread(target=broker.stdout.read, daemon=True).start()
             yield int(ready["amqp_port"]), broker.pid
         finally:
             broker.send_signal(signal.SIGTERM)
@@ -266,7 +269,7 @@ def main() -> int:
                     print(_line(data), flush=True)
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
     print(table(results, brokers))
-    return 0
+    return 1 if any(run["error"] for runs in results.values() for run in runs) else 0
 
 
 if __name__ == "__main__":
