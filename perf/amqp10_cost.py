@@ -22,7 +22,7 @@ classic queue declared over AMQP 0-9-1 with ``durable=false`` and the messages a
 ``durable=false``, so neither broker writes them to disk on purpose. Both have their management plugin on,
 as the differential tests run them. The oracle's image must exist (the test set-up makes it; this script
 never builds it). ``--idle-s`` measures each broker's idle CPU before each run, reported beside the figures
-(not subtracted).
+(not subtracted), and each run's line says what the broker wrote to storage meanwhile (/proc/PID/io).
 """
 
 from __future__ import annotations
@@ -86,6 +86,19 @@ def _tree(root: int) -> dict[int, tuple[str, int]]:
 def tree_cpu_s(root: int) -> float:
     """User + system CPU seconds of ``root`` and every live descendant of it."""
     return sum(ticks for _, ticks in _tree(root).values()) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_written_bytes(root: int) -> int:
+    """Octets the tree's live processes have caused to be written to storage (``write_bytes`` of
+    /proc/PID/io): whether a broker wrote messages to disk."""
+    total = 0
+    for pid in _tree(root):
+        try:
+            lines = Path(f"/proc/{pid}/io").read_text().splitlines()
+        except OSError:
+            continue
+        total += sum(int(line.split()[1]) for line in lines if line.startswith("write_bytes:"))
+    return total
 
 
 def tree_names(root: int) -> str:
@@ -172,9 +185,10 @@ def measure(port: int, pid: int, scenario: str, args: argparse.Namespace) -> dic
     time.sleep(args.idle_s)  # not a wait on a condition: the span over which idle CPU is measured
     idle_us_per_s = (tree_cpu_s(pid) - idle_before) / args.idle_s * 1e6 if args.idle_s else 0.0
     load_before = os.getloadavg()[0]
-    before = tree_cpu_s(pid)
+    before, written_before = tree_cpu_s(pid), tree_written_bytes(pid)
     result = _load(args.client, port, queue, scenario, args)
     cpu_s = tree_cpu_s(pid) - before
+    written = tree_written_bytes(pid) - written_before
     _queue(port, queue, declare=False)
     return {
         "scenario": scenario,
@@ -183,6 +197,7 @@ def measure(port: int, pid: int, scenario: str, args: argparse.Namespace) -> dic
         "rate": result.rate,
         "seconds": result.seconds,
         "broker_cpu_s": cpu_s,
+        "broker_written_bytes": written,
         "cpu_us_per_msg": cpu_s / max(1, result.moved) * 1e6,
         "idle_cpu_us_per_s": idle_us_per_s,
         "refused": result.refused,
@@ -225,7 +240,8 @@ def _line(data: dict[str, Any]) -> str:
     return (
         f"round {data['round']} {LABELS[data['broker']]:14} {data['scenario']:8} {data['rate']:9,.0f} msg/s "
         f"cpu/msg {data['cpu_us_per_msg']:6.1f} µs (broker {data['broker_cpu_s']:.2f} s, "
-        f"idle {data['idle_cpu_us_per_s'] / 1e4:.1f}% of a core) "
+        f"idle {data['idle_cpu_us_per_s'] / 1e4:.1f}% of a core, "
+        f"wrote {data['broker_written_bytes'] >> 10} KiB) "
         f"load {data['load_before']:.1f}→{data['load_after']:.1f}"
         + (f" ERROR {data['error']}" if data["error"] else "")
     )
