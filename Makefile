@@ -53,8 +53,8 @@ run: $(RUN_STAMP)
 
 lint: $(STAMP)
 	bash -n .ci/run
-	$(VENV)/bin/ruff check protocol broker tests benchmarks examples setup.py perf/compare.py perf/ab.py perf/journal_cost.py perf/access_cost.py perf/scale.py perf/variants.py perf/forward_cost.py perf/turn_audit.py perf/alloc_probe/sitecustomize.py
-	$(VENV)/bin/ruff format --check protocol broker tests benchmarks examples setup.py perf/compare.py perf/ab.py perf/journal_cost.py perf/access_cost.py perf/scale.py perf/variants.py perf/forward_cost.py perf/turn_audit.py perf/alloc_probe/sitecustomize.py
+	$(VENV)/bin/ruff check protocol broker tests benchmarks examples setup.py perf/compare.py perf/ab.py perf/journal_cost.py perf/access_cost.py perf/scale.py perf/variants.py perf/forward_cost.py perf/turn_audit.py perf/amqp10_cost.py perf/amqp10_load.py perf/amqp10_raw.py perf/alloc_probe/sitecustomize.py
+	$(VENV)/bin/ruff format --check protocol broker tests benchmarks examples setup.py perf/compare.py perf/ab.py perf/journal_cost.py perf/access_cost.py perf/scale.py perf/variants.py perf/forward_cost.py perf/turn_audit.py perf/amqp10_cost.py perf/amqp10_load.py perf/amqp10_raw.py perf/alloc_probe/sitecustomize.py
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
