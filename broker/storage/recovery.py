@@ -241,6 +241,13 @@ def recover(broker: Broker, store: Store, writer: StoreWriter) -> RecoveryReport
             envelopes, checked_out = quorum_envelopes(queue, rows, store.delivery_counts(row.id), clean)
         else:
             envelopes, checked_out = [_envelope(message, clean) for message in rows], []
+            if not clean:
+                # Every message comes back redelivered after a crash, and the mark is written too, as
+                # rabbit_queue_index marks them delivered at a dirty recovery: a clean stop of this run before
+                # they go out again must not bring them back unflagged.
+                for message, envelope in zip(rows, envelopes, strict=True):
+                    if not message[6]:
+                        writer.message_delivered(queue, envelope)
         report.messages += len(rows)
         report.redelivered += sum(1 for envelope in envelopes if envelope.redelivered) + len(checked_out)
         if queue.features is None and any(isinstance(envelope, TimedEnvelope) for envelope in envelopes):

@@ -15,6 +15,7 @@ from broker.core.queues.queue_admin import basic_get
 from broker.core.queues.queue_features import TimedEnvelope
 from broker.session.fates import stored_delivery
 from broker.storage.base import Store
+from broker.storage.memory import MemoryStore
 from broker.storage.recovery import RecoveryReport, recover
 from broker.storage.writer import StoreWriter
 from tests.unit.storage.helpers import ManualLoop, make_message
@@ -275,3 +276,26 @@ def test_a_priority_queue_recovers_in_priority_order(reopen: Any) -> None:
     assert report.messages == len(priorities)
     queue = second.broker.vhosts["/"].queues["prio"]
     assert bodies(drain_queue(queue)) == ["p2", "p4", "p6", "p3", "p0", "p1", "p5"]
+
+
+def test_a_crash_recovery_writes_the_delivered_mark_so_a_clean_stop_keeps_it(reopen: Any) -> None:
+    """After a crash every recovered message comes back redelivered; a clean stop of that run before they were
+    delivered again must not bring them back unflagged at the next start (rabbit_queue_index marks them all
+    delivered at a dirty recovery)."""
+    first = Node(reopen())
+    first.recover()
+    first.broker.vhosts["/"].declare_queue("q", None, durable=True)
+    first.publish("", "q", "m", delivery_mode=2)
+    first.settle()
+    if isinstance(first.store, MemoryStore):
+        first.store.clean = False  # what a crash leaves: the run never marked its stop clean
+    else:
+        first.store.close(clean=False)  # the crash: the stop never marked clean
+    second = Node(reopen())
+    assert second.recover().redelivered == 1
+    second.stop()  # clean, before the message went out again
+    third = Node(reopen())
+    third.recover()
+    envelopes = drain_queue(third.broker.vhosts["/"].queues["q"])
+    assert bodies(envelopes) == ["m"]
+    assert [envelope.redelivered for envelope in envelopes] == [True]
