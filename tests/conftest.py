@@ -51,6 +51,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "warrenmq"))
 # spark-submit) runs on the short-run JVM options: spark-submit's launcher gives SPARK_SUBMIT_OPTS to the
 # driver's JVM. Tests that set the variable themselves add to these (tests/analytics/test_cluster.py).
 os.environ.setdefault("SPARK_SUBMIT_OPTS", SHORT_RUN_JVM_OPTIONS)
+# And every Maven run (the client matrix's and Testcontainers' Java builds): mvn gives MAVEN_OPTS to its JVM.
+os.environ.setdefault("MAVEN_OPTS", SHORT_RUN_JVM_OPTIONS)
 # Brokers started by the tests open rabbitmq_prometheus's endpoint on an ephemeral port, never on 15692.
 os.environ.setdefault("WARRENMQ_PROMETHEUS_PORT", "0")
 # Nor do they read this machine's /etc/rabbitmq (a RabbitMQ installed as the oracle may have a rabbitmq.conf
