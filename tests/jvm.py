@@ -1,5 +1,5 @@
-"""JVM options for the short-lived JVMs the suites start (Spark's drivers, executors and daemons, Maven, the
-Java client programs), which run for seconds on small inputs.
+"""JVM options for the short-lived JVMs the suites start (Spark's drivers, executors and daemons, Maven,
+javac and the client matrix's Java programs), which run for seconds on small inputs.
 
 HotSpot's defaults are tuned for long-running servers: the C2 compiler threads recompile hot code a second
 time, and G1 runs parallel GC threads, CPU that a run of a few seconds never earns back. On the 2-core CI
