@@ -36,6 +36,7 @@ import requests
 from tests.container import toolchains
 from tests.container.conftest import podman
 from tests.docs.blocks import docs_snippet
+from tests.jvm import SHORT_RUN_JVM_OPTIONS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -108,8 +109,9 @@ def test_java_rabbitmq_module_starts_the_image(image: str, testcontainers_env: N
     classpath = toolchains.java_classpath()
     home = toolchains.CACHE / "java-home"  # Testcontainers writes ~/.testcontainers.properties
     home.mkdir(parents=True, exist_ok=True)
+    java = ["java", *SHORT_RUN_JVM_OPTIONS.split(), f"-Duser.home={home}"]
     result = _run(
-        ["java", f"-Duser.home={home}", "-cp", classpath, "io.warrenmq.tests.TestcontainersJava"],
+        [*java, "-cp", classpath, "io.warrenmq.tests.TestcontainersJava"],
         toolchains.JAVA_DIR,
         {"WARRENMQ_IMAGE": image},
     )
