@@ -32,6 +32,7 @@ from tests.compat.rabbitmq4_fixtures import (  # noqa: F401
     warrenmq_40,
     warrenmq_40_url,
 )
+from tests.jvm import SHORT_RUN_JVM_OPTIONS
 
 # A private PostgreSQL cluster for the suites that run on both stores (tests/postgres; skips without it).
 from tests.postgres.fixtures import postgres_cluster, postgres_dsn  # noqa: F401
@@ -46,6 +47,12 @@ os.environ.setdefault("WARRENMQ_DATA_DIR", "none")
 # and the falsifying example (print_blob) to replay it.
 settings.register_profile("warrenmq", deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "warrenmq"))
+# Every Spark driver the tests start (the local session of tests/analytics, `warrenmq analytics` runs,
+# spark-submit) runs on the short-run JVM options: spark-submit's launcher gives SPARK_SUBMIT_OPTS to the
+# driver's JVM. Tests that set the variable themselves add to these (tests/analytics/test_cluster.py).
+os.environ.setdefault("SPARK_SUBMIT_OPTS", SHORT_RUN_JVM_OPTIONS)
+# And every Maven run (the client matrix's and Testcontainers' Java builds): mvn gives MAVEN_OPTS to its JVM.
+os.environ.setdefault("MAVEN_OPTS", SHORT_RUN_JVM_OPTIONS)
 # Brokers started by the tests open rabbitmq_prometheus's endpoint on an ephemeral port, never on 15692.
 os.environ.setdefault("WARRENMQ_PROMETHEUS_PORT", "0")
 # Nor do they read this machine's /etc/rabbitmq (a RabbitMQ installed as the oracle may have a rabbitmq.conf

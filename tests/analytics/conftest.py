@@ -3,8 +3,9 @@
 - ``spark``: one local SparkSession (local[2], tiny shuffles, UI off);
 - ``live_journal`` / ``live_definitions``: a journal recorded from real pika traffic (full mode, routing
   captured) and the two definitions files replay compares;
-- ``cluster``: a Spark standalone master and one worker (1 core, 1 GiB) on loopback, started from the
-  installed pyspark and stopped by PID at the end;
+- ``cluster``: a Spark standalone master and one worker (2 cores, 2 GiB) on loopback, started from the
+  installed pyspark and stopped by PID at the end, its JVMs and executors on tests/jvm.py's short-run options
+  (the drivers get them from SPARK_SUBMIT_OPTS, tests/conftest.py);
 - ``python_env``: the executors' Python environment from `warrenmq analytics pack`.
 
 Skipped when pyspark (the `analytics` extra) or Java is missing, so a checkout without them stays green.
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.analytics.traffic import record_journal, write_definitions
+from tests.jvm import SHORT_RUN_JVM_OPTIONS
 
 
 def _need_spark() -> None:
@@ -61,8 +63,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     # A core and 1 GiB of executor for each of two applications at once (tests/analytics/test_cluster.py
     # runs its two routes side by side).
     standalone = StandaloneCluster(
-        tmp_path_factory.mktemp("spark-cluster"), worker_cores=2, cores_per_app=1, worker_memory="2g"
-    )
+        tmp_path_factory.mktemp("spark-cluster"), worker_cores=2, cores_per_app=1, worker_memory="2g",
+        jvm_options=SHORT_RUN_JVM_OPTIONS,
+    )  # fmt: skip
     standalone.start()
     try:
         yield standalone

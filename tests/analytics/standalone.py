@@ -96,12 +96,15 @@ class Daemon:
 class StandaloneCluster:
     """One master and one worker; ``url`` is the spark:// URL, ``ui`` the master's web UI. With
     ``cores_per_app`` the master gives each application at most that many cores (spark.deploy.defaultCores),
-    so that applications share the worker instead of queueing for it."""
+    so that applications share the worker instead of queueing for it. ``jvm_options`` go to the master's,
+    the worker's and every executor's JVM (JAVA_TOOL_OPTIONS: the worker starts its executors with its own
+    environment; each JVM notes the variable in its log)."""
 
     root: Path
     worker_cores: int = 1
     cores_per_app: int | None = None
     worker_memory: str = "1g"
+    jvm_options: str = ""
     url: str = ""
     ui: str = ""
     daemons: list[Daemon] = field(default_factory=list)
@@ -113,6 +116,9 @@ class StandaloneCluster:
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return spark_env(self.conf_dir, extra)
 
+    def _jvm_env(self) -> dict[str, str]:
+        return {"JAVA_TOOL_OPTIONS": self.jvm_options} if self.jvm_options else {}
+
     def _spawn(self, name: str, *args: str, extra_env: dict[str, str] | None = None) -> Daemon:
         log = self.root / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -122,7 +128,7 @@ class StandaloneCluster:
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=self.env(extra_env),
+                env=self.env({**self._jvm_env(), **(extra_env or {})}),
                 cwd=self.root,
             )
         daemon = Daemon(name, process, log)

@@ -32,6 +32,7 @@ import pytest
 from broker.analytics.cli import SPARK_JOBS, build_parser, run
 from tests.analytics.standalone import StandaloneCluster
 from tests.docs.blocks import docs_block
+from tests.jvm import SHORT_RUN_JVM_OPTIONS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -123,7 +124,7 @@ def master_route(
     env = cluster.env(
         {
             "WARRENMQ_CACHE_DIR": str(results / "cache"),
-            "SPARK_SUBMIT_OPTS": f"-Duser.name={MASTER_ROUTE_USER}",
+            "SPARK_SUBMIT_OPTS": f"{SHORT_RUN_JVM_OPTIONS} -Duser.name={MASTER_ROUTE_USER}",
         }
     )
     apps: dict[str, list[dict[str, Any]]] = {}
@@ -195,7 +196,7 @@ def recipe_started(
         {"PATH": path, "MASTER": cluster.url, "JOURNAL": str(live_journal), "RESULTS": str(results),
          "DEFS_A": str(live_definitions[0]), "DEFS_B": str(live_definitions[1]),
          "WARRENMQ_CACHE_DIR": str(results / "cache"),
-         "SPARK_SUBMIT_OPTS": f"-Duser.name={SUBMIT_ROUTE_USER}",
+         "SPARK_SUBMIT_OPTS": f"{SHORT_RUN_JVM_OPTIONS} -Duser.name={SUBMIT_ROUTE_USER}",
          # The recipe's `pip install '.[analytics]'` builds the project; the jobs run none of the compiled
          # message path, so the build skips mypyc (setup.py's switch), which took 60-120 s of the two cores.
          "WARRENMQ_PURE": "1"}

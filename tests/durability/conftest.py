@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pika
 import pytest
+from pika.exceptions import AMQPError
 
 from tests.conftest import BrokerProcess, start_broker_process
 
@@ -24,6 +26,7 @@ class DurableBroker:
         self.data_dir = data_dir
         self.store = store  # a PostgreSQL DSN, or None: SQLite in data_dir
         self.process: BrokerProcess | None = None
+        self.clients: list[pika.BlockingConnection] = []  # what connect() opened to the current process
 
     def start(self, *extra_args: str) -> BrokerProcess:
         assert self.process is None, "already running"
@@ -41,17 +44,35 @@ class DurableBroker:
         return recovered
 
     def stop(self) -> int:
-        """Clean shutdown: 320 to clients, pending writes committed."""
+        """Clean shutdown: 320 to clients, pending writes committed. The test's clients answer the 320 with
+        close-ok as a client's I/O loop would (a BlockingConnection only reads when called): the broker waits
+        up to its 2 s grace for every close-ok before it unbinds, as RabbitMQ closes its readers on shutdown,
+        and an idle BlockingConnection would otherwise hold every clean stop for all of it."""
         assert self.process is not None
+        process = self.process.process
+        process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while process.poll() is None and time.monotonic() < deadline:
+            self._answer_close()
+            time.sleep(0.01)
         code = self.process.stop(signal.SIGTERM)
-        self.process = None
+        self.process, self.clients = None, []
         return code
+
+    def _answer_close(self) -> None:
+        """Let each open client read what the broker sent (its connection.close, answered by pika)."""
+        for client in self.clients:
+            if client.is_open:
+                try:
+                    client.process_data_events(time_limit=0)
+                except AMQPError:
+                    pass  # closed by the broker (320), or its socket went: what a clean stop does to it
 
     def kill(self) -> None:
         """Crash: SIGKILL, nothing gets to run."""
         assert self.process is not None
         self.process.stop(signal.SIGKILL)
-        self.process = None
+        self.process, self.clients = None, []
 
     def restart(self, crash: bool = False) -> BrokerProcess:
         self.kill() if crash else self.stop()
@@ -84,7 +105,9 @@ class DurableBroker:
 
     def connect(self) -> pika.BlockingConnection:
         assert self.process is not None
-        return pika.BlockingConnection(pika.URLParameters(self.process.url))
+        client = pika.BlockingConnection(pika.URLParameters(self.process.url))
+        self.clients.append(client)
+        return client
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

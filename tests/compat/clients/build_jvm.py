@@ -13,11 +13,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.jvm import SHORT_RUN_JVM_OPTIONS
+
 from .build_cache import built, fetched, fingerprint, locked, run
 
 HERE = Path(__file__).parent
 # Where Debian puts the libraries (librabbitmq-client-java, libslf4j-java).
 DEBIAN_JAVA_JARS = (Path("/usr/share/java/amqp-client.jar"), Path("/usr/share/java/slf4j-api.jar"))
+# javac and the programs are JVMs of a second or a few (tests/jvm.py): javac took 1.7-1.9 s of CPU on the
+# Java sources with HotSpot's defaults and 1.0-1.1 s on these.
+JAVA = ["java", *SHORT_RUN_JVM_OPTIONS.split()]
+JAVAC = ["javac", *(f"-J{option}" for option in SHORT_RUN_JVM_OPTIONS.split())]
 
 
 def _require_jdk() -> None:
@@ -59,7 +65,7 @@ def _compiled(name: str, project: Path, classpath: list[str], root: Path) -> Pat
     classes = root / name / fingerprint(*sources, *[Path(jar) for jar in classpath])
     if not (classes / ".built").exists():
         shutil.rmtree(classes, ignore_errors=True)
-        cmd = ["javac", "-nowarn", "-d", str(classes), "-cp", ":".join(classpath), *map(str, sources)]
+        cmd = [*JAVAC, "-nowarn", "-d", str(classes), "-cp", ":".join(classpath), *map(str, sources)]
         built(run(cmd, project), f"javac ({name})")
         (classes / ".built").touch()
     return classes
@@ -71,7 +77,7 @@ def build_java(_: Path) -> list[str]:
     with locked("java") as root:
         classpath = _maven_classpath(HERE / "java", root)
         classes = _compiled("java-classes", HERE / "java", classpath, root)
-    return ["java", "-cp", ":".join([str(classes), *classpath]), "Scenario"]
+    return [*JAVA, "-cp", ":".join([str(classes), *classpath]), "Scenario"]
 
 
 def build_java_debian(_: Path) -> list[str]:
@@ -83,7 +89,7 @@ def build_java_debian(_: Path) -> list[str]:
     classpath = [str(jar) for jar in DEBIAN_JAVA_JARS]
     with locked("java-debian") as root:
         classes = _compiled("java-debian-classes", HERE / "java", classpath, root)
-    return ["java", "-cp", ":".join([str(classes), *classpath]), "Scenario"]
+    return [*JAVA, "-cp", ":".join([str(classes), *classpath]), "Scenario"]
 
 
 def build_spring(_: Path) -> list[str]:
@@ -92,7 +98,7 @@ def build_spring(_: Path) -> list[str]:
     with locked("spring") as root:
         classpath = _maven_classpath(HERE / "spring", root)
         classes = _compiled("spring-classes", HERE / "spring", classpath, root)
-    return ["java", "-cp", ":".join([str(classes), *classpath]), "SpringScenario"]
+    return [*JAVA, "-cp", ":".join([str(classes), *classpath]), "SpringScenario"]
 
 
 def build_java_ha_failover() -> list[str]:
