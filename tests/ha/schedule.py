@@ -18,6 +18,7 @@ from tests.ha import netns
 from tests.ha.checker import History, Verdict, active_spells, check
 from tests.ha.netns_nodes import NetnsNode
 from tests.ha.nodes import ROOT
+from tests.postgres.cluster import PostgresCluster
 
 LEASE_S = 3.0
 NODES = ("n1", "n2")
@@ -74,6 +75,23 @@ class Pair:
 def make_nodes(lab: netns.Lab, dsn: str, log_dir: Path, lease_s: float = LEASE_S) -> dict[str, NetnsNode]:
     """The pair's nodes (not started), on hosts ``NODES`` already added to ``lab``."""
     return {name: NetnsNode(lab, name, dsn, log_dir, lease_s) for name in NODES}
+
+
+def hosts_with_postgres(lab: netns.Lab) -> tuple[str, PostgresCluster]:
+    """The lab's hosts: PostgreSQL started in a "pg" namespace of its own (its address, and the cluster, which
+    the caller destroys), one per node and one for the clients; the nodes' subnet may log in."""
+    address = lab.add("pg")
+    for name in (*NODES, "clients"):
+        lab.add(name)
+    postgres = PostgresCluster.create(host=address, netns=lab.namespace("pg"))
+    try:
+        with open(postgres.data_dir / "pg_hba.conf", "a") as hba:
+            hba.write(f"host all all {netns.SUBNET}.0/24 scram-sha-256\n")
+        postgres.start()
+    except BaseException:
+        postgres.destroy()
+        raise
+    return address, postgres
 
 
 def start(pair: Pair) -> None:

@@ -22,9 +22,9 @@ import pytest
 from tests.ha import netns
 from tests.ha.schedule import (
     LEASE_S,
-    NODES,
     Pair,
     drain,
+    hosts_with_postgres,
     longest_gap_between_confirms,
     make_nodes,
     start,
@@ -48,13 +48,7 @@ def pair(tmp_path: Path) -> Iterator[Pair]:
     postgres: PostgresCluster | None = None
     pair: Pair | None = None
     try:
-        address = lab.add("pg")
-        for name in (*NODES, "clients"):
-            lab.add(name)
-        postgres = PostgresCluster.create(host=address, netns=lab.namespace("pg"))
-        with open(postgres.data_dir / "pg_hba.conf", "a") as hba:
-            hba.write(f"host all all {netns.SUBNET}.0/24 scram-sha-256\n")
-        postgres.start()
+        _, postgres = hosts_with_postgres(lab)
         dsn = postgres.create_database()
         pair = Pair(lab, make_nodes(lab, dsn, tmp_path), tmp_path / "history.jsonl")
         yield pair

@@ -25,7 +25,7 @@ import pytest
 
 from tests.ha import netns
 from tests.ha.nodes import ROOT
-from tests.ha.schedule import NODES, Pair, drain, make_nodes, start, summary, verdict, wait
+from tests.ha.schedule import Pair, drain, hosts_with_postgres, make_nodes, start, summary, verdict, wait
 from tests.postgres.cluster import PostgresCluster
 from tests.postgres.cluster import unavailable as postgres_unavailable
 
@@ -44,13 +44,7 @@ def slow_pair(tmp_path: Path) -> Iterator[tuple[Pair, subprocess.Popen[str]]]:
     proxy: subprocess.Popen[str] | None = None
     pair: Pair | None = None
     try:
-        address = lab.add("pg")
-        for name in (*NODES, "clients"):
-            lab.add(name)
-        postgres = PostgresCluster.create(host=address, netns=lab.namespace("pg"))
-        with open(postgres.data_dir / "pg_hba.conf", "a") as hba:
-            hba.write(f"host all all {netns.SUBNET}.0/24 scram-sha-256\n")
-        postgres.start()
+        address, postgres = hosts_with_postgres(lab)
         direct = postgres.create_database()
         args = [sys.executable, "-m", "tests.ha.slow_link", f"{address}:{PROXY_PORT}"]
         args += [f"{address}:{postgres.port}", "--seed", str(SEED), "--start-fast"]

@@ -21,11 +21,12 @@ from broker.session.amqp10.errors import (
     SessionError,
     condition_of,
 )
+from broker.session.amqp10.link_base import QuietLink
 from broker.session.amqp10.v1_queues import declare_v1_queue
 from protocol.amqp10.condition import Error
 from protocol.amqp10.delivery_states import Accepted, DeliveryState, Rejected, Released
 from protocol.amqp10.message import decode_message
-from protocol.amqp10.performatives import Attach, Detach, Flow, Transfer
+from protocol.amqp10.performatives import Attach, Flow, Transfer
 from protocol.amqp10.terminus import Target
 from protocol.amqp10.types import Symbol, UByte, UInt, ULong
 from protocol.errors import AMQPError
@@ -38,7 +39,7 @@ LINK_CREDIT: Final = 170  # rabbit_amqp_session's ?LINK_CREDIT_RCV
 _UINT: Final = 2**32
 
 
-class IncomingLink:
+class IncomingLink(QuietLink):
     def __init__(self, session: SessionPort, attach: Attach, address: addresses.Address | None) -> None:
         self.session = session
         self.handle = attach.handle
@@ -169,18 +170,6 @@ class IncomingLink:
     def on_flow(self, flow: Flow) -> None:
         if flow.echo:
             self.session.send(self._credit_flow())
-
-    def after_read(self) -> None:
-        pass
-
-    def wake(self) -> None:
-        pass
-
-    def detached(self) -> None:
-        pass
-
-    def detach_with(self, error: Error) -> None:
-        self.session.send(Detach(handle=UInt(self.handle), closed=True, error=error))
 
 
 def _count(counters: ProtocolCounters, outcome: DeliveryState, settled: bool) -> None:

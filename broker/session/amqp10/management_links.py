@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Final
 
 from broker.session.amqp10 import management_node
 from broker.session.amqp10.errors import INTERNAL_ERROR, INVALID_FIELD, PRECONDITION_FAILED, SessionError
+from broker.session.amqp10.link_base import QuietLink
 from protocol.amqp10.decode import decode_value
 from protocol.amqp10.frames import FRAME_HEADER_SIZE, encode_frame
 from protocol.amqp10.message import encode_sections
-from protocol.amqp10.performatives import SND_SETTLED, Attach, Detach, Flow, Transfer, encode_performative
+from protocol.amqp10.performatives import SND_SETTLED, Attach, Flow, Transfer, encode_performative
 from protocol.amqp10.sections import AmqpValue, ApplicationProperties, Properties, section_of
 from protocol.amqp10.terminus import Source, Target
 from protocol.amqp10.types import Symbol, UByte, UInt, ULong
 
 if TYPE_CHECKING:
     from broker.session.amqp10.ports import SessionPort
-    from protocol.amqp10.condition import Error
 
 ADDRESS: Final = "/management"
 LINK_CREDIT: Final = 8  # rabbit_amqp_session's ?MANAGEMENT_LINK_CREDIT_RCV
@@ -59,24 +59,12 @@ def attach(session: SessionPort, attach: Attach) -> ManagementRequests | Managem
     return ManagementRequests(session, attach)
 
 
-class _ManagementLink:
+class _ManagementLink(QuietLink):
     def __init__(self, session: SessionPort, attach: Attach) -> None:
         self.session = session
         self.handle = attach.handle
         self.name = attach.name
         self.attach_frame = attach
-
-    def after_read(self) -> None:
-        pass
-
-    def wake(self) -> None:
-        pass
-
-    def detached(self) -> None:
-        pass
-
-    def detach_with(self, error: Error) -> None:
-        self.session.send(Detach(handle=UInt(self.handle), closed=True, error=error))
 
 
 class ManagementRequests(_ManagementLink):
