@@ -6,9 +6,11 @@ missing); the expected values are 4.0.5's."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -85,9 +87,26 @@ def rabbitmq4_tls(tmp_path_factory: pytest.TempPathFactory, certs: Certificates)
     )
     node.start()
     try:
+        _wait_listening(ssl_port, node.log_file)
         yield TLSBroker(node.port, ssl_port, node.http_url)
     finally:
         node.stop()
+
+
+def _wait_listening(port: int, log: Path, timeout_s: float = 60.0) -> None:
+    """The node is up once its AMQP and HTTP listeners answer; its TLS listener may come a moment later
+    (refused once in a clean-clone run under load), so wait for it too."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"RabbitMQ 4.0.5's TLS listener on {port} never answered; see {log}"
+                ) from None
+            time.sleep(0.1)
 
 
 @pytest.fixture(params=[WARRENMQ, RABBITMQ4])

@@ -166,8 +166,20 @@ def test_admin_event_frames_match_rabbitmq(
     in_order_expected, in_order_observed = _uncounted(in_order_expected), _uncounted(in_order_observed)
     difference = Transcript(in_order_observed).diff(Transcript(in_order_expected))
     assert not difference, f"frames differ (- RabbitMQ, + WarrenMQ):\n{difference}"
+    # RabbitMQ races its own vhost supervisor when it closes the vhost's connections: "is deleted", or "is
+    # down" when the vhost's processes stopped first (seen under load). WarrenMQ says what happened;
+    # RabbitMQ's other word is read as the same frame.
+    rest_expected = [_vhost_down_as_deleted(line) for line in rest_expected]
     difference = Transcript(rest_observed).diff(Transcript(rest_expected))
     assert not difference, f"frames after the vhost's deletion differ (- RabbitMQ, + WarrenMQ):\n{difference}"
+
+
+_VHOST_DOWN = re.compile(r'"size":(\d+)(,.*"CONNECTION_FORCED - vhost \'[^\']*\' )is down"')
+
+
+def _vhost_down_as_deleted(line: str) -> str:
+    """RabbitMQ's "vhost 'v' is down" close as its "is deleted" one (three octets longer)."""
+    return _VHOST_DOWN.sub(lambda m: f'"size":{int(m.group(1)) + 3}{m.group(2)}is deleted"', line)
 
 
 _MESSAGE_COUNT = re.compile(r'\["message_count","long",\d+\]')
