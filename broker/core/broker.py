@@ -70,6 +70,8 @@ class Broker:
         vhost_names = list(vhosts)
         for name in vhost_names:
             self.add_vhost(name)
+            # rabbit_vhost's boot step gives the default vhost this description (replaced by stored metadata).
+            self.apply_vhost_metadata(name, {"description": "Default virtual host", "tags": []})
         # (user, vhost) pairs the configuration grants full permissions (stored by recovery when new).
         self.configured_grants = [(user, name) for user in configured for name in vhost_names]
         for user, password in configured.items():
@@ -184,9 +186,18 @@ class Broker:
 
     def set_vhost_metadata(self, name: str, metadata: dict[str, Any]) -> None:
         """A vhost's description, tags and default queue type (kept in the store with the vhost)."""
-        self.vhost_metadata[name] = metadata
+        self.apply_vhost_metadata(name, metadata)
         if self.persistence is not None:
             self.persistence.vhost_metadata_saved(name, metadata)
+
+    def apply_vhost_metadata(self, name: str, metadata: dict[str, Any]) -> None:
+        """A vhost's metadata in memory (recovery's, or a change already stored): its default queue type
+        reaches the vhost's queue.declare."""
+        self.vhost_metadata[name] = metadata
+        vhost = self.vhosts.get(name)
+        if vhost is not None:
+            queue_type = metadata.get("default_queue_type")
+            vhost.default_queue_type = queue_type if isinstance(queue_type, str) and queue_type else None
 
     def store_permission(self, user: str, vhost: str) -> None:
         """Write one permission as it stands now to the store (recovery's configured grants)."""

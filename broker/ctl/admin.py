@@ -114,7 +114,8 @@ def _found(api: Api, method: str, path: str, headers: dict[str, str] | None = No
 
 def add_vhost(api: Api, o: Options, out: Output) -> int:
     out.banner(f'Adding vhost "{o.args[0]}" ...')
-    api.call("PUT", f"/api/vhosts/{quote(o.args[0])}", {})
+    given = {"description": o.description, "tags": o.tags, "default_queue_type": o.default_queue_type}
+    api.call("PUT", f"/api/vhosts/{quote(o.args[0])}", {k: v for k, v in given.items() if v is not None})
     return 0
 
 

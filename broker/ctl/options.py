@@ -36,6 +36,10 @@ class Options:
     apply_to: str = "all"
     user: str | None = None  # list_user_limits --user
     unit: str = "gb"  # memory_breakdown --unit
+    # add_vhost --description, --tags, --default-queue-type; None: not given.
+    description: str | None = None
+    tags: str | None = None
+    default_queue_type: str | None = None
 
 
 class Output:
@@ -68,6 +72,9 @@ _VALUE_FLAGS = {
     "--apply-to": "apply_to",
     "--user": "user",
     "--unit": "unit",
+    "--description": "description",
+    "--tags": "tags",
+    "--default-queue-type": "default_queue_type",
 }
 # Switches of rabbitmqctl's and rabbitmq-plugins' commands, kept for the command to read.
 _SWITCHES = frozenset(

@@ -130,7 +130,7 @@ def recover_access(broker: Broker, definitions: Definitions, report: RecoveryRep
             _skipped(report, "topic permission", topic.vhost, topic.user, error)
     for name, metadata in definitions.vhost_metadata.items():
         if name in broker.vhosts:
-            broker.vhost_metadata[name] = json.loads(metadata)
+            broker.apply_vhost_metadata(name, json.loads(metadata))
 
 
 def store_configured_grants(broker: Broker, definitions: Definitions) -> None:

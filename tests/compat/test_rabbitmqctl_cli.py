@@ -140,6 +140,10 @@ USER_COMMANDS = [
     ("delete_vhost", "nov"),
     ("list_vhosts",),
     ("list_vhosts", "name", "tracing"),
+    ("add_vhost", "v2", "--description", "team two", "--tags", "a,b", "--default-queue-type", "quorum"),
+    # (not `tags`: 3.10.8's add_vhost without --tags stores them as "", a quirk later releases dropped)
+    ("list_vhosts", "name", "description", "default_queue_type"),
+    ("delete_vhost", "v2"),
     ("set_permissions", "-p", "v1", "bob", "^a", ".*", ""),
     ("set_permissions", "-p", "nov", "bob", ".*", ".*", ".*"),
     ("set_permissions", "-p", "v1", "nobody", ".*", ".*", ".*"),
@@ -238,9 +242,17 @@ POLICY_COMMANDS = [
     ("list_user_limits", "--user", "tom"),
     ("trace_on",),
     ("list_vhosts", "name", "tracing"),
+    ("add_vhost", "v2", "--description", "team two", "--tags", "a,b", "--default-queue-type", "quorum"),
+    # (not `tags`: 3.10.8's add_vhost without --tags stores them as "", a quirk later releases dropped)
+    ("list_vhosts", "name", "description", "default_queue_type"),
+    ("delete_vhost", "v2"),
     ("trace_off",),
     ("trace_on", "-p", "nov"),
     ("list_vhosts", "name", "tracing"),
+    ("add_vhost", "v2", "--description", "team two", "--tags", "a,b", "--default-queue-type", "quorum"),
+    # (not `tags`: 3.10.8's add_vhost without --tags stores them as "", a quirk later releases dropped)
+    ("list_vhosts", "name", "description", "default_queue_type"),
+    ("delete_vhost", "v2"),
     ("delete_user", "tom"),
     ("clear_policy", "p2"),
     ("clear_operator_policy", "op2"),  # expires 1 ms on ^q: the queue test's q1, q2 would go

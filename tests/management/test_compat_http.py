@@ -179,3 +179,50 @@ def test_auth_attempts_carry_rabbitmqs_keys(bases: tuple[str, str]) -> None:
             )
         )
     assert listings[0] == listings[1]
+
+
+def test_a_vhosts_default_queue_type_goes_where_rabbitmq_puts_it(
+    bases: tuple[str, str], amqp_ports: tuple[int, int]
+) -> None:
+    """rabbit_amqqueue:augment_declare_args: the vhost's default type goes to a durable, non-exclusive,
+    non-auto-delete queue that names no x-queue-type, over AMQP and over the HTTP API alike."""
+    declares: list[tuple[str, dict[str, Any]]] = [
+        ("amqp-durable", {"durable": True}),
+        ("amqp-transient", {"durable": False}),
+        ("amqp-exclusive", {"durable": True, "exclusive": True}),
+        ("amqp-auto-delete", {"durable": True, "auto_delete": True}),
+        ("amqp-explicit", {"durable": True, "arguments": {"x-queue-type": "classic"}}),
+    ]
+    over_http = [
+        ("http-durable", {"durable": True}),
+        ("http-transient", {"durable": False}),
+        ("http-auto-delete", {"durable": True, "auto_delete": True}),
+    ]
+    seen = []
+    for base, port in zip(bases, amqp_ports, strict=True):
+        assert requests.put(
+            base + "/api/vhosts/dqt", json={"defaultqueuetype": "quorum"}, auth=GUEST, timeout=10
+        ).status_code in (201, 204)
+        requests.put(
+            base + "/api/permissions/dqt/guest",
+            json={"configure": ".*", "write": ".*", "read": ".*"},
+            auth=GUEST,
+            timeout=10,
+        )
+        connection = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", port, "dqt"))
+        channel = connection.channel()
+        for name, flags in declares:
+            channel.queue_declare(name, **flags)
+        # A redeclare without arguments matches the queue the default made (the same augmented arguments).
+        channel.queue_declare("amqp-durable", durable=True)
+        for name, body in over_http:
+            assert (
+                requests.put(f"{base}/api/queues/dqt/{name}", json=body, auth=GUEST, timeout=10).status_code
+                == 201
+            )
+        rows = requests.get(base + "/api/queues/dqt", auth=GUEST, timeout=10).json()
+        seen.append(sorted((q["name"], q["type"], q["durable"], q["arguments"]) for q in rows))
+        connection.close()
+        assert requests.delete(base + "/api/vhosts/dqt", auth=GUEST, timeout=10).status_code == 204
+    assert seen[0] == seen[1]
+    assert ("amqp-durable", "quorum", True, {"x-queue-type": "quorum"}) in seen[1]

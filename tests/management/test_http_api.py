@@ -148,7 +148,11 @@ def test_definitions_export_lists_user_entities(api: Api, broker: BrokerProcess,
     connection = pika.BlockingConnection(pika.URLParameters(broker.url))
     connection.channel().queue_declare(f"{unique}-durable", durable=True)
     definitions = api("GET", "/api/definitions")[1]
-    assert {"name": "/", "limits": [], "metadata": {"description": "", "tags": []}} in definitions["vhosts"]
+    assert {
+        "name": "/",
+        "limits": [],
+        "metadata": {"description": "Default virtual host", "tags": []},
+    } in definitions["vhosts"]
     assert [u["name"] for u in definitions["users"]] == ["guest"]
     assert any(q["name"] == f"{unique}-durable" and q["durable"] for q in definitions["queues"])
     assert not any(e["name"].startswith("amq.") or e["name"] == "" for e in definitions["exchanges"])

@@ -74,6 +74,8 @@ class VirtualHost(VhostTopology):
         self.connections: dict[VhostConnection, None] = {}
         # The broker's limits and parameters (set by the broker); None: no limits.
         self.parameters: RuntimeParameters | None = None
+        # The vhost's default queue type (its metadata's `default_queue_type`; set by the broker); None: none.
+        self.default_queue_type: str | None = None
         # Statistics (broker.core.model.stats): the broker shares one churn record among its vhosts; channels
         # that closed leave their message_stats here so the vhost's totals survive them (as RabbitMQ's do).
         self.churn = ChurnStats()
@@ -117,6 +119,11 @@ class VirtualHost(VhostTopology):
         # declared exclusive is refused for exclusive-owner before non-durable.
         durable = durable and not exclusive
         args = dict(arguments or {})
+        default_type = self.default_queue_type
+        if default_type is not None and durable and not auto_delete and "x-queue-type" not in args:
+            # rabbit_amqqueue:augment_declare_args (3.10.8 and 4.0.5 alike, over AMQP and the HTTP API): the
+            # vhost's default type goes to a durable, non-exclusive, non-auto-delete queue that names none.
+            args["x-queue-type"] = default_type
         if self.profile.queue_type_in_arguments and "x-queue-type" not in args:
             # 4.0's rabbit_queue_type:inject_dqt, before the equivalence check.
             args["x-queue-type"] = "classic"

@@ -117,9 +117,6 @@ async def put_queue(request: web.Request, context: ManagementContext) -> web.Res
         # rabbit_mgmt_wm_queue's own check, with its text (trailing newline included).
         raise bad_request(f"queue should be less than 255 bytes, actually was {len(name.encode())}\n")
     check(request, context, "queue", name, "configure")
-    default_type = context.broker.vhost_metadata.get(vhost.name, {}).get("default_queue_type")
-    if default_type and "x-queue-type" not in arguments:
-        arguments = {**arguments, "x-queue-type": default_type}  # RabbitMQ 3.13 applies the vhost default
     existed = name in vhost.queues
     dead_letter_exchange = arguments.get("x-dead-letter-exchange")
     check_new_with_target(request, context, "queue", name, existed, dead_letter_exchange)

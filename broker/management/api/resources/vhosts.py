@@ -41,7 +41,11 @@ def _metadata(body: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
         "description": body.get("description", ""),
         "tags": list(parse_tags(body.get("tags"))),
     }
-    queue_type = body.get("default_queue_type", previous.get("default_queue_type"))
+    # 3.10.8's rabbit_mgmt_wm_vhost reads `defaultqueuetype` (what its UI's form sends) and ignores
+    # `default_queue_type`; later releases read both.
+    queue_type = body.get(
+        "default_queue_type", body.get("defaultqueuetype", previous.get("default_queue_type"))
+    )
     if queue_type is not None:
         if queue_type not in _QUEUE_TYPES:
             raise bad_request(f"Unsupported queue type '{queue_type}'")
