@@ -299,3 +299,23 @@ def test_a_crash_recovery_writes_the_delivered_mark_so_a_clean_stop_keeps_it(reo
     envelopes = drain_queue(third.broker.vhosts["/"].queues["q"])
     assert bodies(envelopes) == ["m"]
     assert [envelope.redelivered for envelope in envelopes] == [True]
+
+
+def test_a_vhosts_default_queue_type_and_the_default_description_come_back(reopen: Any) -> None:
+    first = Node(reopen())
+    first.recover()
+    assert first.broker.vhost_metadata["/"]["description"] == "Default virtual host"
+    first.broker.add_vhost("tenant", {"description": "t", "tags": [], "default_queue_type": "quorum"})
+    first.stop()
+
+    second = Node(reopen())
+    second.recover()
+    tenant = second.broker.vhosts["tenant"]
+    # rabbit_amqqueue:augment_declare_args: durable, non-exclusive, non-auto-delete queues only.
+    assert tenant.declare_queue("durable", None, durable=True).arguments == {"x-queue-type": "quorum"}
+    assert tenant.declare_queue("transient", None).arguments == {}
+    assert tenant.declare_queue("auto-delete", None, durable=True, auto_delete=True).arguments == {}
+    assert tenant.declare_queue("exclusive", object(), durable=True, exclusive=True).arguments == {}
+    explicit = {"x-queue-type": "classic"}
+    assert tenant.declare_queue("explicit", None, durable=True, arguments=explicit).arguments == explicit
+    assert second.broker.vhost_metadata["/"]["description"] == "Default virtual host"
