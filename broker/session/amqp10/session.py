@@ -13,6 +13,7 @@ from broker.core.queues.unacked import Delivery, UnackedTracker, requeue_deliver
 from broker.core.streams.lookup import stream_outcomes
 from broker.core.topology.dead_letter import reject_deliveries
 from broker.session.amqp10 import management_links
+from broker.session.amqp10.coordinator import refuse_coordinator
 from broker.session.amqp10.errors import (
     ILLEGAL_STATE,
     UNATTACHED_HANDLE,
@@ -102,6 +103,7 @@ class Session:
     def _on_attach(self, attach: Attach) -> None:
         if attach.handle in self.links or attach.handle > HANDLE_MAX:
             raise SessionError("amqp:session:handle-in-use", f"handle {attach.handle} is in use")
+        refuse_coordinator(attach)
         link: Link
         if management_links.is_management(attach):  # a half of a `/management` link pair
             link = management_links.attach(self, attach)
