@@ -81,6 +81,7 @@ def _receiver(port: int, queue: str) -> RawClient:
 def _next(client: RawClient) -> tuple[int, Message]:
     """The next transfer's delivery-id and message."""
     ((transfer, message),) = deliveries(client.read_count(1))
+    assert transfer.delivery_id is not None
     return transfer.delivery_id, message
 
 
