@@ -6,6 +6,8 @@ node."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import requests
 
@@ -17,6 +19,7 @@ from protocol.amqp10.terminus import Source
 from protocol.amqp10.types import Described, Symbol, ULong
 from tests.compat.amqp10_support import (
     BROKERS,
+    RABBITMQ4,
     Item,
     RawClient,
     broker_http_url,
@@ -24,6 +27,8 @@ from tests.compat.amqp10_support import (
     performatives,
     user_with_permissions,
 )
+from tests.compat.rabbitmq4_node import RabbitMQ4Node, image_problem
+from tests.hardening.served import serve
 
 pytestmark = pytest.mark.compat
 
@@ -49,7 +54,8 @@ def _begun(answer: Item, channel: int) -> bool:
     return isinstance(answer, tuple) and answer[0] == channel and isinstance(answer[1], Begin)
 
 
-def _open_with_channel_max(port: int, channel_max: int) -> RawClient:
+def _open_with_channel_max(port: int, channel_max: int | None) -> tuple[RawClient, Open]:
+    """A client logged in whose open asks for ``channel_max``, and the open the broker answered."""
     client = RawClient(port)
     client.send(SASL_HEADER)
     client.read_count(2)
@@ -58,8 +64,10 @@ def _open_with_channel_max(port: int, channel_max: int) -> RawClient:
     client.scanner.expect_protocol_header()
     client.send(AMQP_HEADER)
     client.perform(Open(container_id="warrenmq-tests", hostname="vhost:/", channel_max=channel_max))
-    client.read_count(2)
-    return client
+    _, opened = client.read_count(2)
+    assert isinstance(opened, tuple), opened
+    assert isinstance(opened[1], Open), opened
+    return client, opened[1]
 
 
 def test_64_sessions_then_a_channel_over_channel_max_closes_the_connection(port: int) -> None:
@@ -77,7 +85,7 @@ def test_64_sessions_then_a_channel_over_channel_max_closes_the_connection(port:
 
 
 def test_the_clients_smaller_channel_max_is_the_limit(port: int) -> None:
-    client = _open_with_channel_max(port, 3)
+    client, _ = _open_with_channel_max(port, 3)
     assert _begun(_begin(client, 3), 3)
     over = performatives([_begin(client, 4)])
     client.close()
@@ -144,3 +152,47 @@ def test_a_sender_to_the_transaction_coordinator_ends_the_session(port: int, des
     client.close()
     error = Error(condition=Symbol("amqp:not-implemented"), description="Transactions not supported")
     assert answer == [End(error=error)]
+
+
+SESSION_MAX = "session_max_per_connection = 2\n"
+
+
+@pytest.fixture(scope="module")
+def two_sessions_port(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[int]:
+    """A broker of this module's parameter with ``session_max_per_connection = 2`` in its rabbitmq.conf."""
+    if request.param == RABBITMQ4:
+        problem = image_problem()
+        if problem is not None:
+            pytest.skip(problem)
+        node = RabbitMQ4Node(tmp_path_factory.mktemp("rabbitmq4-sessions"), extra_config=SESSION_MAX)
+        node.start()
+        try:
+            yield node.port
+        finally:
+            node.stop()
+        return
+    served = serve(
+        tmp_path_factory.mktemp("warrenmq-sessions"), SESSION_MAX, env={"WARRENMQ_PROFILE": "rabbitmq-4.0"}
+    )
+    try:
+        yield served.port
+    finally:
+        served.stop()
+
+
+@pytest.mark.parametrize("two_sessions_port", BROKERS, indirect=True)
+def test_session_max_per_connection_from_rabbitmq_conf(two_sessions_port: int) -> None:
+    """Two sessions: the open announces channel-max 1, and a begin on channel 2 closes the connection."""
+    client, opened = _open_with_channel_max(two_sessions_port, None)
+    begun = [_begun(_begin(client, channel), channel) for channel in range(2)]
+    over = performatives([_begin(client, 2)])
+    client.close()
+    assert opened.channel_max == 1
+    assert begun == [True, True]
+    error = Error(
+        condition=Symbol("amqp:connection:framing-error"),
+        description="channel number (2) exceeds maximum channel number (1)",
+    )
+    assert over == [Close(error=error)]
