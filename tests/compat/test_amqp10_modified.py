@@ -13,12 +13,14 @@ from typing import Any
 
 import pika
 import pytest
+from proton import Message as ProtonMessage
+from proton.utils import BlockingConnection
 
 from protocol.amqp10.condition import Error
 from protocol.amqp10.delivery_states import Modified, Released
 from protocol.amqp10.message import Message
 from protocol.amqp10.performatives import Disposition, End
-from protocol.amqp10.sections import Header
+from protocol.amqp10.sections import AmqpValue, Header
 from protocol.amqp10.types import Symbol
 from tests.compat.amqp10_support import (
     BROKERS,
@@ -28,6 +30,7 @@ from tests.compat.amqp10_support import (
     credit,
     deliveries,
     pika_channel,
+    proton_url,
 )
 
 pytestmark = pytest.mark.compat
@@ -188,3 +191,38 @@ def test_an_annotation_key_4_0_5_cannot_take_ends_the_session(port: int, declare
     assert ended[0].error.condition == "amqp:internal-error"
     assert headers["x-delivery-count"] == 1
     assert "v" not in headers.values()
+
+
+def test_a_message_published_over_amqp10_keeps_its_form_through_quorum_returns(
+    port: int, declared: Any
+) -> None:
+    """Returned to a quorum queue (modified, then released), a 1.0 message comes back as published (its
+    properties and amqp-value body), its annotations and the outcome's (compound values too) beside
+    x-delivery-count."""
+    queue = declared("quorum")
+    _get(port, queue)  # the fixture's 0-9-1 message out of the way
+    annotations = {Symbol("x-opt-list"): [1, "two"], Symbol("x-opt-reason"): "retry"}
+    connection = BlockingConnection(proton_url(port), timeout=10)
+    try:
+        sender = connection.create_sender(f"/queues/{queue}")
+        published = ProtonMessage(body={"k": 1}, subject="subject", annotations={Symbol("x-opt-p"): "p"})
+        sender.send(published)
+    finally:
+        connection.close()
+    client = _receiver(port, queue)
+    first, _ = _next(client)
+    _settle(client, first, Modified(delivery_failed=True, message_annotations=annotations))
+    second, again = _next(client)
+    _settle(client, second, Released())
+    _, once_more = _next(client)
+    client.close()
+    for message, returns in ((again, 1), (once_more, 2)):
+        assert message.properties is not None
+        assert message.properties.subject == "subject"
+        assert message.body == (AmqpValue({"k": 1}),)
+        assert message.message_annotations is not None
+        found = message.message_annotations.value
+        assert found[Symbol("x-opt-p")] == "p"
+        assert found[Symbol("x-delivery-count")] == returns
+        assert {key: found.get(key) for key in annotations} == annotations
+    assert (_header(again), _header(once_more)) == ((False, 1), (False, 1))

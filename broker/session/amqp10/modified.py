@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from broker.core.model.protocol_counters import queue_type_of
 from broker.core.queues.queue_features import TimedEnvelope
 from broker.core.topology.sender_selected import rewritten
+from broker.session.amqp10.convert import Amqp10Message
 from broker.session.amqp10.errors import INTERNAL_ERROR, SessionError
 from protocol.amqp10.delivery_states import Modified
 from protocol.amqp10.types import Symbol
@@ -43,15 +44,24 @@ def apply_modified(deliveries: list[Delivery], state: Modified, rewrite: HeaderR
     """What a quorum queue's ``modify`` does to each of its messages before it is requeued or dead-lettered:
     the failed delivery counted, the annotations merged (as headers of the core's 0-9-1 form, which a 1.0
     receiver gets back as message annotations)."""
-    headers = _headers(state.message_annotations or {})
+    annotations = state.message_annotations or {}
+    headers = _headers(annotations)
     for delivery in deliveries:
         envelope = delivery.envelope
         if queue_type_of(delivery.queue.arguments) != "quorum" or not isinstance(envelope, TimedEnvelope):
             continue
         if state.delivery_failed:
             envelope.delivery_failures += 1
+        message = envelope.message
         if headers and rewrite is not None:
-            envelope.message = rewritten(envelope.message, rewrite, headers)
+            message = rewritten(message, rewrite, headers)
+        if annotations and isinstance(message, Amqp10Message):
+            # A message published over 1.0 keeps every annotation as sent, compound values too.
+            if message is envelope.message:  # routed copies share it: annotate a copy
+                message = message.with_content_header(message.header_payload, message.headers or {})
+            assert isinstance(message, Amqp10Message)
+            message.amqp10_annotations = {**message.amqp10_annotations, **annotations}
+        envelope.message = message
 
 
 def delivery_failures(envelope: object) -> int:
@@ -61,8 +71,9 @@ def delivery_failures(envelope: object) -> int:
 
 def _headers(annotations: dict[Any, Any]) -> dict[str, Any]:
     """The annotations as 0-9-1 header values, with the types RabbitMQ writes (a string or a binary as a
-    long string, an integer as a long). Only simple values: 4.0.5's 0-9-1 conversion drops the others, and
-    WarrenMQ keeps a message in its 0-9-1 form, so a 1.0 receiver does not get them either (a deviation)."""
+    long string, an integer as a long). Only simple values: 4.0.5's 0-9-1 conversion drops the others (a
+    message published over 1.0 keeps them in its 1.0 form; one published over 0-9-1 has only this form, so a
+    1.0 receiver does not get them either: a deviation)."""
     headers: dict[str, Any] = {}
     for key, value in annotations.items():
         if isinstance(value, bool | float | bytes):
