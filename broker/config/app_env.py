@@ -21,6 +21,7 @@ _SAME_NAME = (
     "heartbeat",
     "frame_max",
     "channel_max",
+    "session_max_per_connection",
     "consumer_timeout",
     "max_message_size",
     "collect_statistics_interval",

@@ -270,6 +270,8 @@ def _check(loaded: Loaded) -> None:
     checks: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
         ("frame_max", lambda v: v >= FRAME_MIN_SIZE, f"must be at least {FRAME_MIN_SIZE}"),
         ("channel_max", lambda v: 0 < v <= MAX_CHANNEL_MAX, f"must be within 1..{MAX_CHANNEL_MAX}"),
+        # rabbit.schema's range for it.
+        ("session_max_per_connection", lambda v: 0 < v <= 65535, "must be within 1..65535"),
         ("consumer_timeout", lambda v: v >= 0, "must be 0 (off) or a number of milliseconds"),
         ("heartbeat", lambda v: 0 <= v <= 65535, "must be within 0..65535"),
         (
@@ -314,6 +316,7 @@ def config_from_loaded(loaded: Loaded, args: argparse.Namespace) -> ServerConfig
         session=SessionConfig(
             frame_max=value("frame_max"),
             channel_max=value("channel_max"),
+            session_max_per_connection=value("session_max_per_connection"),
             heartbeat_s=value("heartbeat"),
             max_message_size=value("max_message_size") or profile.max_message_size,
             pre_auth_frame_max=profile.pre_auth_frame_max,

@@ -27,6 +27,7 @@ from broker.session.config import (
     DEFAULT_CONSUMER_TIMEOUT_MS,
     DEFAULT_FRAME_MAX,
     DEFAULT_HEARTBEAT_S,
+    DEFAULT_SESSION_MAX_PER_CONNECTION,
 )
 
 
@@ -83,6 +84,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("log_level", "info", ("WARRENMQ_LOG_LEVEL",)),
     Setting("frame_max", DEFAULT_FRAME_MAX, ("WARRENMQ_FRAME_MAX",), int),
     Setting("channel_max", DEFAULT_CHANNEL_MAX, ("WARRENMQ_CHANNEL_MAX",), int),
+    Setting("session_max_per_connection", DEFAULT_SESSION_MAX_PER_CONNECTION),
     Setting("heartbeat", DEFAULT_HEARTBEAT_S, ("WARRENMQ_HEARTBEAT",), int),
     Setting("max_message_size", None, ("WARRENMQ_MAX_MESSAGE_SIZE",), int),
     Setting("consumer_timeout", DEFAULT_CONSUMER_TIMEOUT_MS, ("WARRENMQ_CONSUMER_TIMEOUT",), int),

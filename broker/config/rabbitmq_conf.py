@@ -29,6 +29,7 @@ _INT_KEYS = {
     "heartbeat": "heartbeat",
     "frame_max": "frame_max",
     "channel_max": "channel_max",
+    "session_max_per_connection": "session_max_per_connection",
     "max_message_size": "max_message_size",
     "consumer_timeout": "consumer_timeout",
     "management.tcp.port": "management_port",

@@ -9,6 +9,8 @@ from broker.core.topology.vhost import LAGGING_BACKLOG
 # RabbitMQ 3.13 defaults (rabbit.app / deps/rabbit/Makefile).
 DEFAULT_FRAME_MAX = 131072
 DEFAULT_CHANNEL_MAX = 2047
+# AMQP 1.0 sessions a connection may have at once (RabbitMQ 4.0: channels 0..63).
+DEFAULT_SESSION_MAX_PER_CONNECTION = 64
 DEFAULT_HEARTBEAT_S = 60
 DEFAULT_MAX_MESSAGE_SIZE = 128 * 1024 * 1024
 PRE_AUTH_FRAME_MAX = 4096
@@ -52,3 +54,5 @@ class SessionConfig(NamedTuple):
     auth_mechanisms_configured: bool = False
     # loopback_users (rabbit.app: [<<"guest">>]): users who may log in only from a loopback address.
     loopback_users: tuple[str, ...] = ("guest",)
+    # session_max_per_connection (rabbitmq.conf, AMQP 1.0 only): the open's channel-max is one less.
+    session_max_per_connection: int = DEFAULT_SESSION_MAX_PER_CONNECTION

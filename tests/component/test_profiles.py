@@ -120,7 +120,8 @@ def test_every_profile_row_is_covered_by_a_test() -> None:
         # tests/compat/test_plugin_exchanges.py
         "hash_header_typed_pair",
         "reply_to_v1_decoding",  # tests/component/test_direct_reply_names.py, under each profile
-        # connection.start and ANONYMOUS logins: tests/compat/frames/scenarios_preauth.py against 3.10 and 4.0
+        # connection.start and ANONYMOUS logins: tests/compat/frames/scenarios_preauth.py against 3.10 and
+        # 4.0; the 4.3 profile against 4.0.5 in tests/compat/test_sasl_offer_43.py
         "sasl_mechanisms",
         # tests/compat/scenarios/streams.py (stream_refused_operations) against 3.10 and 4.0
         "stream_consume_names_stream_queue",

@@ -38,7 +38,9 @@ class Profile(NamedTuple):
     hash_header_typed_pair: bool = False
     # connection.start's mechanisms, in the release's order: 3.x offers AMQPLAIN and PLAIN; 4.0 adds ANONYMOUS
     # (rabbit_auth_mechanism_anonymous, offered while anonymous_login_user is set, guest by default), as
-    # RabbitMQ 4.0.5 sends them: "ANONYMOUS PLAIN AMQPLAIN".
+    # RabbitMQ 4.0.5 sends them: "ANONYMOUS PLAIN AMQPLAIN". 4.3 keeps 4.0's default auth_mechanisms
+    # (PLAIN, AMQPLAIN, ANONYMOUS) and rabbit_reader still lists them in the mechanism registry's order, so
+    # it offers what 4.0.5 offers.
     sasl_mechanisms: str = "AMQPLAIN PLAIN"
     # basic.consume's refusals on a stream (no prefetch, auto-ack) name the queue "'queue 'q' in vhost 'v''"
     # and "stream queues queue 'q' ..." in 3.x; 4.0.5 says "stream queue 'q' in vhost 'v'" in both.
@@ -119,6 +121,7 @@ PROFILES: dict[str, Profile] = {
             consumer_timeout_classic=False,
             reply_to_v1_decoding=False,
             rabbitmq_version="4.3.0",
+            sasl_mechanisms="ANONYMOUS PLAIN AMQPLAIN",
             amqp10=True,
             dead_letter_keeps_cc=True,
             stream_settle_any_outcome=True,

@@ -29,14 +29,17 @@ EXPIRED, MAXLEN, REJECTED, DELIVERY_LIMIT = "expired", "maxlen", "rejected", "de
 
 
 class TimedEnvelope(Envelope):
-    """An envelope in a featured queue: its expiry deadline (epoch ms, None = never) and return count."""
+    """An envelope in a featured queue: its expiry deadline (epoch ms, None = never), its return count
+    (a quorum queue's x-delivery-count) and, of those returns, the failed deliveries an AMQP 1.0 receiver
+    reported (modified with delivery-failed: the 1.0 header's delivery-count, as rabbit_fifo counts them)."""
 
-    __slots__ = ("delivery_count", "expires_at")
+    __slots__ = ("delivery_count", "delivery_failures", "expires_at")
 
     def __init__(self, seq: int, message: Message, expires_at: int | None, redelivered: bool = False) -> None:
         super().__init__(seq, message, redelivered)
         self.expires_at = expires_at
         self.delivery_count = 0
+        self.delivery_failures = 0
 
 
 def _timed(envelope: Envelope) -> TimedEnvelope:

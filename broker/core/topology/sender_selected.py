@@ -17,9 +17,16 @@ if TYPE_CHECKING:
 def rewritten(
     message: Message, rewrite: HeaderRewriter, set_headers: Mapping[str, Any], remove: tuple[str, ...] = ()
 ) -> Message:
-    """A copy of ``message`` with headers set or removed, in the decoded headers and the raw header bytes."""
+    """A copy of ``message`` with headers set or removed, in the decoded headers and the raw header bytes.
+    A message kept in the form of the protocol it was published in (an AMQP 1.0 message: a subclass with a
+    ``with_content_header`` of its own) keeps that form when headers are only set (a quorum queue's
+    x-delivery-count), as RabbitMQ 4 keeps a message in its protocol; its copy carries the new 0-9-1 form."""
     headers = {k: v for k, v in (message.headers or {}).items() if k not in remove}
     headers.update(set_headers)
+    kind = type(message)
+    if not remove and kind is not Message and "with_content_header" in vars(kind):
+        payload = rewrite(message.header_payload, dict(set_headers), (), False)
+        return message.with_content_header(payload, headers)
     return Message(
         message.exchange,
         message.routing_key,

@@ -20,7 +20,7 @@ from broker.session.amqp10.errors import (
     ConnectionError,
     SessionError,
 )
-from broker.session.amqp10.open_answer import CHANNEL_MAX, our_open, vhost_name
+from broker.session.amqp10.open_answer import channel_max, our_open, vhost_name
 from broker.session.amqp10.session import Session
 from broker.session.limits import check_connection_limits
 from protocol.amqp10.errors import AMQP10Error, FramingError, ProtocolHeaderMismatch
@@ -108,7 +108,7 @@ class Connection:
         self.exclusive_queues: list[Queue] = []  # declared through the management node
         self.peer_max_frame_size = 512
         self.max_message_size = config.max_message_size
-        self.channel_max = CHANNEL_MAX
+        self.channel_max = channel_max(config)
         self.frame_max = config.frame_max  # the smaller of ours and the client's once open
         self.peer_idle_time_out_ms = 0
         self.writable = True
@@ -278,7 +278,7 @@ class Connection:
         self.peer_idle_time_out_ms = open_.idle_time_out or 0
         self.frame_max = min(self.config.frame_max, self.peer_max_frame_size)
         if open_.channel_max is not None:
-            self.channel_max = min(CHANNEL_MAX, open_.channel_max)
+            self.channel_max = min(channel_max(self.config), int(open_.channel_max))
         self.state = OPEN
         log.info(
             f"AMQP 1.0 connection from container '{self.container_id}': user '{self.username}' authenticated "
@@ -288,8 +288,18 @@ class Connection:
         self.send(0, our_open(self.config, self.broker.profile.rabbitmq_version))
 
     def _begin(self, channel: int, begin: Begin) -> None:
-        if channel in self.sessions or channel > CHANNEL_MAX:
-            raise ConnectionError(ILLEGAL_STATE, f"channel {channel} is in use or over channel-max")
+        if channel > self.channel_max:
+            # rabbit_amqp_reader refuses a channel over the negotiated channel-max (the smaller of the
+            # client's and session_max_per_connection - 1, 63 by default) before any session sees it.
+            raise ConnectionError(
+                FRAMING_ERROR,
+                f"channel number ({channel}) exceeds maximum channel number ({self.channel_max})",
+            )
+        if channel in self.sessions:
+            # The begin goes to the session already there, which ends on the unexpected frame
+            # (rabbit_amqp_session: amqp:internal-error "Unexpected frame {'v1_0.begin',...}"). The user's
+            # max-channels does not limit sessions: 4.0.5 counts no 1.0 session as a channel.
+            raise SessionError(INTERNAL_ERROR, "Unexpected frame begin")
         assert self.vhost is not None
         session = Session(self, channel, self.vhost, begin)
         self.sessions[channel] = session

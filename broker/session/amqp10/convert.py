@@ -251,6 +251,11 @@ def amqp10_payload(message: Amqp10Message, redelivered: bool, delivery_count: in
         Symbol("x-exchange"): message.exchange,
         Symbol("x-routing-key"): message.routing_key,
     }
+    returns = (message.headers or {}).get("x-delivery-count")
+    if isinstance(returns, int):
+        # A quorum queue's count of returns (set in the 0-9-1 form at each requeue): an annotation after the
+        # routing ones, a long, as RabbitMQ 4.0.5 adds it to a message kept in AMQP 1.0.
+        annotations[Symbol("x-delivery-count")] = int(returns)
     if message.stream_offset is not None:
         annotations[Symbol(STREAM_OFFSET)] = int(message.stream_offset)
     return encode_sections([header, MessageAnnotations(annotations)]) + message.amqp10_bare

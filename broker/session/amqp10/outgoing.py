@@ -27,6 +27,7 @@ from broker.session.amqp10.errors import (
     SessionError,
     condition_of,
 )
+from broker.session.amqp10.modified import delivery_failures
 from broker.session.amqp10.v1_queues import declare_v1_queue
 from broker.session.fates import stored_delivery
 from protocol.amqp10.condition import Error
@@ -211,10 +212,10 @@ class OutgoingLink:
         session.conn.broker.amqp10_counters.delivered(self.queue_type, self.settled, envelope.redelivered)
         if queue.store is not None and message.delivery_mode == 2:
             stored_delivery(queue, envelope, self.settled)
-        # The header's delivery-count counts failed deliveries (modified with delivery-failed), which the core
-        # does not track: 0, as RabbitMQ 4.0.5 sends after a release (a quorum queue's x-delivery-count,
-        # which counts every return, goes in the message annotations).
-        delivery_count = 0
+        # The header's delivery-count counts failed deliveries (modified with delivery-failed), which only a
+        # quorum queue keeps (its x-delivery-count, which counts every return, goes in the message
+        # annotations); 0 from any other queue, as RabbitMQ 4.0.5 sends.
+        delivery_count = delivery_failures(envelope)
         if isinstance(message, Amqp10Message):
             payload = amqp10_payload(message, envelope.redelivered, delivery_count)
         else:

@@ -13,6 +13,7 @@ from broker.core.queues.unacked import Delivery, UnackedTracker, requeue_deliver
 from broker.core.streams.lookup import stream_outcomes
 from broker.core.topology.dead_letter import reject_deliveries
 from broker.session.amqp10 import management_links
+from broker.session.amqp10.coordinator import refuse_coordinator
 from broker.session.amqp10.errors import (
     ILLEGAL_STATE,
     UNATTACHED_HANDLE,
@@ -21,6 +22,7 @@ from broker.session.amqp10.errors import (
 )
 from broker.session.amqp10.incoming import IncomingLink
 from broker.session.amqp10.management_links import ManagementReplies, ManagementRequests
+from broker.session.amqp10.modified import apply_modified, check_annotations
 from broker.session.amqp10.outgoing import OutgoingLink
 from broker.session.fates import forget_settled
 from protocol.amqp10.delivery_states import Accepted, DeliveryState, Modified, Rejected, Released
@@ -102,6 +104,7 @@ class Session:
     def _on_attach(self, attach: Attach) -> None:
         if attach.handle in self.links or attach.handle > HANDLE_MAX:
             raise SessionError("amqp:session:handle-in-use", f"handle {attach.handle} is in use")
+        refuse_coordinator(attach)
         link: Link
         if management_links.is_management(attach):  # a half of a `/management` link pair
             link = management_links.attach(self, attach)
@@ -147,6 +150,7 @@ class Session:
     def _on_disposition(self, disposition: Disposition) -> None:
         if not disposition.role:  # from a sender: we never send to the client unsettled transfers it settles
             return
+        check_annotations(disposition.state)
         first = disposition.first
         last = disposition.last if disposition.last is not None else first
         span = (last - first) % UINT
@@ -171,15 +175,19 @@ class Session:
 
     def _settle(self, deliveries: list[Delivery], state: object) -> None:
         """The client's outcome, as RabbitMQ 4 maps it: accepted acks, released requeues, rejected
-        dead-letters (or drops), modified requeues unless undeliverable-here (then as rejected). A stream
-        keeps every message: RabbitMQ 4.0.5 settles a stream's delivery alike whatever the outcome (released,
-        rejected or modified, it is neither read again nor dead-lettered), so each counts as accepted."""
+        dead-letters (or drops), modified requeues unless undeliverable-here (then as rejected), on a quorum
+        queue with its failure counted and its annotations merged (``broker.session.amqp10.modified``). A
+        stream keeps every message: RabbitMQ 4.0.5 settles a stream's delivery alike whatever the outcome
+        (released, rejected or modified, it is neither read again nor dead-lettered), so each counts as
+        accepted."""
         if state is not None and not isinstance(state, Accepted):
             deliveries, as_acks = stream_outcomes(deliveries, any_outcome=True)
             if as_acks:
                 self._settle(as_acks, Accepted())
             if not deliveries:
                 return
+        if isinstance(state, Modified):
+            apply_modified(deliveries, state, self.vhost.rewrite_header)
         if isinstance(state, Released) or (isinstance(state, Modified) and not state.undeliverable_here):
             requeue_deliveries(deliveries)
         else:

@@ -200,3 +200,15 @@ def test_planes_are_on_by_default_and_off_drops_the_http_listeners(tmp_path: Pat
 def test_planes_accept_only_on_or_off(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         _load(tmp_path, [], {"WARRENMQ_PLANES": "maybe"})
+
+
+def test_session_max_per_connection_from_rabbitmq_conf_and_its_range(tmp_path: Path) -> None:
+    """RabbitMQ 4's AMQP 1.0 session limit: 64 by default, rabbitmq.conf's value within 1..65535."""
+    _, default = _load(tmp_path, [], {})
+    _, configured = _load(tmp_path, [], {}, "session_max_per_connection = 8\n")
+    assert (default.session.session_max_per_connection, configured.session.session_max_per_connection) == (
+        64,
+        8,
+    )
+    with pytest.raises(SystemExit, match=r"session-max-per-connection must be within 1\.\.65535"):
+        _load(tmp_path, [], {}, "session_max_per_connection = 0\n")
