@@ -84,13 +84,14 @@ def test_image_shape_mirrors_the_rabbitmq_image() -> None:
 
 def test_entrypoint_serves_with_the_image_env_and_the_healthcheck_passes(tmp_path: Path) -> None:
     root, env = _image_root(tmp_path)
-    # What a compose file sets; the ports only because 5672/15672 may be taken on a shared test machine.
+    # What a compose file sets; the ports only because 5672/15672/15692 may be taken on a shared test machine.
     env.update(
         {
             "RABBITMQ_DEFAULT_USER": "app",
             "RABBITMQ_DEFAULT_PASS": "app-secret",
             "RABBITMQ_NODE_PORT": str(free_port()),
             "WARRENMQ_MANAGEMENT_PORT": str(free_port()),
+            "WARRENMQ_PROMETHEUS_PORT": str(free_port()),
         }
     )
     docker = _dockerfile()

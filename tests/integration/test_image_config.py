@@ -113,7 +113,8 @@ def test_image_environment_conf_plugins_and_definitions(tmp_path: Path) -> None:
 
 
 def test_enabled_plugins_without_management_means_no_http_listener(tmp_path: Path) -> None:
-    root = _image_root(tmp_path, "listeners.tcp.default = 127.0.0.1:0\n", "[rabbitmq_prometheus].\n")
+    conf = "listeners.tcp.default = 127.0.0.1:0\nprometheus.tcp.port = 0\n"  # 15692 may be taken here
+    root = _image_root(tmp_path, conf, "[rabbitmq_prometheus].\n")
     process, ready, startup = _serve(root, {})
     try:
         assert ready["management_port"] is None

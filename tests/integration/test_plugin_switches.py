@@ -59,7 +59,8 @@ def test_a_plugin_exchange_type_needs_its_plugin(tmp_path: Path) -> None:
 def test_without_a_plugins_file_every_type_is_on_and_the_overview_names_the_release(
     tmp_path: Path, report_as: str
 ) -> None:
-    conf = "listeners.tcp.default = 127.0.0.1:0\nmanagement.tcp.port = 0\ncluster_name = ci-cluster\n"
+    conf = "listeners.tcp.default = 127.0.0.1:0\nmanagement.tcp.port = 0\nprometheus.tcp.port = 0\n"
+    conf += "cluster_name = ci-cluster\n"  # every port ephemeral: 15692 may be taken on a shared machine
     root = _image_root(tmp_path, conf, None)
     env = {"HOME": str(tmp_path), "WARRENMQ_REPORT_AS": report_as, "RABBITMQ_NODENAME": "rabbit@ci"}
     process, ready, _ = _serve(root, env)
