@@ -53,9 +53,12 @@ def test_seconds_per_file_are_summed_from_a_junit_report(tmp_path: Path) -> None
     }
 
 
-def test_the_committed_table_names_files_that_exist() -> None:
+def test_the_committed_table_still_describes_the_suite() -> None:
+    """A renamed or removed file's entry is only ignored, but a table whose files have mostly moved orders
+    nothing: then refresh it (python -m tests.schedule REPORT.xml)."""
     root = Path(__file__).resolve().parents[2]
     table = file_seconds()
     assert table, "tests/file_seconds.json is missing or empty"
+    assert all(isinstance(seconds, float) and seconds >= 0 for seconds in table.values())
     missing = [name for name in table if not (root / name).is_file()]
-    assert not missing, f"refresh tests/file_seconds.json (python -m tests.schedule REPORT.xml): {missing}"
+    assert len(missing) <= len(table) // 10, f"refresh tests/file_seconds.json: {missing}"
