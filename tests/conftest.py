@@ -36,7 +36,7 @@ from tests.jvm import SHORT_RUN_JVM_OPTIONS
 
 # A private PostgreSQL cluster for the suites that run on both stores (tests/postgres; skips without it).
 from tests.postgres.fixtures import postgres_cluster, postgres_dsn  # noqa: F401
-from tests.schedule import file_seconds, order_longest_first
+from tests.schedule import file_seconds, make_scheduler, order_longest_first
 
 # Broker processes started by the suites keep everything in memory unless a test gives --data-dir itself
 # (`warrenmq serve` would otherwise store under ./warrenmq-data, shared by parallel workers).
@@ -225,6 +225,12 @@ if not _plugin_entry_point_installed():
 # Python, so on the compiled build they run untraced (pytest-cov's no_cover); the whole-broker suites stay
 # traced here.
 _TRACED_ON_THE_PURE_RUN = ("unit", "property", "component")
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with the analytics files as one unit (tests/schedule.py); other modes unchanged."""
+    return make_scheduler(config, log) if config.getvalue("dist") == "loadfile" else None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -16,9 +16,14 @@ The seconds per file are the summed test times of a clean-clone run's JUnit repo
 
     python -m tests.schedule DIR/main.xml
 
-A file missing from the table (a new one) counts `UNKNOWN_FILE_S`, about what a typical file of the
-suite takes. The order changes only when files start, never what a test does: each test owns its ports,
-directories and brokers.
+A file missing from the table (a new one) counts `UNKNOWN_FILE_S`, a little above the median file. The order
+changes only when files start, never what a test does: each test owns its ports, directories and brokers.
+
+The files of a directory in `SHARED_SCOPES` go to one worker as one unit (`make_scheduler`, which
+``tests/conftest.py`` gives pytest-xdist for ``--dist loadfile``), sorted by their summed seconds: they share
+session fixtures too costly to build twice. tests/analytics/ shares a Spark standalone cluster, a local
+SparkSession and a journal recorded from pika traffic, which each worker running one of its files otherwise
+started again (longest first put the cluster file on one worker and the others on the other).
 """
 
 from __future__ import annotations
@@ -28,11 +33,12 @@ import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = Path(__file__).with_name("file_seconds.json")
 UNKNOWN_FILE_S = 2.0
+SHARED_SCOPES = ("tests/analytics/",)
 
 
 class _Item(Protocol):
@@ -51,14 +57,36 @@ def file_seconds(table: Path = TABLE) -> dict[str, float]:
     return loaded
 
 
+def scope_of(nodeid: str) -> str:
+    """The unit a worker takes: the test's file, or the directory of `SHARED_SCOPES` it is in."""
+    path = nodeid.split("::", 1)[0]
+    return next((prefix for prefix in SHARED_SCOPES if path.startswith(prefix)), path)
+
+
 def order_longest_first(items: list[ItemT], seconds: dict[str, float]) -> None:
-    """Sort ``items`` in place so that the files of the longest recorded duration come first; the tests of a
-    file keep their order, and files of equal duration their collection order (the sort is stable)."""
+    """Sort ``items`` in place so that the units (`scope_of`) of the longest recorded duration come first; the
+    tests of a unit keep their order, and units of equal duration their collection order (a stable sort)."""
+    files = {item.nodeid.split("::", 1)[0] for item in items}
+    totals: dict[str, float] = {}
+    for name in files:
+        scope = scope_of(name)
+        totals[scope] = totals.get(scope, 0.0) + seconds.get(name, UNKNOWN_FILE_S)
 
     def key(item: ItemT) -> float:
-        return -seconds.get(item.nodeid.split("::", 1)[0], UNKNOWN_FILE_S)
+        return -totals[scope_of(item.nodeid)]
 
     items.sort(key=key)
+
+
+def make_scheduler(config: Any, log: Any) -> Any:
+    """pytest-xdist's ``--dist loadfile`` scheduler with the files of `SHARED_SCOPES` as one unit each."""
+    from xdist.scheduler import LoadFileScheduling  # type: ignore[import-untyped]
+
+    class SharedScopesScheduling(LoadFileScheduling):  # type: ignore[misc]  # xdist ships no type hints
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return SharedScopesScheduling(config, log)
 
 
 def _file_of(classname: str) -> str | None:

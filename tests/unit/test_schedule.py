@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.schedule import UNKNOWN_FILE_S, file_seconds, order_longest_first, seconds_from_junit
+from tests.schedule import UNKNOWN_FILE_S, file_seconds, order_longest_first, scope_of, seconds_from_junit
 
 
 @dataclass
@@ -62,3 +62,27 @@ def test_the_committed_table_still_describes_the_suite() -> None:
     assert all(isinstance(seconds, float) and seconds >= 0 for seconds in table.values())
     missing = [name for name in table if not (root / name).is_file()]
     assert len(missing) <= len(table) // 10, f"refresh tests/file_seconds.json: {missing}"
+
+
+def test_the_analytics_files_are_one_unit_sorted_by_their_summed_seconds() -> None:
+    items = [
+        Item("tests/analytics/test_cluster.py::one"),
+        Item("tests/analytics/test_jobs.py::one"),
+        Item("tests/compat/test_frames.py::one"),
+        Item("tests/unit/test_a.py::one"),
+    ]
+    seconds = {
+        "tests/analytics/test_cluster.py": 20.0,
+        "tests/analytics/test_jobs.py": 20.0,
+        "tests/compat/test_frames.py": 30.0,
+        "tests/unit/test_a.py": 0.5,
+    }
+    assert scope_of("tests/analytics/test_jobs.py::one") == "tests/analytics/"
+    assert scope_of("tests/compat/test_frames.py::K::one") == "tests/compat/test_frames.py"
+    order_longest_first(items, seconds)
+    assert [item.nodeid for item in items] == [
+        "tests/analytics/test_cluster.py::one",  # 40 s together
+        "tests/analytics/test_jobs.py::one",
+        "tests/compat/test_frames.py::one",
+        "tests/unit/test_a.py::one",
+    ]
