@@ -17,8 +17,9 @@ MYPYC_SOURCES := $(shell sed -n '/^MYPYC_MODULES = \[/,/^\]/s/^ *"\(.*\.py\)",/\
 # own RabbitMQ oracles (tests/compat/conftest.py). A third worker on 2 cores was no faster (22 against 23
 # minutes) and pushed the CPU-heavy tests (20,000 connections, rabbitmqctl's Erlang VMs, a stream restarted
 # beside Spark) past their timeouts. Whole files go to one worker (--dist loadfile), so module fixtures start
-# once, the longest files first (tests/schedule.py sorts the collection by the recorded seconds per file;
-# --no-loadscope-reorder keeps pytest-xdist from reordering it by number of tests).
+# once, and tests/analytics/ as one unit, so its Spark cluster starts once; the longest first (tests/schedule.py
+# sorts the collection by the recorded seconds per file; --no-loadscope-reorder keeps pytest-xdist from
+# reordering it by number of tests).
 TEST_WORKERS ?= 2
 # The in-process suites (no server, no oracle): `make test-fast`, and again on the pure-Python variant
 # (WARRENMQ_PURE=1) under coverage at the end of `make test`.
