@@ -17,7 +17,9 @@ MYPYC_SOURCES := $(shell sed -n '/^MYPYC_MODULES = \[/,/^\]/s/^ *"\(.*\.py\)",/\
 # own RabbitMQ oracles (tests/compat/conftest.py). A third worker on 2 cores was no faster (22 against 23
 # minutes) and pushed the CPU-heavy tests (20,000 connections, rabbitmqctl's Erlang VMs, a stream restarted
 # beside Spark) past their timeouts. Whole files go to one worker (--dist loadfile), so module fixtures start
-# once; the slowest files (analytics, compat) come first in collection order.
+# once, and tests/analytics/ as one unit, so its Spark cluster starts once; the longest first (tests/schedule.py
+# sorts the collection by the recorded seconds per file; --no-loadscope-reorder keeps pytest-xdist from
+# reordering it by number of tests).
 TEST_WORKERS ?= 2
 # The in-process suites (no server, no oracle): `make test-fast`, and again on the pure-Python variant
 # (WARRENMQ_PURE=1) under coverage at the end of `make test`.
@@ -67,7 +69,7 @@ contracts: $(STAMP)
 # traced); pytest-pure adds its figures and prints the summary.
 pytest: $(STAMP)
 	rm -f .coverage .coverage.*
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --cov --cov-report= --cov-fail-under=0 \
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --cov --cov-report= --cov-fail-under=0 \
 		$(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/main.xml) $(PYTEST_ARGS)
 
 # The in-process suites again on the pure-Python variant of the compiled modules, which serves where no
@@ -75,13 +77,13 @@ pytest: $(STAMP)
 # tests/coverage_summary.py prints line and branch coverage of protocol/ and broker/ per package and fails
 # below the floor in pyproject.toml ([tool.coverage.report] fail_under).
 pytest-pure: $(STAMP)
-	WARRENMQ_PURE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --cov --cov-append --cov-report= --cov-fail-under=0 \
+	WARRENMQ_PURE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --cov --cov-append --cov-report= --cov-fail-under=0 \
 		$(if $(JUNIT_DIR),--junitxml=$(JUNIT_DIR)/pure.xml) $(FAST_TESTS)
 	$(PY) -m tests.coverage_summary
 
 # The edit-test loop: unit, property and component suites on the compiled build, no servers (about a minute).
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(FAST_TESTS) $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(FAST_TESTS) $(PYTEST_ARGS)
 
 # The whole suite N times (default 3); names every test that did not pass in every run.
 test-repeat: $(STAMP)

@@ -36,6 +36,7 @@ from tests.jvm import SHORT_RUN_JVM_OPTIONS
 
 # A private PostgreSQL cluster for the suites that run on both stores (tests/postgres; skips without it).
 from tests.postgres.fixtures import postgres_cluster, postgres_dsn  # noqa: F401
+from tests.schedule import file_seconds, make_scheduler, order_longest_first
 
 # Broker processes started by the suites keep everything in memory unless a test gives --data-dir itself
 # (`warrenmq serve` would otherwise store under ./warrenmq-data, shared by parallel workers).
@@ -226,7 +227,17 @@ if not _plugin_entry_point_installed():
 _TRACED_ON_THE_PURE_RUN = ("unit", "property", "component")
 
 
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with the analytics files as one unit (tests/schedule.py); other modes unchanged."""
+    return make_scheduler(config, log) if config.getvalue("dist") == "loadfile" else None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Under pytest-xdist (a worker has workerinput) the longest files go to the workers first, so that the
+    # short ones even out the end of the run (tests/schedule.py); every worker sorts the same way.
+    if hasattr(config, "workerinput"):
+        order_longest_first(items, file_seconds())
     if os.environ.get("WARRENMQ_PURE", "") not in ("", "0"):
         return
     root = Path(__file__).resolve().parent

@@ -8,6 +8,12 @@ speak the same Arrow format. pyspark itself is not packed: executors use their S
 project's code is not packed either: the driver ships it per version (broker/analytics/pyfiles.py).
 venv-pack links the interpreter rather than copying it, so executors need the same Python at the same path
 (the guide's caveat; true on one machine and on images built from one Dockerfile).
+
+Every executor of every application fetches and unpacks the archive, so it carries nothing executors never
+run: the environment is made without pip and setuptools (``venv --without-pip``; this interpreter's pip,
+22.3 or later, installs into it with ``--python``), and the packages' own test suites and pyarrow's C++
+headers are left out (`EXCLUDED`; no module of pandas, numpy or pyarrow imports them). That is a quarter of
+the unpacked environment (353 MB to 260 MB with pyarrow 26 and pandas 2.3).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from pathlib import Path
 from broker.analytics.errors import AnalyticsError
 
 EXECUTOR_PACKAGES = ("pyarrow", "pandas")
+# venv-pack filters (fnmatch patterns on paths inside the environment) for what executors never import.
+EXCLUDED = ("*/site-packages/*/tests/*", "*/site-packages/*/*/tests/*", "*/site-packages/pyarrow/include/*")
 
 
 def requirements() -> list[str]:
@@ -49,12 +57,19 @@ def pack(out: str, extra: list[str] | None = None, verbose: bool = False) -> dic
     quiet = [] if verbose else ["--quiet"]
     with tempfile.TemporaryDirectory(prefix="warrenmq-pack-") as scratch:
         env = Path(scratch) / "environment"
-        _run([sys.executable, "-m", "venv", str(env)], "create the virtual environment")
-        pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", *quiet]
-        _run([*pip, *pins], f"install {' '.join(pins)}")
+        _run([sys.executable, "-m", "venv", "--without-pip", str(env)], "create the virtual environment")
+        pip = [sys.executable, "-m", "pip", "--python", str(env / "bin" / "python"), "install"]
+        _run([*pip, "--disable-pip-version-check", *quiet, *pins], f"install {' '.join(pins)}")
         target.parent.mkdir(parents=True, exist_ok=True)
         # compress_level 1: the archive is mostly compiled libraries, which barely compress further.
-        venv_pack.pack(prefix=str(env), output=str(target), force=True, compress_level=1, verbose=verbose)
+        venv_pack.pack(
+            prefix=str(env),
+            output=str(target),
+            force=True,
+            compress_level=1,
+            verbose=verbose,
+            filters=[("exclude", pattern) for pattern in EXCLUDED],
+        )
     return {
         "job": "pack",
         "archive": str(target),
