@@ -202,6 +202,23 @@ class BatchWrites:
             self._flush_scheduled = True
             self._call_soon(self._flush)
 
+    def message_published(self, queue: Queue, seq: int, message: Message) -> None:
+        key = (queue.store_id << KEY_SEQ_BITS) | seq
+        self._batch.added[key] = (
+            key,
+            message.exchange,
+            message.routing_key,
+            message.header_payload,
+            message.body,
+            None,
+            0,
+        )
+        queue.stats.disk_writes += 1  # as message_added
+        self.writes += 1
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._call_soon(self._flush)
+
     def message_delivered(self, queue: Queue, envelope: Envelope) -> None:
         if not envelope.seq:
             return  # never stored as a row (a stream's delivery: its log is not marked)
