@@ -346,7 +346,10 @@ class SqliteStore:
             if batch.added:
                 db.executemany(_INSERT_MESSAGE, batch.added.values())
             if batch.delivered:
-                db.executemany(_MARK_DELIVERED, [(key,) for key in batch.delivered])
+                # A message delivered and acked within one batch (ack each keeps a pipeline of them) loses its
+                # row below, in the same transaction: its mark would be a row rewritten for nothing.
+                gone = set(batch.removed)
+                db.executemany(_MARK_DELIVERED, [(key,) for key in batch.delivered if key not in gone])
             if batch.counted:
                 db.executemany(_COUNT_RETURN, [(*pair, key) for key, pair in batch.counted.items()])
             if batch.delayed_added:
