@@ -41,6 +41,7 @@ MOVED = {
     "pubsub-lat": lambda d: d["received"],
     "ack1": lambda d: d["received"],
     "ack50": lambda d: d["received"],
+    "ack1p": lambda d: d["received"],
     "fanout": lambda d: d["count"],
     "fanout-lat": lambda d: d["count"],
     "topic": lambda d: d["count"],
@@ -49,7 +50,7 @@ MOVED = {
 }
 # Scenarios whose messages are persistent: the broker gets a fresh data directory (in its working directory)
 # instead of ``--data-dir none``, so that it stores them and confirms after the commit, as compare.py runs it.
-STORED = {"confirm", "confirm1"}
+STORED = {"confirm", "confirm1", "ack1p"}
 RATE = {"fanout": "deliveries_per_s"}
 
 

@@ -46,6 +46,21 @@ def queue_key_range(queue_id: int) -> tuple[int, int]:
     return queue_id << KEY_SEQ_BITS, (queue_id + 1) << KEY_SEQ_BITS
 
 
+def key_runs(keys: list[int]) -> list[tuple[int, int]]:
+    """``keys`` as the (first, last) runs of consecutive keys they make, in key order: every key from first
+    to last is one of ``keys``, so deleting the runs deletes exactly them."""
+    ordered = iter(sorted(keys))
+    first = last = next(ordered)
+    runs = []
+    for key in ordered:
+        if key != last + 1:
+            runs.append((first, last))
+            first = key
+        last = key
+    runs.append((first, last))
+    return runs
+
+
 class Batch:
     """Everything one loop turn (or more, while the writer is busy) changed; applied as one transaction.
 

@@ -202,6 +202,23 @@ class BatchWrites:
             self._flush_scheduled = True
             self._call_soon(self._flush)
 
+    def message_published(self, queue: Queue, seq: int, message: Message) -> None:
+        key = (queue.store_id << KEY_SEQ_BITS) | seq
+        self._batch.added[key] = (
+            key,
+            message.exchange,
+            message.routing_key,
+            message.header_payload,
+            message.body,
+            None,
+            0,
+        )
+        queue.stats.disk_writes += 1  # as message_added
+        self.writes += 1
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._call_soon(self._flush)
+
     def message_delivered(self, queue: Queue, envelope: Envelope) -> None:
         if not envelope.seq:
             return  # never stored as a row (a stream's delivery: its log is not marked)
@@ -212,10 +229,14 @@ class BatchWrites:
             batch.added[key] = (*row[:6], 1)
         else:
             batch.delivered.append(key)
-        counted = batch.counted.get(key)
-        if counted is not None:  # returned earlier in this batch: the count stays, the mark is set again
-            batch.counted[key] = (counted[0], 1)
-        self._dirty()
+        if batch.counted:  # quorum returns in this batch (none in most)
+            counted = batch.counted.get(key)
+            if counted is not None:  # returned earlier in this batch: the count stays, the mark is set again
+                batch.counted[key] = (counted[0], 1)
+        self.writes += 1  # _dirty, inline: once per delivery of a stored message
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._call_soon(self._flush)
 
     def messages_returned(
         self, queue: Queue, envelopes: Iterable[Envelope], committed: Callable[[], None]
@@ -241,7 +262,10 @@ class BatchWrites:
                 removed.append(key)
             changed = True
         if changed:
-            self._dirty()
+            self.writes += 1  # _dirty, inline: once per ack of a stored message
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                self._call_soon(self._flush)
 
     def stream_appended(
         self, queue: Queue, segment_first: int, offset: int, appended_ms: int, message: Message

@@ -31,6 +31,7 @@ from broker.storage.base import (
     StorageError,
     TopicPermissionRow,
     UserRow,
+    key_runs,
     queue_key_range,
 )
 from broker.storage.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
@@ -96,7 +97,10 @@ _DELETE_EXCHANGE = (
     "DELETE FROM delayed_messages WHERE vhost = ?1 AND holder = ?2",  # the plugin drops them with it
     "DELETE FROM exchanges WHERE vhost = ?1 AND name = ?2",
 )
-_DELETE_MESSAGE = "DELETE FROM messages WHERE key = ?"
+# Acked (removed) messages, as runs of consecutive keys: a queue's acks mostly come in publish order, so a
+# batch's run is one range scan instead of one primary-key lookup per message. SQLite CPU per deleted row,
+# 100,000 rows of 1.1 KiB: 1.0 µs user one key at a time, 0.55 µs as runs (the grouping included).
+_DELETE_MESSAGES = "DELETE FROM messages WHERE key BETWEEN ? AND ?"
 _DELETE_QUEUE = (
     f"DELETE FROM messages WHERE key >= ?1 << {KEY_SEQ_BITS} AND key < (?1 + 1) << {KEY_SEQ_BITS}",
     "DELETE FROM bindings WHERE destination_type = 'queue'"
@@ -342,7 +346,10 @@ class SqliteStore:
             if batch.added:
                 db.executemany(_INSERT_MESSAGE, batch.added.values())
             if batch.delivered:
-                db.executemany(_MARK_DELIVERED, [(key,) for key in batch.delivered])
+                # A message delivered and acked within one batch (ack each keeps a pipeline of them) loses its
+                # row below, in the same transaction: its mark would be a row rewritten for nothing.
+                gone = set(batch.removed)
+                db.executemany(_MARK_DELIVERED, [(key,) for key in batch.delivered if key not in gone])
             if batch.counted:
                 db.executemany(_COUNT_RETURN, [(*pair, key) for key, pair in batch.counted.items()])
             if batch.delayed_added:
@@ -355,7 +362,7 @@ class SqliteStore:
                     "DELETE FROM delayed_messages WHERE key = ?", [(key,) for key in batch.delayed_removed]
                 )
             if batch.removed:
-                db.executemany(_DELETE_MESSAGE, [(key,) for key in batch.removed])
+                db.executemany(_DELETE_MESSAGES, key_runs(batch.removed))
             for queue_id in batch.dropped_queues:
                 db.execute("DELETE FROM messages WHERE key >= ? AND key < ?", queue_key_range(queue_id))
             db.execute("COMMIT")

@@ -88,6 +88,10 @@ class QueueStore(Protocol):
 
     def message_added(self, queue: Queue, envelope: Envelope) -> None: ...
 
+    def message_published(self, queue: Queue, seq: int, message: Message) -> None:
+        """A fresh publish enqueued at ``seq`` on the plain path (no expiry, never delivered): what
+        ``message_added`` stores for its envelope, without one."""
+
     def message_delivered(self, queue: Queue, envelope: Envelope) -> None:
         """Delivered and not yet acked: after a crash it comes back with redelivered=true."""
 
@@ -326,8 +330,9 @@ class Queue:
             self.persistent_ready += 1
             self.persistent_ready_bytes += len(message.body)
             if self.store is not None:
-                # The store keys the copy by its seq: it is put in an envelope now, with the fresh before it.
-                self.store.message_added(self, self.ready_envelopes()[-1])
+                # Keyed by its seq (``last_seq``), it stays a bare message in ``fresh`` as a transient one
+                # does: no envelope per stored publish, and none for the fresh copies before it.
+                self.store.message_published(self, self.last_seq, message)
         if self.consumers:
             self.dispatcher.wake(self)
         return True

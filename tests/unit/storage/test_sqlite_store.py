@@ -12,7 +12,16 @@ from typing import cast
 
 import pytest
 
-from broker.storage.base import Batch, MessageRow, PermissionRow, StorageError, UserRow, message_key
+from broker.storage.base import (
+    KEY_SEQ_BITS,
+    Batch,
+    MessageRow,
+    PermissionRow,
+    StorageError,
+    UserRow,
+    key_runs,
+    message_key,
+)
 from broker.storage.memory import MemoryStore
 from broker.storage.sqlite import DB_NAME, SqliteStore
 from broker.storage.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
@@ -188,6 +197,29 @@ def test_an_unknown_fsync_policy_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="fsync"):
         SqliteStore(tmp_path / "data", fsync="sometimes")
     assert not (tmp_path / "data").exists()
+
+
+# -- acks (removed keys) are deleted as runs of consecutive keys
+
+
+def test_key_runs_cover_exactly_the_keys_given_in_any_order() -> None:
+    assert key_runs([7]) == [(7, 7)]
+    assert key_runs([5, 3, 4, 9, 1, 10, 4]) == [(1, 1), (3, 4), (4, 5), (9, 10)]
+    high = message_key(1, (1 << KEY_SEQ_BITS) - 1)  # a queue's last key and the next queue's first touch
+    assert key_runs([message_key(2, 0), high]) == [(high, message_key(2, 0))]
+
+
+def test_removed_keys_go_and_the_keys_between_their_runs_stay(tmp_path: Path) -> None:
+    rows = [_row(1, seq) for seq in range(1, 13)]
+    store = SqliteStore(tmp_path)
+    try:
+        store.apply(Batch(1, topology=[("queue+", (1, "/", "q1", 0, None))], added={r[0]: r for r in rows}))
+        acked = [9, 2, 3, 4, 12, 7, 10]  # acked out of order, with gaps; 12 is the last stored row
+        store.apply(Batch(2, removed=[message_key(1, seq) for seq in acked]))
+        kept = [row[0] for row in store.messages(1)]
+        assert kept == [message_key(1, seq) for seq in (1, 5, 6, 8, 11)]
+    finally:
+        store.close()
 
 
 # -- a failed apply is all or nothing

@@ -222,6 +222,30 @@ def test_a_message_added_and_removed_in_one_turn_never_reaches_the_store(harness
     assert _bodies(harness.stored(queue.store_id)) == [b"m2"]
 
 
+def test_a_stored_publish_stays_a_bare_message_keyed_by_the_seq_it_leaves_with(harness: Harness) -> None:
+    """Queue.enqueue stores a persistent publish by its seq without giving it an envelope: the row's key is
+    the one its envelope gets when it leaves ``fresh``, so its ack deletes that row and no other."""
+    writer = harness.writer
+    queue = _queue(writer, "q")
+    queue.store = writer
+    for body in (b"a", b"b", b"c"):
+        queue.enqueue(make_message("", "q", body, delivery_mode=2))
+    assert len(queue.fresh) == 3
+    assert not queue.ready
+    first = Envelope(queue.last_seq - len(queue.fresh) + 1, queue.fresh.popleft())  # as basic.get takes it
+    queue.requeue([first])  # back in ``ready``, ahead of the fresh ones
+    queue.enqueue(make_message("", "q", b"d", delivery_mode=2))
+    envelopes = list(queue.ready_envelopes())
+    assert [envelope.message.body for envelope in envelopes] == [b"a", b"b", b"c", b"d"]
+    harness.settle()
+    keys = [message_key(queue.store_id, envelope.seq) for envelope in envelopes]
+    assert [row[0] for row in harness.stored(queue.store_id)] == keys
+
+    writer.messages_removed(queue, envelopes[1:3])
+    harness.settle()
+    assert _bodies(harness.stored(queue.store_id)) == [b"a", b"d"]
+
+
 def test_transient_and_never_queued_messages_are_not_removed_from_the_store(harness: Harness) -> None:
     """messages_removed skips what was never stored: a transient message, or one with seq 0 (refused by
     reject-publish-dlx before it was queued)."""
