@@ -140,5 +140,7 @@ def test_every_profile_row_is_covered_by_a_test() -> None:
         # an offset past a stream's tail: tests/compat/test_stream_offsets.py against 3.10 (starts at the
         # tail) and tests/compat/test_amqp10_streams.py against 4.0.5 (waits for it)
         "stream_offset_past_tail_waits",
+        # tests/compat/test_quorum_delivery_count.py against 3.10 and 4.0
+        "quorum_get_counts_from_zero",
     }
     assert rows == tested

@@ -145,12 +145,15 @@ def dead_letter_message(
     now_ms: int,
     rewrite: HeaderRewriter,
     keep_cc: bool = False,
+    from_quorum: bool = False,
 ) -> tuple[Message, list[str]]:
     """The copy of ``message`` published to the DLX, and the routing keys to route it with.
 
     Without x-dead-letter-routing-key the original keys are used (the publish key and CC); with one, only
     that key, and the CC header is removed (rabbit_dead_letter:make_msg, 3.10) or, with ``keep_cc``, kept
-    but not routed by (rabbit_dead_letter:publish of 4.0 sets the routing keys alone).
+    but not routed by (rabbit_dead_letter:publish of 4.0 sets the routing keys alone). A quorum queue's
+    x-delivery-count goes: RabbitMQ adds it to deliveries, never to the message it keeps, so what it
+    dead-letters has none (3.10.8 and 4.0.5 alike).
     """
     updates = record_death(message.headers, message, queue_name, reason, now_ms)
     remove: tuple[str, ...] = ()
@@ -160,6 +163,8 @@ def dead_letter_message(
         keys = [dead_letter_routing_key]
         if not keep_cc:
             remove = ("CC",)
+    if from_quorum and "x-delivery-count" in (message.headers or {}):
+        remove = (*remove, "x-delivery-count")
     payload = rewrite(message.header_payload, updates, remove, True)
     copy = Message(
         dead_letter_exchange,
@@ -227,6 +232,7 @@ def publish_dead_letters(vhost: DeadLetterHost, queue: Queue, envelopes: list[En
             now_ms,
             rewrite,
             vhost.profile.dead_letter_keeps_cc,
+            kind == "quorum",
         )
         targets = [
             target

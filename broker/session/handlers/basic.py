@@ -151,8 +151,8 @@ def get(channel: ChannelPort, method: commands.Basic.Get) -> None:
 
 
 def get_from_quorum(channel: ChannelPort, queue: Queue, method: commands.Basic.Get) -> None:
-    """Quorum queues refuse basic.get with single active consumer, and always add x-delivery-count to what
-    basic.get returns (rabbit_quorum_queue:basic_get, RabbitMQ 3.10)."""
+    """Quorum queues refuse basic.get with single active consumer, and add x-delivery-count to what basic.get
+    returns: always in 3.10 (rabbit_quorum_queue:basic_get), once returned in 4.0.5 (the profile says)."""
     assert queue.features is not None
     assert queue.host is not None
     if queue.features.settings.single_active_consumer:
@@ -162,7 +162,8 @@ def get_from_quorum(channel: ChannelPort, queue: Queue, method: commands.Basic.G
             "basic.get operations are not supported by quorum queues with single active consumer",
         )
     envelope = basic_get(queue)
-    if isinstance(envelope, TimedEnvelope) and envelope.delivery_count == 0:
+    counts_from_zero = queue.host.profile.quorum_get_counts_from_zero
+    if counts_from_zero and isinstance(envelope, TimedEnvelope) and envelope.delivery_count == 0:
         envelope.message = queue.host.with_delivery_count(envelope.message, 0)
     send_get(channel, queue, envelope, method.no_ack)
 
