@@ -1,7 +1,7 @@
 """RabbitMQ's own AMQP 1.0 client, rabbitmq-amqp-python-client (on python-qpid-proton), against WarrenMQ
 (--profile rabbitmq-4.0) and RabbitMQ 4.0.5 (skipped with the reason when podman or its image is missing):
 its management (the `/management` node), a publisher's outcomes and a consumer's settlements observe the
-same on both. A stream is only declared: consuming one over AMQP 1.0 is not built yet (docs/amqp10.md)."""
+same on both. A stream is only declared here; the client reads streams in test_amqp10_streams_publish.py."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def test_management(connection: Connection, name: str) -> None:
         "members": 1,
     }
     assert _info(connection, f"{name}-qq")["type"] == QueueType.quorum
-    # A stream is declared through the node too (consuming it over AMQP 1.0 is not built yet).
+    # A stream is declared through the node too (read with this client in test_amqp10_streams_publish.py).
     management.declare_queue(StreamSpecification(name=f"{name}-stream", max_len_bytes=10_000_000))
     stream = _info(connection, f"{name}-stream")
     assert (stream["type"], stream["arguments"]) == (
