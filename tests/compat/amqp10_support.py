@@ -161,10 +161,8 @@ class RawClient:
         self._pending = items[count:]
         return items[:count]
 
-    def login(
-        self, mechanism: str = "PLAIN", response: bytes = b"\0guest\0guest", hostname: str = "vhost:/"
-    ) -> None:
-        """SASL, the AMQP header, open and a session on channel 0; asserts each step's answer."""
+    def authenticate(self, mechanism: str = "PLAIN", response: bytes = b"\0guest\0guest") -> None:
+        """The SASL layer (its outcome asserted ok), then the AMQP header sent; the open is the caller's."""
         self.send(SASL_HEADER)
         self.read_count(2)
         self.sasl(SaslInit(mechanism=Symbol(mechanism), initial_response=response))
@@ -172,6 +170,12 @@ class RawClient:
         assert getattr(outcome, "code", None) == 0, outcome
         self.scanner.expect_protocol_header()
         self.send(AMQP_HEADER)
+
+    def login(
+        self, mechanism: str = "PLAIN", response: bytes = b"\0guest\0guest", hostname: str = "vhost:/"
+    ) -> None:
+        """SASL, the AMQP header and open; asserts each step's answer."""
+        self.authenticate(mechanism, response)
         self.perform(Open(container_id="warrenmq-tests", hostname=hostname))
         header, opened = self.read_count(2)
         assert header == ProtocolHeader(AMQP_HEADER), header

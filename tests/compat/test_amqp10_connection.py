@@ -104,12 +104,7 @@ def test_login_open_begin_end_close(port: int, mechanism: str) -> None:
 
 def test_open_answer(port: int) -> None:
     client = RawClient(port)
-    client.send(SASL_HEADER)
-    client.read_count(2)
-    client.sasl(SaslInit(mechanism=Symbol("PLAIN"), initial_response=b"\0guest\0guest"))
-    client.read_count(1)
-    client.scanner.expect_protocol_header()
-    client.send(AMQP_HEADER)
+    client.authenticate()
     client.perform(Open(container_id="c", hostname="vhost:/"))
     opened = performatives(client.read_count(2))[0]
     client.close()
@@ -290,12 +285,7 @@ def _sender(target: Target) -> Attach:
 def test_open_of_a_missing_vhost_is_reset(port: int) -> None:
     """4.0.5 answers an open naming a vhost that does not exist with neither open nor close: a reset."""
     client = RawClient(port)
-    client.send(SASL_HEADER)
-    client.read_count(2)
-    client.sasl(SaslInit(mechanism=Symbol("PLAIN"), initial_response=b"\0guest\0guest"))
-    client.read_count(1)
-    client.scanner.expect_protocol_header()
-    client.send(AMQP_HEADER)
+    client.authenticate()
     client.perform(Open(container_id="c", hostname="vhost:no-such-vhost"))
     items = client.read_until(lambda items: bool(items) and items[-1] == RESET)
     client.close()
@@ -344,12 +334,7 @@ def test_vhost_connection_limit(request: pytest.FixtureRequest, which: str) -> N
     requests.put(f"{api}/api/vhost-limits/{vhost}/max-connections", json={"value": 0}, auth=auth, timeout=10)
     try:
         client = RawClient(port)
-        client.send(SASL_HEADER)
-        client.read_count(2)
-        client.sasl(SaslInit(mechanism=Symbol("PLAIN"), initial_response=b"\0guest\0guest"))
-        client.read_count(1)
-        client.scanner.expect_protocol_header()
-        client.send(AMQP_HEADER)
+        client.authenticate()
         client.perform(Open(container_id="c", hostname=f"vhost:{vhost}"))
         items = client.read_until(lambda items: bool(items) and items[-1] in (EOF_, RESET))
         client.close()

@@ -12,9 +12,7 @@ import pytest
 import requests
 
 from protocol.amqp10.condition import Error
-from protocol.amqp10.frames import AMQP_HEADER, SASL_HEADER
 from protocol.amqp10.performatives import Attach, Begin, Close, End, Open
-from protocol.amqp10.sasl import SaslInit
 from protocol.amqp10.terminus import Source
 from protocol.amqp10.types import Described, Symbol, ULong
 from tests.compat.amqp10_support import (
@@ -57,12 +55,7 @@ def _begun(answer: Item, channel: int) -> bool:
 def _open_with_channel_max(port: int, channel_max: int | None) -> tuple[RawClient, Open]:
     """A client logged in whose open asks for ``channel_max``, and the open the broker answered."""
     client = RawClient(port)
-    client.send(SASL_HEADER)
-    client.read_count(2)
-    client.sasl(SaslInit(mechanism=Symbol("PLAIN"), initial_response=b"\0guest\0guest"))
-    client.read_count(1)
-    client.scanner.expect_protocol_header()
-    client.send(AMQP_HEADER)
+    client.authenticate()
     client.perform(Open(container_id="warrenmq-tests", hostname="vhost:/", channel_max=channel_max))
     _, opened = client.read_count(2)
     assert isinstance(opened, tuple), opened
