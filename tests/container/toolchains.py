@@ -1,8 +1,9 @@
 """The Java, Go and Node programs of tests/container, built from their lock files (pom.xml's pinned versions,
 go.sum, package-lock.json) with their dependencies fetched from Maven Central, the Go module proxy and the
-npm registry into build/testcontainers/ (gitignored): the first run of a machine downloads, later runs find
-the cache. Each build runs once per session and at most one at a time across pytest-xdist workers (a file
-lock), and a missing toolchain or registry skips its language with the reason."""
+npm registry into ``testcontainers`` of the suites' build cache outside the checkout
+(tests/build_cache_dir.py, ``~/.cache/warrenmq``): the first run of a machine downloads, later runs from any
+clone find the cache. Each build runs once per session and at most one at a time across pytest-xdist workers
+(a file lock), and a missing toolchain or registry skips its language with the reason."""
 
 from __future__ import annotations
 
@@ -16,9 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.build_cache_dir import build_cache_dir
+from tests.compat.clients.build_cache import fingerprint
+from tests.compat.clients.build_native import go_cache
+
 HERE = Path(__file__).parent
-ROOT = HERE.parents[1]
-CACHE = ROOT / "build" / "testcontainers"
+CACHE = build_cache_dir("testcontainers")
 JAVA_DIR, GO_DIR, NODE_DIR = HERE / "java", HERE / "go", HERE / "node"
 # What a cold run of this 2-core machine took (fetch, build, run): Java 27 s (30 MB of jars), Node 20 s, Go
 # 2 min (7 s to fetch 220 MB of modules, the rest compiling Docker's client); warm, seconds each.
@@ -55,10 +59,12 @@ def _require(*tools: str, why: str) -> None:
 
 
 def java_classpath() -> str:
-    """The Java program compiled (into build/testcontainers/java-target) and its run-time classpath, offline
-    when the local repository already holds every pinned artifact."""
+    """The Java program compiled (into the cache's java-target-FINGERPRINT, named by the sources it was
+    compiled from, as several checkouts share the cache) and its run-time classpath, offline when the local
+    repository already holds every pinned artifact."""
     _require("java", "mvn", why="Testcontainers for Java needs a JDK 17 and Maven")
-    target = CACHE / "java-target"
+    sources = [JAVA_DIR / "pom.xml", *sorted(JAVA_DIR.glob("src/**/*.java"))]
+    target = CACHE / f"java-target-{fingerprint(*sources)}"
     with _locked("java"):
         maven = [
             "mvn",
@@ -82,14 +88,15 @@ def java_classpath() -> str:
 
 
 def go_environment() -> dict[str, str]:
-    """The Go module and build caches under build/testcontainers, with the modules the test's packages
-    need downloaded (`go list -deps -test`: 220 MB, where `go mod download` fetches the whole graph's 480)."""
+    """Go's module and build caches (the client matrix's, in the suites' build cache), with the modules the
+    test's packages need downloaded (`go list -deps -test`: 220 MB, where `go mod download` fetches the
+    whole graph's 480)."""
     _require("go", why="Testcontainers for Go needs the Go toolchain")
     env = {
         # Shared with the client matrix's Go programs (tests/compat/clients/build_native.py): the standard
         # library and amqp091-go compile once per checkout.
-        "GOMODCACHE": str(ROOT / "build" / "go" / "mod"),
-        "GOCACHE": str(ROOT / "build" / "go" / "cache"),
+        "GOMODCACHE": str(go_cache() / "mod"),
+        "GOCACHE": str(go_cache() / "cache"),
         "GOFLAGS": "-modcacherw -mod=readonly",
         # go.mod's version line: an older Go would fetch a toolchain, which no registry here serves.
         "GOTOOLCHAIN": "local",
@@ -106,7 +113,7 @@ def go_environment() -> dict[str, str]:
 
 def npm_ci() -> None:
     """node_modules from the lockfile, as `npm ci` installs it (skipped when it is already current), npm's
-    download cache under build/testcontainers."""
+    download cache in the suites' build cache."""
     _require("node", "npm", why="Testcontainers for Node needs Node.js and npm")
     installed = NODE_DIR / "node_modules/.package-lock.json"
     lockfile = NODE_DIR / "package-lock.json"

@@ -1,10 +1,11 @@
 """Where the client matrix keeps what it downloads and builds: one folder that outlives the test session.
 
 Maven's local repository, Go's module and build caches, Cargo's registry and target folder and the compiled
-programs live under ``build/client-matrix`` at the repository's root (gitignored; ``WARRENMQ_CLIENT_CACHE``
-moves it), so a clean clone fetches each registry's packages once and later sessions build nothing that is
-up to date. Every build holds an exclusive lock on its language's lock file, so parallel test processes
-(xdist workers, two checkouts sharing the folder) build once and reuse it.
+programs live in ``client-matrix`` of the suites' build cache outside the checkout (tests/build_cache_dir.py:
+``~/.cache/warrenmq``; ``WARRENMQ_CLIENT_CACHE`` moves this part alone), so a machine fetches each registry's
+packages once and a later run, from any clone, builds nothing that is up to date. Every build holds an
+exclusive lock on its language's lock file, so parallel test processes (xdist workers, two checkouts sharing
+the folder) build once and reuse it; what a checkout's sources make is named by their fingerprint.
 """
 
 from __future__ import annotations
@@ -19,13 +20,17 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+from tests.build_cache_dir import build_cache_dir
+
 # A first Maven resolution or a cold `cargo build` of lapin's crates takes a minute or two on 2 cores.
 BUILD_TIMEOUT_S = 600
 
 
 def cache_dir() -> Path:
-    path = Path(os.environ.get("WARRENMQ_CLIENT_CACHE") or REPO / "build" / "client-matrix")
+    explicit = os.environ.get("WARRENMQ_CLIENT_CACHE")
+    if not explicit:
+        return build_cache_dir("client-matrix")
+    path = Path(explicit)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

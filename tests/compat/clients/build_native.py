@@ -14,22 +14,25 @@ from pathlib import Path
 
 import pytest
 
-from .build_cache import built, fetched, locked, run
+from tests.build_cache_dir import build_cache_dir
+
+from .build_cache import built, fetched, fingerprint, locked, run
 
 HERE = Path(__file__).parent
 DEBIAN_GO_PATH = Path("/usr/share/gocode")
 DEBIAN_GO_PACKAGE = DEBIAN_GO_PATH / "src/github.com/rabbitmq/amqp091-go"
 
 
-# Go's build and module caches are shared with tests/container's Go program (Go keeps them safe for concurrent
-# use): the standard library is compiled once per clean checkout, not once per suite.
-GO_CACHE = Path(__file__).resolve().parents[3] / "build" / "go"
+def go_cache() -> Path:
+    """Go's build and module caches, shared with tests/container's Go program (Go keeps them safe for
+    concurrent use): the standard library is compiled once per machine, not once per suite or checkout."""
+    return build_cache_dir("go")
 
 
 def _go_env() -> dict[str, str]:
     return {
-        "GOCACHE": str(GO_CACHE / "cache"),
-        "GOMODCACHE": str(GO_CACHE / "mod"),
+        "GOCACHE": str(go_cache() / "cache"),
+        "GOMODCACHE": str(go_cache() / "mod"),
         # Writable module files, so that the cache can be deleted like any folder.
         "GOFLAGS": "-modcacherw",
         # The toolchain installed here, never one fetched because go.mod asks for a newer one.
@@ -44,7 +47,8 @@ def build_go(_: Path) -> list[str]:
     with locked("go") as root:
         env = _go_env()
         fetched(run(["go", "mod", "download"], HERE / "go", env), "go mod download (amqp091-go)")
-        binary = root / "go-scenario"
+        sources = [HERE / "go" / name for name in ("go.mod", "go.sum")] + sorted((HERE / "go").glob("*.go"))
+        binary = root / f"go-scenario-{fingerprint(*sources)}"
         built(run(["go", "build", "-mod=readonly", "-o", str(binary), "."], HERE / "go", env), "go build")
     return [str(binary)]
 
@@ -58,7 +62,7 @@ def build_go_debian(_: Path) -> list[str]:
         pytest.skip(f"{DEBIAN_GO_PACKAGE} missing (apt-get install {package})")
     with locked("go") as root:
         env = {**_go_env(), "GO111MODULE": "off", "GOPATH": str(DEBIAN_GO_PATH), "GOPROXY": "off"}
-        binary = root / "go-debian-scenario"
+        binary = root / f"go-debian-scenario-{fingerprint(HERE / 'go/scenario.go')}"
         cmd = ["go", "build", "-o", str(binary), str(HERE / "go/scenario.go")]
         built(run(cmd, HERE, env), "go build (Debian's amqp091-go)")
     return [str(binary)]
@@ -81,4 +85,9 @@ def build_rust(_: Path) -> list[str]:
         }
         fetched(run(["cargo", "fetch", "--locked"], project, env), "cargo fetch (lapin)")
         built(run(["cargo", "build", "--locked", "--offline"], project, env), "cargo build")
-    return [str(root / "cargo-target/debug/clientmatrix-scenario")]
+        # The target folder is shared by every checkout: the program this checkout's sources made is copied
+        # to a name of their own before the lock is released.
+        sources = [project / "Cargo.toml", project / "Cargo.lock", *sorted(project.glob("src/**/*.rs"))]
+        binary = root / f"rust-scenario-{fingerprint(*sources)}"
+        shutil.copy2(root / "cargo-target/debug/clientmatrix-scenario", binary)
+    return [str(binary)]
