@@ -9,6 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TAG=${1:-warrenmq:test}
+# One build at a time on this machine (podman's storage is the machine's): .ci/run builds the image beside the
+# suites' set-up, and tests/container's fixture builds again; waiting here, the second finds every layer cached
+# instead of building the same layers at the same time.
+exec 9>"${TMPDIR:-/tmp}/warrenmq-build-image.lock"
+flock 9
 
 if ! bash docker/make-base-image.sh; then
   echo "build-image: no base image (docker/make-base-image.sh failed)" >&2
