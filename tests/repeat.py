@@ -1,7 +1,7 @@
 """Run the test suite several times and name every test that did not pass each time (`make test-repeat N=3`).
 
-Each run is the command given after ``--`` (by default ``make pytest pytest-pure``, what ``make test`` runs
-after the linters), with ``JUNIT_DIR`` naming the directory under ``--reports`` where the Makefile's pytest
+Each run is the command given after ``--`` (by default ``make suites``, what ``make test`` runs beside
+the linters), with ``JUNIT_DIR`` naming the directory under ``--reports`` where the Makefile's pytest
 targets write their JUnit XML reports. A test counts as flaky when it passed in some runs and failed or
 errored in others, as failing when it never passed; skips are counted apart. The summary goes to stdout
 (and ``--summary FILE`` as Markdown, for the docs); the exit status is 1 when any test was flaky or
@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_COMMAND = ("make", "pytest", "pytest-pure")
+DEFAULT_COMMAND = ("make", "suites")
 
 
 @dataclass
