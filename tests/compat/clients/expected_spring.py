@@ -26,7 +26,7 @@ SPRING_OBSERVATION: dict[str, Any] = {
     # A container with two concurrent consumers and a prefetch of 5 consumes all ten messages.
     "concurrency": {"consumed": True, "consumers": 2},
     # Consumer-side batching of eight queued messages in batches of four.
-    "batching": {"batches": [["b0", "b1", "b2", "b3"], ["b4", "b5", "b6", "b7"]], "left": 0},
+    "batching": {"batch_sizes": [4, 4], "bodies": [f"b{i}" for i in range(8)], "left": 0},
     # invoke() on a transacted template commits both sends; the transaction that throws rolls t3 back.
     "transactions": {"after_invoke": 2, "rolled_back": "roll back", "after_rollback": 2},
 }
