@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+\+\d\d:\d\d) \[\w+\] <[^>]*> (\w+)(.*)$")
+LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+\+\d\d:\d\d) \[\w+\] <[^>]*> (\w+)(.*)$")
 _ENDS_SERVING = ("lease_lost", "deposed", "shutting_down")
 
 
@@ -87,7 +87,7 @@ def active_spells(log: Path, node: str) -> list[ActiveSpell]:
                 spells.append(current)
                 current = None
             continue
-        match = _LOG_LINE.match(line)
+        match = LOG_LINE.match(line)
         if match is None:
             continue
         moment = datetime.fromisoformat(match.group(1)).timestamp()

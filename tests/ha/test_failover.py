@@ -14,11 +14,25 @@ from pathlib import Path
 
 import pytest
 
+from tests.ha.checker import LOG_LINE
 from tests.ha.load import Consumer, Publisher
 from tests.ha.nodes import HANode
 
 CYCLES = int(os.environ.get("WARRENMQ_HA_CYCLES", "10"))
 LEASE_S = float(os.environ.get("WARRENMQ_HA_LEASE_S", "3"))  # the default lease: the figure users get
+
+
+def stepped_down(nodes: tuple[HANode, HANode]) -> list[str]:
+    """The step-downs the nodes logged (``lease_lost``: its renewals did not land within its lease, as when
+    the machine starves the process; ``deposed``: a renewal or commit found a newer epoch). Each is followed
+    by an election no kill caused, which is correct: the standby takes over a lapsed lease."""
+    found = []
+    for node in nodes:
+        for line in node.log().splitlines():
+            match = LOG_LINE.match(line)
+            if match and match.group(2) in ("lease_lost", "deposed"):
+                found.append(f"{node.name}: {line}")
+    return found
 
 
 class ActiveMonitor:
@@ -135,7 +149,14 @@ def test_killing_the_active_node_loses_nothing_confirmed_and_redelivers_the_unac
     assert not_redelivered == []
     assert monitor.both_active == [], f"both nodes active at {len(monitor.both_active)} samples"
     assert monitor.samples > CYCLES * 10
-    assert epochs == list(range(1, CYCLES + 2))  # one election per kill, none lost, none doubled
+    # One election per kill, none lost, none doubled; an election beyond those only after a node logged that
+    # it stepped down (a lease that lapsed on a starved machine is taken over, as it must be).
+    extra = stepped_down(nodes)
+    if extra:
+        print("elections after a step-down, not a kill:", *extra, sep="\n  ")
+    assert epochs == sorted(set(epochs)), epochs
+    assert epochs[0] == 1
+    assert epochs[-1] == CYCLES + 1 + len(extra), (epochs, extra)
     print(
         f"\nfailover over {CYCLES} SIGKILL cycles, lease {LEASE_S} s: "
         f"median {statistics.median(failovers_s):.2f} s, worst {max(failovers_s):.2f} s, "
