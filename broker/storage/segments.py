@@ -337,25 +337,31 @@ class SegmentLog:
 
     def _release(self) -> None:
         """Unlink every closed segment with no live message whose earlier dependencies are gone. One that
-        depends on a segment unlinked in this pass waits for the next, after the directory's fsync."""
-        existing = set(self.sizes)
-        doomed = [
-            number
-            for number in sorted(self.sizes)
-            if number != self._current and self.live_bytes[number] == 0 and not (self.refs[number] & existing)
-        ]
-        if not doomed:
-            return
-        self._sync()  # the records that killed them first (under always they already are)
-        for number in doomed:
-            try:
-                os.unlink(self.directory / segment_name(number))
-            except FileNotFoundError:
-                pass
-            del self.sizes[number], self.live_bytes[number], self.refs[number]
-        fsync_directory(self.directory)
-        for refs in self.refs.values():
-            refs.difference_update(doomed)
+        depends on a segment unlinked in a pass waits for the next pass, after the directory's fsync."""
+        synced = False
+        while True:
+            existing = set(self.sizes)
+            doomed = [
+                number
+                for number in sorted(existing)
+                if number != self._current
+                and self.live_bytes[number] == 0
+                and not (self.refs[number] & existing)
+            ]
+            if not doomed:
+                return
+            if not synced:
+                self._sync()  # the records that killed them first (under always they already are)
+                synced = True
+            for number in doomed:
+                try:
+                    os.unlink(self.directory / segment_name(number))
+                except FileNotFoundError:
+                    pass
+                del self.sizes[number], self.live_bytes[number], self.refs[number]
+            fsync_directory(self.directory)
+            for refs in self.refs.values():
+                refs.difference_update(doomed)
 
     def release(self) -> None:
         self._release()
