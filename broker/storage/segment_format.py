@@ -28,20 +28,31 @@ from collections.abc import Iterator
 from broker.storage.base import MessageRow
 
 HEAD = struct.Struct("<II")  # length of what follows, its CRC-32
-_MESSAGE = struct.Struct("<BQqBHHII")  # kind, key, expires_at, flags, exchange, routing key, header, body
+HEAD_SIZE = HEAD.size
+MESSAGE_FIXED = struct.Struct(
+    "<BQqBHHII"
+)  # kind, key, expires_at, flags, exchange, routing key, header, body
+_MESSAGE = MESSAGE_FIXED
 _KEY = struct.Struct("<Q")
 _RUN = struct.Struct("<QQ")
 _COUNT = struct.Struct("<QqB")
 MESSAGE, DELIVERED, COUNTED, ACKED, DROPPED, TRANSACTION = b"M", b"D", b"C", b"A", b"Q", b"T"
-_MESSAGE_KIND = MESSAGE[0]
-_FLAG_DELIVERED, _FLAG_EXPIRES = 1, 2
+MESSAGE_KIND = _MESSAGE_KIND = MESSAGE[0]
+_FLAG_DELIVERED, FLAG_EXPIRES = 1, 2
+_FLAG_EXPIRES = FLAG_EXPIRES
 # Exchange and routing key names are AMQP short strings; surrogatepass writes any str the broker holds and
 # reads it back unchanged.
 _TEXT = "surrogatepass"
 
+SEGMENT_SUFFIX = ".seg"
+
 _crc32 = zlib.crc32
 _pack_head = HEAD.pack
 _pack_message = _MESSAGE.pack
+
+
+def segment_name(number: int) -> str:
+    return f"{number:016d}{SEGMENT_SUFFIX}"
 
 
 def message_record(row: MessageRow) -> tuple[bytes, bytes]:

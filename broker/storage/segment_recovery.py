@@ -35,8 +35,9 @@ from broker.storage.segment_format import (
     decode_runs,
     message_key_of,
     records,
+    segment_name,
 )
-from broker.storage.segments import SegmentLog, fsync_directory, segment_name
+from broker.storage.segments import SegmentLog, fsync_directory
 
 log = structlog.get_logger("warrenmq.storage")
 

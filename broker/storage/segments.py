@@ -23,40 +23,38 @@ flushing to the OS except before an unlink (a compacted segment must not go befo
 from __future__ import annotations
 
 import os
+import zlib
 from pathlib import Path
 
 import structlog
 
 from broker.storage.base import KEY_SEQ_BITS, Batch, MessageRow, StorageError, key_runs
+from broker.storage.segment_compaction import compact, sparse_segment
 from broker.storage.segment_format import (
     DELIVERED,
     DROPPED,
+    FLAG_EXPIRES,
     HEAD,
+    HEAD_SIZE,
+    MESSAGE_FIXED,
+    MESSAGE_KIND,
     counts_record,
     decode_message,
     keys_record,
-    message_key_of,
-    message_record,
-    records,
     runs_record,
+    segment_name,
     transaction_record,
 )
 
 log = structlog.get_logger("warrenmq.storage")
 
 MESSAGES_DIR = "messages"
-SEGMENT_SUFFIX = ".seg"
 # RabbitMQ's msg_store files are 16 MiB by default (msg_store_file_size_limit), LavinMQ's segments 8 MiB: one
 # unlink per 16 MiB of acked messages, and a compaction copies at most half of that.
 SEGMENT_BYTES = 16 * 1024 * 1024
-COMPACT_BELOW = 0.5  # a closed segment with less than this share of its bytes live is copied forward
 
 # A live message: (segment number, offset of its record, record length with its head, delivered 0/1)
 Entry = tuple[int, int, int, int]
-
-
-def segment_name(number: int) -> str:
-    return f"{number:016d}{SEGMENT_SUFFIX}"
 
 
 class SegmentLog:
@@ -177,13 +175,7 @@ class SegmentLog:
                 parts.append(keys_record(DROPPED, gone_queues))
         position = start + sum(map(len, parts))
         if batch.added:
-            added = self.added
-            for key, row in batch.added.items():
-                head, payload = message_record(row)
-                length = len(head) + len(payload)
-                added(key, (segment, position, length, row[6]))
-                parts += (head, payload)
-                position += length
+            position = self._add_messages(batch.added, segment, position, parts)
         if batch.delivered:
             # Marks of messages acked in this batch would be records for nothing (the SQLite store skips them
             # too); so would a mark already made.
@@ -216,13 +208,64 @@ class SegmentLog:
             if gone_queues:
                 parts.append(keys_record(DROPPED, gone_queues))
         position = start + sum(map(len, parts))
-        victim = self._sparse_segment(segment)
+        victim = sparse_segment(self, segment)
         if victim is not None:
-            position = self._compact(victim, segment, position, parts)
+            position = compact(self, victim, segment, position, parts)
         self._append(segment, start, parts, position)
         if position >= self.segment_bytes:
             self._roll()
         self._release()
+
+    def _add_messages(
+        self, added: dict[int, MessageRow], segment: int, position: int, parts: list[bytes]
+    ) -> int:
+        """The hot loop: `message_record` and `added` inlined (the writer holds the GIL the loop thread needs
+        for every Python step here). Returns the position after the records."""
+        start = position
+        live, append, join, crc32 = self.live, parts.append, b"".join, zlib.crc32
+        pack_message, pack_head = MESSAGE_FIXED.pack, HEAD.pack
+        queue: dict[int, Entry] = {}
+        queue_id = -1
+        replaced: list[Entry] = []
+        for key, (_, exchange, routing_key, header, body, expires_at, delivered) in added.items():
+            exchange_bytes = exchange.encode()
+            routing_bytes = routing_key.encode()
+            payload = join(
+                (
+                    pack_message(
+                        MESSAGE_KIND,
+                        key,
+                        0 if expires_at is None else expires_at,
+                        delivered if expires_at is None else delivered | FLAG_EXPIRES,
+                        len(exchange_bytes),
+                        len(routing_bytes),
+                        len(header),
+                        len(body),
+                    ),
+                    exchange_bytes,
+                    routing_bytes,
+                    header,
+                    body,
+                )
+            )
+            append(pack_head(len(payload), crc32(payload)))
+            append(payload)
+            if key >> KEY_SEQ_BITS != queue_id:
+                queue_id = key >> KEY_SEQ_BITS
+                queue = live.get(queue_id) or live.setdefault(queue_id, {})
+            length = len(payload) + HEAD_SIZE
+            old = queue.get(key)
+            queue[key] = (segment, position, length, delivered)
+            if old is not None:
+                replaced.append(old)
+            position += length
+        self.live_bytes[segment] += position - start
+        for old in replaced:  # a newer record of the key replaces it, as INSERT OR REPLACE
+            self.forget(old, segment)
+        if self.counts:
+            for key in added:
+                self.counts.pop(key, None)
+        return position
 
     def _undelivered(self, key: int) -> bool:
         queue = self.live.get(key >> KEY_SEQ_BITS)
@@ -287,53 +330,6 @@ class SegmentLog:
         self._unsynced = False
 
     # -- compaction and unlinking
-
-    def _sparse_segment(self, current: int) -> int | None:
-        for number in sorted(self.sizes):
-            live = self.live_bytes[number]
-            if number != current and 0 < live < self.sizes[number] * COMPACT_BELOW:
-                return number
-        return None
-
-    def _compact(self, victim: int, segment: int, position: int, parts: list[bytes]) -> int:
-        """Copies ``victim``'s live messages into ``parts`` (written at ``position`` on): the victim is then
-        dead and goes once the copies are durable. The copies carry each message's delivered mark and delivery
-        count as they are now."""
-        path = self.directory / segment_name(victim)
-        try:
-            data = memoryview(path.read_bytes())
-        except OSError as error:
-            raise StorageError(f"cannot read {path}: {error}") from error
-        counted = []
-        copied = 0
-        for offset, length, payload in records(data[: self.sizes[victim]]):
-            if payload[0] != b"M"[0]:
-                continue
-            key = message_key_of(payload)
-            queue = self.live.get(key >> KEY_SEQ_BITS)
-            entry = None if queue is None else queue.get(key)
-            if entry is None or entry[:2] != (victim, offset):
-                continue  # acked, dropped or written again later
-            row = decode_message(payload)
-            if row[6] == entry[3]:
-                record = [bytes(data[offset : offset + length])]
-            else:
-                record = list(message_record((*row[:6], entry[3])))
-            count = self.counts.get(key)
-            self.added(key, (segment, position, length, entry[3]))
-            parts += record
-            position += length
-            copied += 1
-            if count:
-                counted.append((key, count, entry[3]))
-                self.counts[key] = count  # added() cleared it: the C record below restores it at replay
-        if counted:
-            record_bytes = counts_record(counted)
-            parts.append(record_bytes)
-            position += len(record_bytes)
-        self.refs[segment].add(victim)  # the copies replace what is there: it must go first
-        log.info("message_segment_compacted", segment=victim, messages=copied, into=segment)
-        return position
 
     def _release(self) -> None:
         """Unlink every closed segment with no live message whose earlier dependencies are gone. One that

@@ -12,8 +12,15 @@ from pathlib import Path
 import pytest
 
 from broker.storage.base import Batch, MessageRow, StorageError, message_key
-from broker.storage.segment_format import HEAD, decode_message, message_record, readable_end, records
-from broker.storage.segments import MESSAGES_DIR, segment_name
+from broker.storage.segment_format import (
+    HEAD,
+    decode_message,
+    message_record,
+    readable_end,
+    records,
+    segment_name,
+)
+from broker.storage.segments import MESSAGES_DIR
 from broker.storage.sqlite import DB_NAME, SqliteStore
 from broker.storage.sqlite_statements import INSERT_MESSAGE
 
