@@ -21,9 +21,11 @@ a crash mid-append leaves such a tail, and none of it was confirmed (its fdatasy
 
 from __future__ import annotations
 
+import os
 import struct
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 
 from broker.storage.base import MessageRow
 
@@ -158,3 +160,11 @@ def readable_end(data: memoryview) -> int:
     for at, length, _ in records(data):
         end = at + length
     return end
+
+
+def fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

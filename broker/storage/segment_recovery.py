@@ -33,11 +33,12 @@ from broker.storage.segment_format import (
     decode_counts,
     decode_keys,
     decode_runs,
+    fsync_directory,
     message_key_of,
     records,
     segment_name,
 )
-from broker.storage.segments import SegmentLog, fsync_directory
+from broker.storage.segments import SegmentLog
 
 log = structlog.get_logger("warrenmq.storage")
 

@@ -40,6 +40,7 @@ from broker.storage.segment_format import (
     MESSAGE_KIND,
     counts_record,
     decode_message,
+    fsync_directory,
     keys_record,
     runs_record,
     segment_name,
@@ -172,6 +173,13 @@ class SegmentLog:
         an SQLite part."""
         if self._broken:
             raise StorageError(f"{self.directory}: an earlier write failed; no more writes")
+        try:
+            self._write(batch, deleted, transaction)
+        except BaseException:
+            self._broken = True  # the index may be ahead of the file: the broker stops on this error
+            raise
+
+    def _write(self, batch: Batch, deleted: list[int], transaction: int) -> None:
         segment = self._open_segment()
         start = self.sizes[segment]
         parts: list[bytes] = [transaction_record(transaction)] if transaction else []
@@ -332,7 +340,6 @@ class SegmentLog:
             else:
                 self._unsynced = True
         except OSError as error:
-            self._broken = True  # the index is ahead of the file now; the broker stops on this error
             try:
                 os.ftruncate(fd, start)  # a later start must not find half a batch followed by nothing
             except OSError:
@@ -396,11 +403,3 @@ class SegmentLog:
             finally:
                 os.close(self._fd)
                 self._fd = self._current = None
-
-
-def fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
