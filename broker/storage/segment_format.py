@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from broker.storage.base import MessageRow
@@ -79,6 +79,62 @@ def message_record(row: MessageRow) -> tuple[bytes, bytes]:
         )
     payload = b"".join((fixed, exchange_bytes, routing_bytes, header, body))
     return _pack_head(len(payload), _crc32(payload)), payload
+
+
+def pack_messages_py(rows: list[MessageRow]) -> tuple[bytes, list[int]]:
+    """The ``M`` records of ``rows`` one after the other, and each record's length with its head: what the C
+    packer (broker/storage/_segment.c) returns, in Python."""
+    parts: list[bytes] = []
+    lengths: list[int] = []
+    append, join, crc32, pack_head = parts.append, b"".join, _crc32, _pack_head
+    for key, exchange, routing_key, header, body, expires_at, delivered in rows:
+        exchange_bytes = exchange.encode()
+        routing_bytes = routing_key.encode()
+        fixed = _pack_message(
+            _MESSAGE_KIND,
+            key,
+            0 if expires_at is None else expires_at,
+            delivered if expires_at is None else delivered | _FLAG_EXPIRES,
+            len(exchange_bytes),
+            len(routing_bytes),
+            len(header),
+            len(body),
+        )
+        payload = join((fixed, exchange_bytes, routing_bytes, header, body))
+        append(pack_head(len(payload), crc32(payload)))
+        append(payload)
+        lengths.append(HEAD_SIZE + len(payload))
+    return join(parts), lengths
+
+
+def _native_packer() -> Callable[[list[MessageRow]], tuple[bytes, list[int]]] | None:
+    """broker.storage._segment's packer, or None: not built, or the pure variant asked for (``WARRENMQ_PURE``
+    runs every native part as Python; ``WARRENMQ_SEGMENT_NATIVE=0`` this one alone, for measuring it)."""
+    if (
+        os.environ.get("WARRENMQ_PURE", "") not in ("", "0")
+        or os.environ.get("WARRENMQ_SEGMENT_NATIVE") == "0"
+    ):
+        return None
+    try:
+        from broker.storage import _segment
+    except ImportError:
+        return None
+    if _MESSAGE.format != _segment.FIXED_FORMAT:  # built from another version of the format: not used
+        return None
+    return _segment.pack_messages
+
+
+def _pack_messages(rows: list[MessageRow]) -> tuple[bytes, list[int]]:
+    native = _NATIVE
+    assert native is not None  # installed only when it is
+    try:
+        return native(rows)
+    except (TypeError, ValueError, OverflowError):  # a row the C packer does not take: Python packs it
+        return pack_messages_py(rows)
+
+
+_NATIVE = _native_packer()
+pack_messages = pack_messages_py if _NATIVE is None else _pack_messages
 
 
 def _record(kind: bytes, payload: bytes) -> bytes:
