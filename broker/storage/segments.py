@@ -24,6 +24,7 @@ its copies are on disk).
 from __future__ import annotations
 
 import os
+from operator import itemgetter
 from pathlib import Path
 
 import structlog
@@ -35,10 +36,10 @@ from broker.storage.segment_format import (
     DROPPED,
     HEAD,
     counts_record,
-    decode_message,
     fsync_directory,
     keys_record,
     pack_messages,
+    read_message,
     runs_record,
     segment_name,
     transaction_record,
@@ -146,13 +147,11 @@ class SegmentLog:
         for number, entries in by_segment.items():
             path = self.directory / segment_name(number)
             try:
-                data = memoryview(path.read_bytes())
+                data = path.read_bytes()
             except OSError as error:
                 raise StorageError(f"cannot read {path}: {error}") from error
-            for _, (_, offset, length, delivered) in entries:
-                row = decode_message(data[offset + head : offset + length])
-                rows.append((*row[:6], delivered))
-        rows.sort(key=lambda row: row[0])
+            rows += [read_message(data, offset + head, delivered) for _, (_, offset, _, delivered) in entries]
+        rows.sort(key=itemgetter(0))
         return rows
 
     def delivery_counts(self, queue_id: int) -> dict[int, int]:
