@@ -1,9 +1,12 @@
 """The SQLite store (stdlib ``sqlite3``, WAL): one file under the data directory, written by one thread.
 
-Messages are embedded in a per-queue keyed table, as RabbitMQ's classic queue index embeds small messages;
-a message routed to several durable queues is stored once per queue. The file is marked with an
-``application_id`` so a foreign SQLite file is refused instead of being written into, and ``user_version``
-holds the schema version that the migrations below bring it to.
+SQLite holds the topology, the delayed-exchange messages and the clean-stop mark. Persistent messages of
+classic and quorum queues go to segment files beside it (broker.storage.segments), each batch's records
+appended and fdatasynced before the SQLite transaction of the same batch commits; a message routed to
+several durable queues is stored once per queue. A store written before the segment files keeps its rows in
+the ``messages`` table: they are read as before, and their acks, marks and deletions still go to the table
+until it is empty. The file is marked with an ``application_id`` so a foreign SQLite file is refused instead
+of being written into, and ``user_version`` holds the schema version that the migrations below bring it to.
 """
 
 from __future__ import annotations
@@ -34,7 +37,19 @@ from broker.storage.base import (
     key_runs,
     queue_key_range,
 )
+from broker.storage.segment_recovery import recover_segments
+from broker.storage.segments import MESSAGES_DIR, SEGMENT_BYTES, SegmentLog
 from broker.storage.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from broker.storage.sqlite_statements import (
+    COUNT_RETURN,
+    DELETE_EXCHANGE,
+    DELETE_MESSAGES,
+    DELETE_QUEUE,
+    DELETE_USER,
+    DELETE_VHOST,
+    MARK_DELIVERED,
+    TOPOLOGY_SQL,
+)
 
 if TYPE_CHECKING:
     from broker.storage.stream_files import StoredSegment, StreamFiles
@@ -68,67 +83,12 @@ _NO_ADAPTATION: dict[None, None] = {}  # its get, a C call: None for None
 sqlite3.register_adapter(type(None), _NO_ADAPTATION.get)
 
 
-_TOPOLOGY_SQL = {
-    "vhost+": "INSERT OR IGNORE INTO vhosts (name) VALUES (?)",
-    "vhost~": "UPDATE vhosts SET metadata = ?2 WHERE name = ?1",
-    "user+": "INSERT OR REPLACE INTO users VALUES (?, ?, ?, ?, ?)",
-    "permission+": "INSERT OR REPLACE INTO permissions VALUES (?, ?, ?, ?, ?)",
-    "permission-": "DELETE FROM permissions WHERE user = ? AND vhost = ?",
-    "topic_permission+": "INSERT OR REPLACE INTO topic_permissions VALUES (?, ?, ?, ?, ?)",
-    "topic_permission-": "DELETE FROM topic_permissions WHERE user = ? AND vhost = ? AND exchange = ?",
-    "exchange+": "INSERT OR REPLACE INTO exchanges VALUES (?, ?, ?, ?, ?, ?)",
-    "queue+": "INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?, 0)",
-    "queue~": "UPDATE queues SET had_consumer = 1 WHERE id = ?",
-    "parameter+": "INSERT OR REPLACE INTO runtime_parameters VALUES (?, ?, ?, ?)",
-    "parameter-": "DELETE FROM runtime_parameters WHERE vhost = ? AND component = ? AND name = ?",
-    "binding+": "INSERT OR IGNORE INTO bindings VALUES (?, ?, ?, ?, ?, ?)",
-    "binding-": (
-        "DELETE FROM bindings WHERE vhost = ? AND source = ? AND destination_type = ? AND destination = ?"
-        " AND routing_key = ? AND arguments = ?"
-    ),
-}
-_INSERT_MESSAGE = (
-    "INSERT OR REPLACE INTO messages (key, exchange, routing_key, header, body, expires_at, delivered)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
-_MARK_DELIVERED = "UPDATE messages SET delivered = 1 WHERE key = ?"
-_COUNT_RETURN = "UPDATE messages SET delivery_count = ?, delivered = ? WHERE key = ?"
-_DELETE_EXCHANGE = (
-    "DELETE FROM delayed_messages WHERE vhost = ?1 AND holder = ?2",  # the plugin drops them with it
-    "DELETE FROM exchanges WHERE vhost = ?1 AND name = ?2",
-)
-# Acked (removed) messages, as runs of consecutive keys: a queue's acks mostly come in publish order, so a
-# batch's run is one range scan instead of one primary-key lookup per message. SQLite CPU per deleted row,
-# 100,000 rows of 1.1 KiB: 1.0 µs user one key at a time, 0.55 µs as runs (the grouping included).
-_DELETE_MESSAGES = "DELETE FROM messages WHERE key BETWEEN ? AND ?"
-_DELETE_QUEUE = (
-    f"DELETE FROM messages WHERE key >= ?1 << {KEY_SEQ_BITS} AND key < (?1 + 1) << {KEY_SEQ_BITS}",
-    "DELETE FROM bindings WHERE destination_type = 'queue'"
-    " AND (vhost, destination) IN (SELECT vhost, name FROM queues WHERE id = ?1)",
-    "DELETE FROM queues WHERE id = ?1",
-)
-_DELETE_VHOST = (
-    f"DELETE FROM messages WHERE key >> {KEY_SEQ_BITS} IN (SELECT id FROM queues WHERE vhost = ?1)",
-    "DELETE FROM queues WHERE vhost = ?1",
-    "DELETE FROM bindings WHERE vhost = ?1",
-    "DELETE FROM exchanges WHERE vhost = ?1",
-    "DELETE FROM delayed_messages WHERE vhost = ?1",
-    "DELETE FROM permissions WHERE vhost = ?1",
-    "DELETE FROM topic_permissions WHERE vhost = ?1",
-    "DELETE FROM vhosts WHERE name = ?1",
-    "DELETE FROM runtime_parameters WHERE vhost = ?1",
-)
-_DELETE_USER = (
-    "DELETE FROM permissions WHERE user = ?1",
-    "DELETE FROM topic_permissions WHERE user = ?1",
-    "DELETE FROM users WHERE name = ?1",
-)
-
-
 class SqliteStore:
     threaded = True
 
-    def __init__(self, data_dir: str | os.PathLike[str], fsync: str = "always") -> None:
+    def __init__(
+        self, data_dir: str | os.PathLike[str], fsync: str = "always", segment_bytes: int = SEGMENT_BYTES
+    ) -> None:
         if fsync not in SYNCHRONOUS:
             raise ValueError(f"fsync must be one of {sorted(SYNCHRONOUS)}")
         self.directory = Path(data_dir)
@@ -151,6 +111,11 @@ class SqliteStore:
             # Used by the loop thread at start-up and by the writer thread afterwards, never both at once.
             self.db = db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._prepare(fsync)
+            self._legacy_messages = self._table_has_messages()
+            self.segments = SegmentLog(self.directory / MESSAGES_DIR, fsync, segment_bytes)
+            row = db.execute("SELECT value FROM meta WHERE name = 'segment_batch'").fetchone()
+            self._transactions = row[0] if row else 0  # batches with records and an SQLite part
+            recover_segments(self.segments, self._transactions)
         except BaseException as error:
             # Whatever refused the file (a StorageError from _prepare too): release the directory and file.
             if db is not None:
@@ -242,23 +207,30 @@ class SqliteStore:
         except sqlite3.DatabaseError as error:
             raise StorageError(f"cannot read {self.path}: {error}") from error
 
+    def _table_has_messages(self) -> bool:
+        return self.db.execute("SELECT 1 FROM messages LIMIT 1").fetchone() is not None
+
     def messages(self, queue_id: int) -> Iterator[MessageRow]:
+        rows = self.segments.rows(queue_id)
+        if not self._legacy_messages:
+            return iter(rows)
         low, high = queue_key_range(queue_id)
         try:
-            rows = self.db.execute(
+            rows += self.db.execute(
                 "SELECT key, exchange, routing_key, header, body, expires_at, delivered FROM messages"
                 " WHERE key >= ? AND key < ? ORDER BY key",
                 (low, high),
             ).fetchall()
         except sqlite3.DatabaseError as error:
             raise StorageError(f"cannot read messages from {self.path}: {error}") from error
-        return iter(rows)
+        return iter(sorted(rows, key=lambda row: row[0]))
 
     def max_queue_id(self) -> int:
         row = self.db.execute("SELECT max(id) FROM queues").fetchone()
         top_message = self.db.execute("SELECT max(key) FROM messages").fetchone()
         streams = 0 if self._streams is None else self._streams.max_queue_id()
-        return max(row[0] or 0, (top_message[0] or 0) >> KEY_SEQ_BITS, streams)
+        top = max(row[0] or 0, (top_message[0] or 0) >> KEY_SEQ_BITS, self.segments.top_queue_id())
+        return max(top, streams)
 
     def begin(self) -> bool:
         db = self.db
@@ -269,7 +241,9 @@ class SqliteStore:
     def delivery_counts(self, queue_id: int) -> dict[int, int]:
         low, high = queue_key_range(queue_id)
         query = "SELECT key, delivery_count FROM messages WHERE key >= ? AND key < ? AND delivery_count > 0"
-        return dict(self.db.execute(query, (low, high)).fetchall())
+        counts = dict(self.db.execute(query, (low, high)).fetchall()) if self._legacy_messages else {}
+        counts.update(self.segments.delivery_counts(queue_id))
+        return counts
 
     def delayed_messages(self) -> Iterator[DelayedRow]:
         return iter(self.db.execute("SELECT * FROM delayed_messages ORDER BY due_ms, key").fetchall())
@@ -291,17 +265,14 @@ class SqliteStore:
     def apply(self, batch: Batch) -> None:
         stale_streams: list[int] = []  # new queues' ids: a crash mid-delete may have left their files
         gone_streams = list(batch.dropped_queues)
-        if (
-            batch.topology
-            or batch.added
-            or batch.delivered
-            or batch.removed
-            or batch.dropped_queues
-            or batch.counted
-            or batch.delayed_added
-            or batch.delayed_removed
-        ):
+        messages = batch.added or batch.delivered or batch.removed or batch.counted
+        legacy = self._legacy_messages and messages
+        if batch.topology or batch.dropped_queues or batch.delayed_added or batch.delayed_removed or legacy:
             self._apply_rows(batch, stale_streams, gone_streams)
+            if legacy:
+                self._legacy_messages = self._table_has_messages()
+        elif messages:  # the hot path: message records only, no SQLite transaction
+            self.segments.write(batch, [])
         # Stream files after the commit: a crash in between leaves the queue without the entries of this
         # batch, which nobody was told were confirmed. No stream files (none at open, none since): nothing to
         # drop either.
@@ -319,9 +290,31 @@ class SqliteStore:
         for queue_id in gone_streams:
             streams.drop_queue(queue_id)
 
+    def _deleted_queues(self, batch: Batch) -> list[int]:
+        """The queues whose messages the batch's topology deletes (queue-, and vhost- for the queues in the
+        vhost at that point of the batch), as the SQLite statements would have deleted their rows."""
+        deleted: list[int] = []
+        vhost_of: dict[int, str | None] = {}  # queues this batch declared (their vhost) or deleted (None)
+        for op, row in batch.topology:
+            if op == "queue+":
+                vhost_of[row[0]] = row[1]
+            elif op == "queue-":
+                deleted.append(row[0])
+                vhost_of[row[0]] = None
+            elif op == "vhost-":
+                stored = [r[0] for r in self.db.execute("SELECT id FROM queues WHERE vhost = ?", row)]
+                ids = [queue_id for queue_id in stored if queue_id not in vhost_of]
+                ids += [queue_id for queue_id, vhost in vhost_of.items() if vhost == row[0]]
+                deleted += ids
+                vhost_of.update(dict.fromkeys(ids))
+        return deleted
+
     def _apply_rows(self, batch: Batch, stale_streams: list[int], gone_streams: list[int]) -> None:
-        """The batch's SQLite part, one transaction."""
+        """The batch's SQLite part, one transaction. The message records are written (and under always made
+        durable) after its statements ran and before it commits: a statement that fails leaves no record, and
+        a crash before the commit leaves records of queues SQLite does not hold, which recovery drops."""
         db = self.db
+        deleted = self._deleted_queues(batch) if batch.topology else []
         db.execute("BEGIN IMMEDIATE")
         try:
             for op, row in batch.topology:
@@ -330,28 +323,27 @@ class SqliteStore:
                 elif op == "vhost-":
                     gone_streams += [r[0] for r in db.execute("SELECT id FROM queues WHERE vhost = ?", row)]
                 if op == "vhost-":
-                    for statement in _DELETE_VHOST:
+                    for statement in DELETE_VHOST:
                         db.execute(statement, row)
                 elif op == "user-":
-                    for statement in _DELETE_USER:
+                    for statement in DELETE_USER:
                         db.execute(statement, row)
                 elif op == "queue-":
-                    for statement in _DELETE_QUEUE:
+                    for statement in DELETE_QUEUE:
                         db.execute(statement, row)
                 elif op == "exchange-":
-                    for statement in _DELETE_EXCHANGE:
+                    for statement in DELETE_EXCHANGE:
                         db.execute(statement, row)
                 else:
-                    db.execute(_TOPOLOGY_SQL[op], row)
-            if batch.added:
-                db.executemany(_INSERT_MESSAGE, batch.added.values())
-            if batch.delivered:
+                    db.execute(TOPOLOGY_SQL[op], row)
+            legacy = self._legacy_messages  # rows of a store written before the segment files
+            if legacy and batch.delivered:
                 # A message delivered and acked within one batch (ack each keeps a pipeline of them) loses its
                 # row below, in the same transaction: its mark would be a row rewritten for nothing.
                 gone = set(batch.removed)
-                db.executemany(_MARK_DELIVERED, [(key,) for key in batch.delivered if key not in gone])
-            if batch.counted:
-                db.executemany(_COUNT_RETURN, [(*pair, key) for key, pair in batch.counted.items()])
+                db.executemany(MARK_DELIVERED, [(key,) for key in batch.delivered if key not in gone])
+            if legacy and batch.counted:
+                db.executemany(COUNT_RETURN, [(*pair, key) for key, pair in batch.counted.items()])
             if batch.delayed_added:
                 db.executemany(
                     "INSERT OR REPLACE INTO delayed_messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -361,10 +353,21 @@ class SqliteStore:
                 db.executemany(
                     "DELETE FROM delayed_messages WHERE key = ?", [(key,) for key in batch.delayed_removed]
                 )
-            if batch.removed:
-                db.executemany(_DELETE_MESSAGES, key_runs(batch.removed))
-            for queue_id in batch.dropped_queues:
+            if legacy and batch.removed:
+                db.executemany(DELETE_MESSAGES, key_runs(batch.removed))
+            for queue_id in batch.dropped_queues:  # rare, and an index lookup when the table is empty
                 db.execute("DELETE FROM messages WHERE key >= ? AND key < ?", queue_key_range(queue_id))
+            if (
+                batch.added
+                or batch.delivered
+                or batch.removed
+                or batch.counted
+                or batch.dropped_queues
+                or deleted
+            ):
+                self._transactions += 1
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('segment_batch', ?)", (self._transactions,))
+                self.segments.write(batch, deleted, self._transactions)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
@@ -373,6 +376,7 @@ class SqliteStore:
 
     def close(self, clean: bool = True) -> None:
         try:
+            self.segments.close()
             if self._streams is not None:
                 self._streams.close()
             if clean:

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import broker.storage.sqlite  # noqa: F401 - registers the adapters
-from broker.storage.base import Batch, MessageRow, message_key
+from broker.storage.base import Batch, DelayedRow
 from broker.storage.sqlite import DB_NAME, SqliteStore
 
 
@@ -19,13 +19,18 @@ def test_bytes_bind_as_blobs_and_none_as_null() -> None:
     assert row == (b"\x00ab", "blob", None, "null")
 
 
-def test_a_stored_message_row_keeps_its_types_on_disk(tmp_path: Path) -> None:
-    row: MessageRow = (message_key(2, 1), "", "q", b"\x02header", b"", None, 0)
+def test_stored_blobs_and_nulls_keep_their_types_on_disk(tmp_path: Path) -> None:
+    """Messages of queues live in segment files now; SQLite still binds the delayed messages' header and body
+    and the topology's absent arguments through the adapters."""
+    delayed: DelayedRow = (1, "/", "delayed", 5_000, "", "q", b"\x02header", b"")
     store = SqliteStore(tmp_path)
     try:
-        store.apply(Batch(1, topology=[("queue+", (2, "/", "q", 0, None))], added={row[0]: row}))
+        store.apply(
+            Batch(1, topology=[("queue+", (2, "/", "q", 0, None))], delayed_added={delayed[0]: delayed})
+        )
     finally:
         store.close()
     with sqlite3.connect(tmp_path / DB_NAME) as db:
-        types = db.execute("SELECT typeof(header), typeof(body), typeof(expires_at) FROM messages").fetchall()
-    assert types == [("blob", "blob", "null")]
+        types = db.execute("SELECT typeof(header), typeof(body) FROM delayed_messages").fetchall()
+        arguments = db.execute("SELECT typeof(arguments) FROM queues").fetchall()
+    assert (types, arguments) == ([("blob", "blob")], [("null",)])

@@ -23,6 +23,7 @@ from broker.storage.base import (
     message_key,
 )
 from broker.storage.memory import MemoryStore
+from broker.storage.segments import MESSAGES_DIR
 from broker.storage.sqlite import DB_NAME, SqliteStore
 from broker.storage.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from tests.unit.storage.helpers import snapshot
@@ -343,6 +344,8 @@ def test_a_torn_wal_recovers_a_committed_prefix(tmp_path: Path, cut: int | str) 
     # Copied while the store is open: what a crash would leave on disk (close() would checkpoint).
     shutil.copyfile(source / DB_NAME, target / DB_NAME)
     shutil.copyfile(source / f"{DB_NAME}-wal", target / f"{DB_NAME}-wal")
+    # The message segment files, complete: each batch's records were written before its SQLite commit.
+    shutil.copytree(source / MESSAGES_DIR, target / MESSAGES_DIR)
     store.close()
 
     wal = target / f"{DB_NAME}-wal"

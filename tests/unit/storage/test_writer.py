@@ -93,14 +93,14 @@ class SqliteHarness:
         self.loop.run_until_complete(asyncio.sleep(seconds))
 
     def stored(self, queue_id: int) -> list[MessageRow]:
-        low, high = message_key(queue_id, 0), message_key(queue_id + 1, 0)
-        return self.reader.execute(
-            "SELECT * FROM messages WHERE key >= ? AND key < ? ORDER BY key", (low, high)
-        ).fetchall()
+        """Read on the loop, between commits (the writer thread idle): messages live in segment files whose
+        index the store keeps, not in a table another connection could read."""
+        return list(self.store.messages(queue_id))
 
     def block(self) -> sqlite3.Connection:
         """Hold the database's write lock from another connection: the writer thread's BEGIN IMMEDIATE waits
-        (up to the store's busy timeout) until the returned connection rolls back."""
+        (up to the store's busy timeout) until the returned connection rolls back. Only a batch with an SQLite
+        part waits: the tests below give the batch they block a topology write (``queue_consumed``)."""
         blocker = sqlite3.connect(self.directory / DB_NAME, isolation_level=None)
         blocker.execute("BEGIN IMMEDIATE")
         return blocker
@@ -275,6 +275,7 @@ def test_while_a_batch_commits_the_next_one_grows_and_commits_after_it(sqlite_ha
     blocker = harness.block()
     try:
         writer.message_added(queue, _envelope(1))
+        writer.queue_consumed(queue)
         writer.on_commit(writer.batch_id, Waiter("A", log, seen))
         harness.turn()  # batch 2 goes to the writer thread, which waits for the lock
         in_flight = writer.batch_id - 1
@@ -347,6 +348,7 @@ def test_close_commits_the_batch_in_flight_and_the_one_behind_it(
     try:
         writer.message_added(queue, _envelope(1))
         writer.message_added(queue, _envelope(2))
+        writer.queue_consumed(queue)
         harness.turn()  # in flight, waiting for the lock
         writer.messages_removed(queue, [_envelope(1)])
         writer.message_added(queue, _envelope(3))
@@ -381,6 +383,7 @@ def test_a_failed_commit_stops_confirming(sqlite_harness: SqliteHarness, tmp_pat
         harness.store.db.close()
 
     writer.message_added(queue, _envelope(2))
+    writer.queue_consumed(queue)  # a batch with an SQLite part: the blocked or closed database fails it
     writer.on_commit(writer.batch_id, Waiter("failed batch", log))
     harness.settle(lambda: bool(harness.failures))
     if blocker is not None:
