@@ -22,7 +22,7 @@ print('\n'.join(project['project']['dependencies']), file=open('/requirements.tx
 # requirements again on every build.
 FROM python:3.11-slim AS build
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && apt-get install -y --no-install-recommends gcc libc6-dev zlib1g-dev \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=requirements /build-requires.txt /tmp/
 RUN pip install --no-cache-dir -r /tmp/build-requires.txt
@@ -31,12 +31,13 @@ COPY pyproject.toml setup.py README.md ./
 COPY protocol ./protocol
 COPY broker ./broker
 # The extensions are optional for pip (a failed compile only warns), so the image build checks they are there:
-# the lane, the wire loops, the compiled group's library, one of its modules, and the manifest
-# protocol/compiled.py checks.
+# the lane, the wire loops, the message segments' record packer (zlib's CRC-32: zlib1g-dev above), the
+# compiled group's library, one of its modules, and the manifest protocol/compiled.py checks.
 RUN pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /wheels . \
     && python -m zipfile -l /wheels/warrenmq-*.whl > /tmp/wheel.txt \
     && grep -q 'broker/journal/_lane\..*\.so' /tmp/wheel.txt \
     && grep -q 'protocol/_wire\..*\.so' /tmp/wheel.txt \
+    && grep -q 'broker/storage/_segment\..*\.so' /tmp/wheel.txt \
     && grep -q 'protocol/native__mypyc\..*\.so' /tmp/wheel.txt \
     && grep -q 'broker/core/exchanges/router\..*\.so' /tmp/wheel.txt \
     && grep -q 'broker/session/channel_session\..*\.so' /tmp/wheel.txt \

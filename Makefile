@@ -42,11 +42,11 @@ $(PY):
 # `pip install -e '.[journal]'` adds Parquet for the journal); `make test` and the tools install everything.
 # Both also build the native parts (setup.py): the journal's C lane, the wire loops (protocol/_wire.c) and the
 # mypyc-compiled modules.
-$(RUN_STAMP): pyproject.toml setup.py broker/journal/_lane.c protocol/_wire.c $(MYPYC_SOURCES) | $(PY)
+$(RUN_STAMP): pyproject.toml setup.py broker/journal/_lane.c protocol/_wire.c broker/storage/_segment.c $(MYPYC_SOURCES) | $(PY)
 	$(PY) -m pip install -q -e .
 	touch $(RUN_STAMP)
 
-$(STAMP): pyproject.toml setup.py broker/journal/_lane.c protocol/_wire.c $(MYPYC_SOURCES) | $(PY)
+$(STAMP): pyproject.toml setup.py broker/journal/_lane.c protocol/_wire.c broker/storage/_segment.c $(MYPYC_SOURCES) | $(PY)
 	$(PY) -m pip install -q -e '.[dev,journal,analytics]'
 	touch $(STAMP) $(RUN_STAMP)
 
@@ -160,5 +160,5 @@ benchmarks: $(STAMP)
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .test-repeat .coverage .coverage.*
 	rm -rf build site
-	rm -f broker/journal/_lane.*.so protocol/native__mypyc.*.so protocol/_compiled.json
+	rm -f broker/journal/_lane.*.so broker/storage/_segment.*.so protocol/native__mypyc.*.so protocol/_compiled.json
 	rm -f $(foreach source,$(MYPYC_SOURCES),$(source:.py=).*.so)
