@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import runpy
+import signal
 import sys
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -35,6 +36,10 @@ def redirect_connection_parameters(url: str) -> None:
 
 
 def main() -> None:
+    # CTRL+C in a terminal reaches a program whose SIGINT raises KeyboardInterrupt. A suite started in the
+    # background by a shell without job control (`cmd &` in a script, nohup) hands SIGINT down ignored, and
+    # Python then installs no handler: the tests' CTRL+C would not stop the receivers.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     redirect_connection_parameters(os.environ["WARRENMQ_TUTORIAL_URL"])
     program = sys.argv[1]
     sys.argv = [program, *sys.argv[2:]]
