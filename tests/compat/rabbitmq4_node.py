@@ -21,7 +21,7 @@ import requests
 
 from tests.ports import free_port
 
-from .rabbitmq_node import RabbitMQNode
+from .rabbitmq_node import ERL_SCHEDULER_ARGS, RabbitMQNode
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = "warrenmq-oracle/rabbitmq:4.0.5"
@@ -113,8 +113,9 @@ class RabbitMQ4Node(RabbitMQNode):
             "RABBITMQ_ENABLED_PLUGINS": ",".join(("rabbitmq_management", *self.plugins)),
             "RABBITMQ_LOGS": "-",
             "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": " ".join(
-                ("-kernel", "inet_dist_use_interface", "{127,0,0,1}", *self.erl_args)
+                ("-kernel", "inet_dist_use_interface", "{127,0,0,1}", *ERL_SCHEDULER_ARGS, *self.erl_args)
             ),
+            "RABBITMQ_CTL_ERL_ARGS": " ".join(ERL_SCHEDULER_ARGS),
         }
 
     def _launch(self, timeout_s: float) -> None:
