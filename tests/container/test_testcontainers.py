@@ -9,8 +9,9 @@ API call:
 - Node's @testcontainers/rabbitmq: the log line;
 - Go's modules/rabbitmq: the log line, and its own rabbitmq.conf named by RABBITMQ_CONFIG_FILE.
 
-The Java, Go and Node programs are built from their lock files into the suites' build cache (toolchains.py); the
-docs' snippets (docs/drop-in.md, "Testcontainers") are the parts of them between the snippet markers.
+The Java, Go and Node programs are built from their lock files into the suites' build cache
+(toolchains.py); the docs' snippets (docs/drop-in.md, "Testcontainers") are the parts of them between the
+snippet markers.
 
 Configuration, not code: DOCKER_HOST names podman's socket; Ryuk (the reaper container) is off, its image
 cannot be pulled here and the tests remove their own containers, and so are Java's start-up checks (they run
