@@ -312,7 +312,8 @@ class SqliteStore:
     def _apply_rows(self, batch: Batch, stale_streams: list[int], gone_streams: list[int]) -> None:
         """The batch's SQLite part, one transaction. The message records are written (and under always made
         durable) after its statements ran and before it commits: a statement that fails leaves no record, and
-        a crash before the commit leaves records of queues SQLite does not hold, which recovery drops."""
+        a crash before the commit leaves records behind a ``T`` record whose number SQLite's ``meta`` does not
+        hold, where recovery cuts the log (broker.storage.segment_recovery)."""
         db = self.db
         deleted = self._deleted_queues(batch) if batch.topology else []
         db.execute("BEGIN IMMEDIATE")
