@@ -3,7 +3,8 @@ to copy, and the copy, made within a group commit so that the old file goes once
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 import structlog
 
@@ -17,8 +18,21 @@ from broker.storage.segment_format import (
     segment_name,
 )
 
-if TYPE_CHECKING:
-    from broker.storage.segments import SegmentLog
+
+class SegmentLog(Protocol):
+    """What compaction reads and updates of broker.storage.segments.SegmentLog (a protocol, so that the two
+    modules do not import each other)."""
+
+    directory: Path
+    segment_bytes: int
+    live: dict[int, dict[int, tuple[int, int, int, int]]]
+    counts: dict[int, int]
+    live_bytes: dict[int, int]
+    sizes: dict[int, int]
+    refs: dict[int, set[int]]
+
+    def added(self, key: int, entry: tuple[int, int, int, int]) -> None: ...
+
 
 log = structlog.get_logger("warrenmq.storage")
 
