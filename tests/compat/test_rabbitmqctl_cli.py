@@ -57,9 +57,17 @@ class Side:
 
     @staticmethod
     def _first_error(text: str) -> str:
-        """The error text up to the usage section (which lists RabbitMQ's whole command set)."""
+        """The error text up to the usage section (which lists RabbitMQ's whole command set), without the
+        node's own log lines that RabbitMQ's CLI forwards to stderr. Under load RabbitMQ 3.10 can delete a
+        vhost before its vhost supervisor made the storage directories, and then relays the node's
+        "[warning] Tried to delete storage directories for vhost ..., it failed with an ENOENT": a race
+        inside the oracle, not part of the command's answer."""
+        text = "\n".join(line for line in text.splitlines() if not _NODE_LOG_LINE.match(line))
         return text.split("\nUsage", 1)[0].split("\n\x1b[1mUsage", 1)[0].strip()
 
+
+# A log line of the node, as rabbitmqctl relays it: "02:26:25.356 [warning] ...".
+_NODE_LOG_LINE = re.compile(r"\d\d:\d\d:\d\d\.\d{3} \[(debug|info|notice|warning|error)\] ")
 
 _HEADERS = {"user", "name", "vhost", "source_name", "pid", "queue_name"}
 
