@@ -214,10 +214,14 @@ def _heartbeats_before_drop(url: str) -> tuple[int, int]:
 @pytest.mark.slow
 def test_a_silent_client_gets_rabbitmqs_heartbeats_then_is_dropped(rabbitmq_url: str, amqp_url: str) -> None:
     # RabbitMQ sends one every half interval from tune-ok (0.5, 1.0 ... 2.5 s) and drops the peer at its
-    # third check (3 s), before a sixth heartbeat and without a connection.close.
+    # third check (3 s), without a connection.close. The sixth heartbeat is due at that same instant: on a
+    # quiet machine the drop wins on both brokers, under load either may win on either (RabbitMQ's sender
+    # and receiver are separate processes), so 5 or 6 is the same behaviour. A cadence of the whole
+    # interval would give 2 or 3, a missing drop no end before the client's 10 s timeout.
     expected = _heartbeats_before_drop(rabbitmq_url)
     observed = _heartbeats_before_drop(amqp_url)
-    assert observed == expected == (5, 0)
+    assert expected in {(5, 0), (6, 0)}, expected
+    assert observed in {(5, 0), (6, 0)}, observed
 
 
 # -- direct reply-to -----------------------------------------------------------------------------------------
