@@ -79,10 +79,10 @@ class StoreWriter(BatchWrites):
         self._next_queue_id = store.max_queue_id() + 1
         self._next_delayed_key = store.max_delayed_key() + 1
         self._jobs: thread_queue.SimpleQueue[Batch | None] = thread_queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._writer_thread: threading.Thread | None = None
         if store.threaded:
-            self._thread = threading.Thread(target=self._run, name="warrenmq-store", daemon=True)
-            self._thread.start()
+            self._writer_thread = threading.Thread(target=self._run, name="warrenmq-store", daemon=True)
+            self._writer_thread.start()
 
     # -- Persistence: commit tracking
 
@@ -137,7 +137,7 @@ class StoreWriter(BatchWrites):
         self._batch = Batch(batch.id + 1)
         if batch.empty():
             self._done(batch, None)  # writes that cancelled out (e.g. published then consumed with no_ack)
-        elif self._thread is not None:
+        elif self._writer_thread is not None:
             self._inflight = batch
             self._jobs.put(batch)
         else:
@@ -229,11 +229,11 @@ class StoreWriter(BatchWrites):
         if self._closed:
             return
         self._closed = True
-        if self._thread is not None:
+        if self._writer_thread is not None:
             self._stopping.set()
             self._jobs.put(None)
-            self._thread.join()
-            self._thread = None
+            self._writer_thread.join()
+            self._writer_thread = None
         for batch in (self._inflight, self._batch):
             # The inflight batch: the thread stopped before it could take it, or during an outage.
             if batch is not None and not batch.empty() and not batch.committed and not self._failed:

@@ -9,7 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.errors import AMQPError, ProtocolHeaderError
-from protocol.framing import PROTOCOL_HEADER, Frame, FrameBuffer
+from protocol.framing import JOIN_BELOW, PROTOCOL_HEADER, Frame, FrameBuffer
+
+# A partial frame is joined to a short read and parsed apart from a long one: 0 and JOIN_BELOW make every
+# read of these small streams take one path or the other.
+_JOINS = st.sampled_from([0, JOIN_BELOW])
 
 # (type, minimum payload): what rabbit_command_assembler:analyze_frame/2 accepts; heartbeats are empty.
 _KINDS = [(1, 4), (2, 12), (3, 0)]
@@ -34,12 +38,12 @@ def chunked(data: bytes, cuts: list[int]) -> list[bytes]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(frames(), max_size=20), st.lists(st.integers(0, 10_000), max_size=30), st.booleans())
+@given(st.lists(frames(), max_size=20), st.lists(st.integers(0, 10_000), max_size=30), st.booleans(), _JOINS)
 def test_valid_frames_reassemble_identically_under_any_chunking(
-    sent: list[Frame], cuts: list[int], with_header: bool
+    sent: list[Frame], cuts: list[int], with_header: bool, join_below: int
 ) -> None:
     stream = (PROTOCOL_HEADER if with_header else b"") + b"".join(map(encode, sent))
-    buffer = FrameBuffer(4096, expect_protocol_header=with_header)
+    buffer = FrameBuffer(4096, expect_protocol_header=with_header, join_below=join_below)
     received: list[Frame] = []
     for chunk in chunked(stream, cuts):
         received += buffer.feed(chunk)
@@ -56,12 +60,13 @@ def test_valid_frames_reassemble_identically_under_any_chunking(
     st.lists(st.integers(0, 1000), max_size=10),
     st.sampled_from([0, 4096, 64]),
     st.booleans(),
+    _JOINS,
 )
 def test_arbitrary_bytes_give_frames_or_a_typed_error(
-    prefix: bytes, junk: bytes, cuts: list[int], frame_max: int, with_header: bool
+    prefix: bytes, junk: bytes, cuts: list[int], frame_max: int, with_header: bool, join_below: int
 ) -> None:
     stream = (PROTOCOL_HEADER if with_header else b"") + prefix + junk
-    buffer = FrameBuffer(frame_max, expect_protocol_header=with_header)
+    buffer = FrameBuffer(frame_max, expect_protocol_header=with_header, join_below=join_below)
     try:
         for chunk in chunked(stream, cuts):
             for frame_type, channel, payload in buffer.feed(chunk):

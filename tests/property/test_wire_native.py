@@ -25,6 +25,7 @@ from protocol.framing import (
     FRAME_ACK,
     FRAME_ACK_MULTIPLE,
     FRAME_PUBLISH,
+    JOIN_BELOW,
     PROTOCOL_HEADER,
     FrameBuffer,
     ungrouped,
@@ -122,14 +123,18 @@ def run(buffer: FrameBuffer, chunks: list[bytes]) -> list[Any]:
     st.lists(st.integers(0, 2000), max_size=8),
     st.sampled_from([0, 4096, 40]),
     st.booleans(),
+    st.sampled_from([0, JOIN_BELOW]),
+    st.sampled_from([0, JOIN_BELOW]),
 )
 def test_the_native_scanner_gives_the_pure_scanners_frames_and_errors(
-    pieces: list[bytes], cuts: list[int], frame_max: int, with_header: bool
+    pieces: list[bytes], cuts: list[int], frame_max: int, with_header: bool, native_join: int, pure_join: int
 ) -> None:
+    # Each side joins a buffered partial frame to the next read (JOIN_BELOW, for these short reads) or parses
+    # it apart (0): the frames, the bytes left buffered and the errors may not depend on which.
     stream = (PROTOCOL_HEADER if with_header else b"") + b"".join(pieces)
     chunks = chunked(stream, cuts)
-    native = FrameBuffer(frame_max, expect_protocol_header=with_header, native=True)
-    pure = FrameBuffer(frame_max, expect_protocol_header=with_header, native=False)
+    native = FrameBuffer(frame_max, expect_protocol_header=with_header, native=True, join_below=native_join)
+    pure = FrameBuffer(frame_max, expect_protocol_header=with_header, native=False, join_below=pure_join)
     assert run(native, chunks) == run(pure, chunks)
 
 
