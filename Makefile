@@ -19,10 +19,10 @@ MYPYC_SOURCES := $(shell sed -n '/^MYPYC_MODULES = \[/,/^\]/s/^ *"\(.*\.py\)",/\
 # oracles (tests/compat/conftest.py). Three on the 2-core machine: the suites wait on the servers they start
 # more than they compute (with two, 0.70 of the 2 cores stayed idle on average), and a clean-clone run took
 # 17:44 against 20:47 with two, once the oracles' Erlang VMs stopped busy-waiting (rabbitmq_node.py) and the
-# tests that compared timings accepted what either broker does under load. Whole files go to one worker (--dist loadfile), so module fixtures start
-# once, and tests/analytics/ as one unit, so its Spark cluster starts once; the longest first (tests/schedule.py
-# sorts the collection by the recorded seconds per file; --no-loadscope-reorder keeps pytest-xdist from
-# reordering it by number of tests).
+# tests that compared timings accepted what either broker does under load. Whole files go to one worker
+# (--dist loadfile), so module fixtures start once, and tests/analytics/ as one unit, so its Spark cluster
+# starts once; the longest first (tests/schedule.py sorts the collection by the recorded seconds per file;
+# --no-loadscope-reorder keeps pytest-xdist from reordering it by number of tests).
 TEST_WORKERS ?= 3
 # The in-process suites (no server, no oracle): `make test-fast`, and again on the pure-Python variant
 # (WARRENMQ_PURE=1) under coverage at the end of `make test`.
