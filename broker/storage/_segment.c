@@ -1,18 +1,32 @@
-/* The message segment files' record packer in C: pack_messages(rows) does what
- * broker/storage/segments.py's Python loop does for a group commit's message rows (segment_format's ``M``
- * record: u32 length, u32 CRC-32, then kind, key, expiry, flags, the four lengths and the bytes), byte for
- * byte; tests/unit/storage/test_segment_packer.py compares the two.
+/* The message segment files' record packer and writer in C: write_records(fd, parts, sync) packs a group
+ * commit's message rows as segment_format's Python does (the ``M`` record: u32 length, u32 CRC-32, then kind,
+ * key, expiry, flags, the four lengths and the bytes), byte for byte, and appends them with the commit's other
+ * records; tests/unit/storage/test_segment_packer.py compares the two.
  *
  * Why C: the writer thread holds the GIL for every Python step of that loop, and the loop thread needs it for
  * everything else: per 1 KiB message ~0.8 us, half of it zlib's CRC-32, which the zlib module computes with
  * the GIL held below 5 KiB. Here the rows are read with the GIL (their strings' UTF-8, their buffers), then
  * the copies and the CRCs run with it released.
+ *
+ * And the whole append in one release of the GIL: the records packed, written with writev and fdatasynced.
+ * Each release costs the writer a wait for the GIL afterwards (the loop thread holds it through a whole
+ * callback, up to a millisecond under load): packing, writing and syncing one after the other, with os.writev
+ * and os.fdatasync, took three such waits per commit, a third of the commit's time with 1,000 persistent
+ * confirms in flight.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <errno.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include <zlib.h>
+
+#ifndef IOV_MAX
+#define IOV_MAX 1024
+#endif
 
 #define FIXED_FORMAT "<BQqBHHII"
 #define HEAD_SIZE 8
@@ -41,14 +55,6 @@ static inline void put32(unsigned char *p, uint32_t v) {
 
 static inline void put64(unsigned char *p, uint64_t v) {
     for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void release(Item *items, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (items[i].buffers > 0) PyBuffer_Release(&items[i].header);
-        if (items[i].buffers > 1) PyBuffer_Release(&items[i].body);
-    }
-    PyMem_Free(items);
 }
 
 /* Reads one row into item (GIL held): 0, or -1 with an exception set. */
@@ -123,55 +129,157 @@ static unsigned char *write_record(unsigned char *out, const Item *item, Py_ssiz
     return p;
 }
 
-static PyObject *pack_messages(PyObject *module, PyObject *rows) {
+/* record_lengths(rows): each row's record length with its head, as segment_format.pack_messages_py returns
+ * them. */
+static PyObject *record_lengths(PyObject *module, PyObject *rows) {
     if (!PyList_Check(rows)) {
         PyErr_SetString(PyExc_TypeError, "rows must be a list");
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(rows);
-    Item *items = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Item));
-    Py_ssize_t *payloads = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
     PyObject *lengths = PyList_New(n);
-    PyObject *out = NULL;
-    if (items == NULL || payloads == NULL || lengths == NULL) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    Py_ssize_t total = 0;
+    if (lengths == NULL) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (read_row(PyList_GET_ITEM(rows, i), &items[i], &payloads[i]) < 0) goto fail;
-        PyObject *length = PyLong_FromSsize_t(HEAD_SIZE + payloads[i]);
-        if (length == NULL) goto fail;
+        Item item = {0};
+        Py_ssize_t payload = 0;
+        int failed = read_row(PyList_GET_ITEM(rows, i), &item, &payload) < 0;
+        if (item.buffers > 0) PyBuffer_Release(&item.header);
+        if (item.buffers > 1) PyBuffer_Release(&item.body);
+        PyObject *length = failed ? NULL : PyLong_FromSsize_t(HEAD_SIZE + payload);
+        if (length == NULL) {
+            Py_DECREF(lengths);
+            return NULL;
+        }
         PyList_SET_ITEM(lengths, i, length);
-        total += HEAD_SIZE + payloads[i];
     }
-    out = PyBytes_FromStringAndSize(NULL, total);
-    if (out == NULL) goto fail;
-    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(out);
-    /* The rows list is the caller's own, and each row, string and buffer held: nothing moves meanwhile. */
+    return lengths;
+}
+
+/* Writes every iovec, however many (IOV_MAX at a time) and however short each write (GIL released): 0, or
+ * the errno. The iovecs are consumed. */
+static int write_all(int fd, struct iovec *iov, Py_ssize_t n) {
+    Py_ssize_t first = 0;
+    while (first < n) {
+        if (iov[first].iov_len == 0) {
+            first++;
+            continue;
+        }
+        int count = (int)((n - first) < IOV_MAX ? (n - first) : IOV_MAX);
+        ssize_t written = writev(fd, iov + first, count);
+        if (written < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        while (written > 0) {
+            if ((size_t)written >= iov[first].iov_len) {
+                written -= (ssize_t)iov[first].iov_len;
+                iov[first].iov_len = 0;
+                first++;
+            } else {
+                iov[first].iov_base = (char *)iov[first].iov_base + written;
+                iov[first].iov_len -= (size_t)written;
+                written = 0;
+            }
+        }
+    }
+    return 0;
+}
+
+static PyObject *write_records(PyObject *module, PyObject *args) {
+    int fd, sync;
+    PyObject *parts;
+    if (!PyArg_ParseTuple(args, "iO!p:write_records", &fd, &PyList_Type, &parts, &sync)) return NULL;
+    Py_ssize_t n_parts = PyList_GET_SIZE(parts), n_rows = 0;
+    for (Py_ssize_t i = 0; i < n_parts; i++) {
+        PyObject *part = PyList_GET_ITEM(parts, i);
+        if (PyList_Check(part)) n_rows += PyList_GET_SIZE(part);
+    }
+    Item *items = PyMem_Calloc((size_t)(n_rows ? n_rows : 1), sizeof(Item));
+    Py_ssize_t *payloads = PyMem_Calloc((size_t)(n_rows ? n_rows : 1), sizeof(Py_ssize_t));
+    Py_buffer *views = PyMem_Calloc((size_t)(n_parts ? n_parts : 1), sizeof(Py_buffer));
+    struct iovec *iov = PyMem_Calloc((size_t)(n_parts ? n_parts : 1), sizeof(struct iovec));
+    unsigned char *packed = NULL;
+    Py_ssize_t n_items = 0, n_views = 0, packed_size = 0, total = 0;
+    PyObject *result = NULL;
+    if (items == NULL || payloads == NULL || views == NULL || iov == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* With the GIL: every part's buffer and every row read, and where each packed run of rows goes. */
+    for (Py_ssize_t i = 0; i < n_parts; i++) {
+        PyObject *part = PyList_GET_ITEM(parts, i);
+        if (PyList_Check(part)) {
+            Py_ssize_t size = 0;
+            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(part); j++) {
+                if (read_row(PyList_GET_ITEM(part, j), &items[n_items], &payloads[n_items]) < 0) {
+                    n_items++; /* its buffers, if any, are released below */
+                    goto done;
+                }
+                size += HEAD_SIZE + payloads[n_items++];
+            }
+            iov[i].iov_base = (void *)(uintptr_t)packed_size; /* an offset until the buffer exists */
+            iov[i].iov_len = (size_t)size;
+            packed_size += size;
+        } else {
+            if (PyObject_GetBuffer(part, &views[n_views], PyBUF_SIMPLE) < 0) goto done;
+            iov[i].iov_base = views[n_views].buf;
+            iov[i].iov_len = (size_t)views[n_views].len;
+            n_views++;
+        }
+        total += (Py_ssize_t)iov[i].iov_len;
+    }
+    packed = PyMem_RawMalloc((size_t)(packed_size ? packed_size : 1));
+    if (packed == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n_parts; i++) {
+        if (PyList_Check(PyList_GET_ITEM(parts, i))) iov[i].iov_base = packed + (uintptr_t)iov[i].iov_base;
+    }
+    /* The lists are the caller's own, and each row, string and buffer held: nothing moves meanwhile. */
+    int error = 0;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) p = write_record(p, &items[i], payloads[i]);
+    unsigned char *p = packed;
+    for (Py_ssize_t i = 0; i < n_items; i++) p = write_record(p, &items[i], payloads[i]);
+    error = write_all(fd, iov, n_parts);
+    if (error == 0 && sync && fdatasync(fd) < 0) error = errno;
     Py_END_ALLOW_THREADS
-    release(items, n);
+    if (error != 0) {
+        errno = error;
+        PyErr_SetFromErrno(PyExc_OSError);
+        goto done;
+    }
+    result = PyLong_FromSsize_t(total);
+done:
+    if (items != NULL) {
+        for (Py_ssize_t i = 0; i < n_items; i++) {
+            if (items[i].buffers > 0) PyBuffer_Release(&items[i].header);
+            if (items[i].buffers > 1) PyBuffer_Release(&items[i].body);
+        }
+        PyMem_Free(items);
+    }
+    if (views != NULL) {
+        for (Py_ssize_t i = 0; i < n_views; i++) PyBuffer_Release(&views[i]);
+        PyMem_Free(views);
+    }
     PyMem_Free(payloads);
-    return Py_BuildValue("(NN)", out, lengths);
-fail:
-    if (items != NULL) release(items, n);
-    PyMem_Free(payloads);
-    Py_XDECREF(lengths);
-    Py_XDECREF(out);
-    return NULL;
+    PyMem_Free(iov);
+    PyMem_RawFree(packed);
+    return result;
 }
 
 static PyMethodDef methods[] = {
-    {"pack_messages", pack_messages, METH_O,
-     "pack_messages(rows: list[MessageRow]) -> (bytes, list[int]): the M records of the rows, one after the "
-     "other, and each record's length with its head."},
+    {"record_lengths", record_lengths, METH_O,
+     "record_lengths(rows: list[MessageRow]) -> list[int]: each row's record length with its head."},
+    {"write_records", write_records, METH_VARARGS,
+     "write_records(fd: int, parts: list[bytes | list[MessageRow]], sync: bool) -> int: the parts written in "
+     "order (a list of rows as their packed records) and, if sync, fdatasynced, in one release of the GIL; "
+     "the bytes written."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "broker.storage._segment", "The segment files' record packer in C.", -1, methods,
+    PyModuleDef_HEAD_INIT, "broker.storage._segment", "The segment files' record packer and writer in C.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__segment(void) {

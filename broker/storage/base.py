@@ -119,6 +119,18 @@ class Batch:
         self.waiters: dict[CommitWaiter, None] = {} if waiters is None else waiters
         self.committed = committed  # set by whoever applied it, so shutdown never applies it twice
 
+    def messages_only(self) -> bool:
+        """Changes to stored messages alone: no topology, dropped queue, delayed message or stream file."""
+        return not (
+            self.topology
+            or self.dropped_queues
+            or self.delayed_added
+            or self.delayed_removed
+            or self.stream_appends
+            or self.stream_rolls
+            or self.stream_dropped
+        )
+
     def empty(self) -> bool:
         return not (
             self.topology
@@ -133,6 +145,32 @@ class Batch:
             or self.delayed_added
             or self.delayed_removed
         )
+
+
+def unacked_adds(batches: list[Batch]) -> list[Batch]:
+    """``batches``, committed as one, without the message rows a later one of them acks (as one batch never
+    holds a message published and acked within it). The ack stays: it deletes an earlier record of the key
+    if there is one, and is nothing if not."""
+    acked_later: set[int] = set()
+    kept: list[Batch] = []
+    for batch in reversed(batches):
+        if acked_later and batch.added and not acked_later.isdisjoint(batch.added):
+            added = {key: row for key, row in batch.added.items() if key not in acked_later}
+            kept.append(
+                Batch(
+                    batch.id,
+                    added=added,
+                    delivered=batch.delivered,
+                    removed=batch.removed,
+                    dropped_queues=batch.dropped_queues,
+                    counted=batch.counted,
+                )
+            )
+        else:
+            kept.append(batch)
+        acked_later.update(batch.removed)
+    kept.reverse()
+    return kept
 
 
 # The rows `load` hands back are named tuples, as the message rows are plain ones: immutable, compared and

@@ -58,29 +58,32 @@ class IOCounters:
         count = getattr(self, f"{kind}_count")
         return getattr(self, f"{kind}_s") * 1000.0 / count if count else 0.0
 
-    def commit(self, batch: Batch, elapsed_s: float, synced: bool) -> None:
-        """One group commit applied (the writer thread): one write of the batch to the store, synced when
+    def commit(self, batches: list[Batch], elapsed_s: float, synced: bool) -> None:
+        """One group commit applied (the writer thread): one write of its batches to the store, synced when
         the store syncs each commit (SQLite with fsync always: the write and its fsync are one call, so
         both are timed by the commit); a queue index write when it moved messages, a schema transaction
-        when it carried definitions."""
+        per batch that carried definitions."""
         size = stored = 0
-        for row in batch.added.values():
-            body = len(row[4])
-            size += len(row[3]) + body
-            stored += body >= EMBED_MSGS_BELOW
-        for append in batch.stream_appends:
-            size += len(append[6]) + len(append[7])
+        moved = False
+        for batch in batches:
+            for row in batch.added.values():
+                body = len(row[4])
+                size += len(row[3]) + body
+                stored += body >= EMBED_MSGS_BELOW
+            for append in batch.stream_appends:
+                size += len(append[6]) + len(append[7])
+            moved = moved or bool(batch.added or batch.delivered or batch.removed or batch.counted)
+            if batch.topology:
+                self.schema_disk_tx_count += 1
         self.write_count += 1
         self.write_bytes += size
         self.write_s += elapsed_s
         if synced:
             self.sync_count += 1
             self.sync_s += elapsed_s
-        if batch.added or batch.delivered or batch.removed or batch.counted:
+        if moved:
             self.queue_index_write_count += 1
         self.msg_store_write_count += stored
-        if batch.topology:
-            self.schema_disk_tx_count += 1
 
     def recovered(self, rows: list[MessageRow], elapsed_s: float) -> None:
         """One queue's messages read back at boot (one query): a queue index read, and the bodies RabbitMQ

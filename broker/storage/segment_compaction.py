@@ -10,6 +10,7 @@ import structlog
 
 from broker.storage.base import KEY_SEQ_BITS, StorageError
 from broker.storage.segment_format import (
+    Part,
     counts_record,
     decode_message,
     message_key_of,
@@ -61,7 +62,7 @@ def sparse_segment(segments: SegmentLog, current: int) -> int | None:
     return victim if ratio < COMPACT_BELOW else None
 
 
-def compact(segments: SegmentLog, victim: int, segment: int, position: int, parts: list[bytes]) -> int:
+def compact(segments: SegmentLog, victim: int, segment: int, position: int, parts: list[Part]) -> int:
     """Copies ``victim``'s live messages into ``parts`` (written at ``position`` on): the victim is then
     dead and goes once the copies are durable. The copies carry each message's delivered mark and delivery
     count as they are now."""

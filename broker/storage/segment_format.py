@@ -47,6 +47,7 @@ _FLAG_EXPIRES = FLAG_EXPIRES
 _TEXT = "surrogatepass"
 
 SEGMENT_SUFFIX = ".seg"
+_IOV_MAX = os.sysconf("SC_IOV_MAX")  # the parts one writev takes (1024 on Linux)
 
 _crc32 = zlib.crc32
 _pack_head = HEAD.pack
@@ -107,9 +108,43 @@ def pack_messages_py(rows: list[MessageRow]) -> tuple[bytes, list[int]]:
     return join(parts), lengths
 
 
-def _native_packer() -> Callable[[list[MessageRow]], tuple[bytes, list[int]]] | None:
-    """broker.storage._segment's packer, or None: not built, or the pure variant asked for (``WARRENMQ_PURE``
-    runs every native part as Python; ``WARRENMQ_SEGMENT_NATIVE=0`` this one alone, for measuring it)."""
+def record_lengths_py(rows: list[MessageRow]) -> list[int]:
+    """Each row's record length with its head, as pack_messages_py returns them."""
+    fixed = HEAD_SIZE + _MESSAGE.size
+    return [
+        fixed + len(exchange.encode()) + len(routing_key.encode()) + len(header) + len(body)
+        for _, exchange, routing_key, header, body, _, _ in rows
+    ]
+
+
+# A part of one append: a record's bytes, or message rows, written as their packed ``M`` records.
+Part = bytes | list[MessageRow]
+
+
+def write_records_py(fd: int, parts: list[Part], sync: bool) -> int:
+    """Appends ``parts`` in order at ``fd`` and, if ``sync``, fdatasyncs: what the C writer
+    (broker/storage/_segment.c) does, in Python. Returns the bytes written."""
+    data = [pack_messages_py(part)[0] if isinstance(part, list) else part for part in parts]
+    total = sum(map(len, data))
+    # writev: the records as they are, no joined copy of them; a short write, or more parts than an iovec
+    # takes, writes the rest joined.
+    written = os.writev(fd, data) if len(data) <= _IOV_MAX else 0
+    if written < total:
+        view = memoryview(b"".join(data))
+        while written < total:
+            written += os.write(fd, view[written:])
+    if sync:
+        os.fdatasync(fd)
+    return total
+
+
+_Lengths = Callable[[list[MessageRow]], list[int]]
+_Writer = Callable[[int, list[Part], bool], int]
+
+
+def _native() -> tuple[_Lengths, _Writer] | None:
+    """broker.storage._segment, or None: not built, or the pure variant asked for (``WARRENMQ_PURE`` runs
+    every native part as Python; ``WARRENMQ_SEGMENT_NATIVE=0`` this one alone, for measuring it)."""
     if (
         os.environ.get("WARRENMQ_PURE", "") not in ("", "0")
         or os.environ.get("WARRENMQ_SEGMENT_NATIVE") == "0"
@@ -121,20 +156,30 @@ def _native_packer() -> Callable[[list[MessageRow]], tuple[bytes, list[int]]] | 
         return None
     if _MESSAGE.format != _segment.FIXED_FORMAT:  # built from another version of the format: not used
         return None
-    return _segment.pack_messages
+    return _segment.record_lengths, _segment.write_records
 
 
-def _pack_messages(rows: list[MessageRow]) -> tuple[bytes, list[int]]:
-    native = _NATIVE
-    assert native is not None  # installed only when it is
+def _record_lengths(rows: list[MessageRow]) -> list[int]:
     try:
-        return native(rows)
-    except (TypeError, ValueError, OverflowError):  # a row the C packer does not take: Python packs it
-        return pack_messages_py(rows)
+        return _record_lengths_c(rows)
+    except (TypeError, ValueError, OverflowError):  # a row the C packer does not take: as Python does
+        return record_lengths_py(rows)
 
 
-_NATIVE = _native_packer()
-pack_messages = pack_messages_py if _NATIVE is None else _pack_messages
+def _write_records(fd: int, parts: list[Part], sync: bool) -> int:
+    try:
+        return _write_records_c(fd, parts, sync)
+    except (TypeError, ValueError, OverflowError):  # refused before writing anything: Python packs it
+        return write_records_py(fd, parts, sync)
+
+
+_NATIVE = _native()
+native = _NATIVE is not None
+if _NATIVE is None:
+    record_lengths, write_records = record_lengths_py, write_records_py
+else:
+    _record_lengths_c, _write_records_c = _NATIVE
+    record_lengths, write_records = _record_lengths, _write_records
 
 
 def _record(kind: bytes, payload: bytes) -> bytes:

@@ -29,20 +29,22 @@ from pathlib import Path
 
 import structlog
 
-from broker.storage.base import KEY_SEQ_BITS, Batch, MessageRow, StorageError, key_runs
+from broker.storage.base import KEY_SEQ_BITS, Batch, MessageRow, StorageError, key_runs, unacked_adds
 from broker.storage.segment_compaction import compact, sparse_segment
 from broker.storage.segment_format import (
     DELIVERED,
     DROPPED,
     HEAD,
+    Part,
     counts_record,
     fsync_directory,
     keys_record,
-    pack_messages,
     read_message,
+    record_lengths,
     runs_record,
     segment_name,
     transaction_record,
+    write_records,
 )
 
 log = structlog.get_logger("warrenmq.storage")
@@ -51,7 +53,6 @@ MESSAGES_DIR = "messages"
 # RabbitMQ's msg_store files are 16 MiB by default (msg_store_file_size_limit), LavinMQ's segments 8 MiB: one
 # unlink per 16 MiB of acked messages, and a compaction copies at most half of that.
 SEGMENT_BYTES = 16 * 1024 * 1024
-_IOV_MAX = os.sysconf("SC_IOV_MAX")  # the parts one writev takes (1024 on Linux)
 
 # A live message: (segment number, offset of its record, record length with its head, delivered 0/1)
 Entry = tuple[int, int, int, int]
@@ -168,25 +169,48 @@ class SegmentLog:
         as the SQLite store's: the messages of queues the topology deletes (``deleted``), inserts, delivered
         marks, quorum returns, acks, then the dropped queues. ``transaction``: the batch's number when it has
         an SQLite part."""
+        self._guarded([batch], deleted, transaction)
+
+    def write_all(self, batches: list[Batch]) -> None:
+        """Batches with message records only (no SQLite part), in order, as one append: one write and one
+        fdatasync for all of them, each batch's records in `write`'s order. A message acked by a later batch
+        of them is not written at all, as one batch never writes a message published and acked within it."""
+        self._guarded(unacked_adds(batches) if len(batches) > 1 else batches, [], 0)
+
+    def _guarded(self, batches: list[Batch], deleted: list[int], transaction: int) -> None:
         if self._broken:
             raise StorageError(f"{self.directory}: an earlier write failed; no more writes")
         try:
-            self._write(batch, deleted, transaction)
+            self._write(batches, deleted, transaction)
         except BaseException:
             self._broken = True  # the index may be ahead of the file: the broker stops on this error
             raise
 
-    def _write(self, batch: Batch, deleted: list[int], transaction: int) -> None:
+    def _write(self, batches: list[Batch], deleted: list[int], transaction: int) -> None:
         segment = self._open_segment()
         start = self.sizes[segment]
-        parts: list[bytes] = [transaction_record(transaction)] if transaction else []
+        parts: list[Part] = [transaction_record(transaction)] if transaction else []
         if deleted:
             gone_queues = [queue_id for queue_id in deleted if self.drop_queue(queue_id, segment)]
             if gone_queues:
                 parts.append(keys_record(DROPPED, gone_queues))
         position = start + sum(map(len, parts))
+        for batch in batches:
+            position = self._records(batch, segment, position, parts)
+        victim = sparse_segment(self, segment)
+        if victim is not None:
+            position = compact(self, victim, segment, position, parts)
+        self._append(segment, start, parts, position)
+        if position >= self.segment_bytes:
+            self._roll()
+        self._release()
+
+    def _records(self, batch: Batch, segment: int, position: int, parts: list[Part]) -> int:
+        """One batch's records into ``parts``, the index updated: inserts, delivered marks, quorum returns,
+        acks, dropped queues. Returns the position after them."""
         if batch.added:
             position = self._add_messages(batch.added, segment, position, parts)
+        records: list[bytes] = []
         if batch.delivered:
             # Marks of messages acked in this batch would be records for nothing (the SQLite store skips them
             # too); so would a mark already made.
@@ -195,7 +219,7 @@ class SegmentLog:
             for key in marked:
                 self.mark(key, 1, segment)
             if marked:
-                parts.append(keys_record(DELIVERED, marked))
+                records.append(keys_record(DELIVERED, marked))
         if batch.counted:
             counted = []
             for key, (count, delivered) in batch.counted.items():
@@ -206,34 +230,29 @@ class SegmentLog:
                     else:
                         self.counts.pop(key, None)
             if counted:
-                parts.append(counts_record(counted))
+                records.append(counts_record(counted))
         if batch.removed:
             acked = self._ack_all(batch.removed, segment)
             if acked:
-                parts.append(runs_record(key_runs(acked)))
+                records.append(runs_record(key_runs(acked)))
         if batch.dropped_queues:
             gone_queues = [
                 queue_id for queue_id in batch.dropped_queues if self.drop_queue(queue_id, segment)
             ]
             if gone_queues:
-                parts.append(keys_record(DROPPED, gone_queues))
-        position = start + sum(map(len, parts))
-        victim = sparse_segment(self, segment)
-        if victim is not None:
-            position = compact(self, victim, segment, position, parts)
-        self._append(segment, start, parts, position)
-        if position >= self.segment_bytes:
-            self._roll()
-        self._release()
+                records.append(keys_record(DROPPED, gone_queues))
+        parts += records
+        return position + sum(map(len, records))
 
     def _add_messages(
-        self, added: dict[int, MessageRow], segment: int, position: int, parts: list[bytes]
+        self, added: dict[int, MessageRow], segment: int, position: int, parts: list[Part]
     ) -> int:
-        """The hot loop (the writer holds the GIL the loop thread needs for each Python step here): the
-        records packed in one call, C where built, then the index. Returns the position after them."""
+        """The hot loop (the writer holds the GIL the loop thread needs for each Python step here): the rows
+        go into ``parts`` as they are (`_append` packs them, in C where built, outside the GIL), and the index
+        takes each record's length. Returns the position after them."""
         rows = list(added.values())
-        data, lengths = pack_messages(rows)
-        parts.append(data)
+        lengths = record_lengths(rows)
+        parts.append(rows)
         start = position
         live = self.live
         queue: dict[int, Entry] = {}
@@ -302,24 +321,16 @@ class SegmentLog:
         self.refs[number] = set()
         return number
 
-    def _append(self, segment: int, start: int, parts: list[bytes], end: int) -> None:
+    def _append(self, segment: int, start: int, parts: list[Part], end: int) -> None:
         if not parts:
             return
         fd = self._fd
         assert fd is not None
-        total = sum(map(len, parts))
-        assert start + total == end, (start, total, end)
         try:
-            # writev: the batch's records as they are, no joined copy of them made holding the GIL (the loop
-            # thread waits for it); a short write, or more parts than an iovec takes, writes the rest joined.
-            written = os.writev(fd, parts) if len(parts) <= _IOV_MAX else 0
-            if written < total:
-                data = memoryview(b"".join(parts))
-                while written < total:
-                    written += os.write(fd, data[written:])
-            if self.sync_each_commit:
-                os.fdatasync(fd)
-            else:
+            # One call packs, writes and (under always) fdatasyncs, outside the GIL where built: the writer
+            # waits for the GIL after each release, while the loop thread finishes what it is doing.
+            written = write_records(fd, parts, self.sync_each_commit)
+            if not self.sync_each_commit:
                 self._unsynced = True
         except OSError as error:
             try:
@@ -327,6 +338,7 @@ class SegmentLog:
             except OSError:
                 pass
             raise StorageError(f"cannot write {self.directory / segment_name(segment)}: {error}") from error
+        assert start + written == end, (start, written, end)
         self.sizes[segment] = end
 
     def _sync(self) -> None:

@@ -39,7 +39,7 @@ from broker.storage.base import (
 )
 from broker.storage.segment_recovery import recover_segments
 from broker.storage.segments import MESSAGES_DIR, SEGMENT_BYTES, SegmentLog
-from broker.storage.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from broker.storage.sqlite_schema import APPLICATION_ID, MIGRATIONS, NEW_PAGE_SIZE, SCHEMA_VERSION
 from broker.storage.sqlite_statements import (
     COUNT_RETURN,
     DELETE_EXCHANGE,
@@ -60,27 +60,6 @@ STREAMS_DIR = "streams"  # stream queues' segment files (broker.storage.stream_f
 # batch: WAL with synchronous=NORMAL, fsync at checkpoints; a process crash loses nothing committed, a power
 # loss may lose the last commits. never: leave flushing to the OS.
 SYNCHRONOUS = {"always": "FULL", "batch": "NORMAL", "never": "OFF"}
-# The page size of a new file: SQLite's largest. Each message row is embedded (exchange, routing key, header,
-# body: ~1.1 KiB for a 1 KiB body), so at SQLite's default 4 KiB a page holds three, and a group commit
-# writes a WAL frame (two pwrites: frame header, page) per three messages; the checkpoint then reads and
-# writes each page again. Larger pages cut those syscalls and the interior pages rewritten per commit. The
-# writer thread's system time per persistent 1 KiB publish with confirms (perf/ab.py confirm), two runs
-# each: 4 KiB 7.1-8.2 µs, 16 KiB 3.7-4.0, 32 KiB 2.9-3.0, 64 KiB 2.2-2.4. Publish -> consume -> ack each of
-# persistent messages (each row deleted a commit or two after its insert, its whole page rewritten) did not
-# cost more with larger pages: writer 21-23 µs per message at 4 KiB, 21-22 at 16 KiB, 15-18 at 64 KiB
-# (fsync-bound). A file that exists keeps its page size (in WAL mode SQLite cannot change it): no migration.
-NEW_PAGE_SIZE = 65536
-
-# The sqlite3 module binds int, float, str and bytearray as they are, but looks every other parameter up in
-# its adapter registry first, and on a miss asks the PrepareProtocol type for ``__adapt__``, which raises and
-# formats an AttributeError it then discards: for each message row's header, body and (usually None)
-# expires_at. A registered adapter is found at the first step. Both return the value itself (``bytes(b)`` is
-# ``b`` for exact bytes; ``{}.get`` answers None), so what is bound is unchanged: a BLOB, a NULL. Measured:
-# executemany of message rows 2.16 -> 1.76 µs per row of CPU. Process-wide, and harmless to other users of
-# sqlite3 in the process for the same reason.
-sqlite3.register_adapter(bytes, bytes)
-_NO_ADAPTATION: dict[None, None] = {}  # its get, a C call: None for None
-sqlite3.register_adapter(type(None), _NO_ADAPTATION.get)
 
 
 class SqliteStore:
@@ -289,6 +268,24 @@ class SqliteStore:
             streams.drop_segments(queue_id, [first])
         for queue_id in gone_streams:
             streams.drop_queue(queue_id)
+
+    def apply_all(self, batches: list[Batch]) -> None:
+        """Batches in order, each as `apply` does it, except that consecutive batches of message records only
+        are one append to the segment files, one write and one fdatasync: the writer thread takes every batch
+        handed to it while it was committing (broker.storage.writer)."""
+        run: list[Batch] = []
+        for batch in batches:
+            if batch.empty():
+                continue  # handed over for its waiters, behind batches still committing
+            if batch.messages_only() and not self._legacy_messages:  # what `apply` writes as segment records
+                run.append(batch)
+                continue
+            if run:
+                self.segments.write_all(run)
+                run = []
+            self.apply(batch)
+        if run:
+            self.segments.write_all(run)
 
     def _deleted_queues(self, batch: Batch) -> list[int]:
         """The queues whose messages the batch's topology deletes (queue-, and vhost- for the queues in the

@@ -1,10 +1,18 @@
 """Group commit: the loop-side `Persistence` that gathers one loop turn's writes into a batch and hands it to
-the store's writer thread, one batch in flight at a time.
+the store's writer thread.
 
 While a batch commits, the next one keeps growing, so under load commits get larger rather than more
-frequent (the fsync cost is shared by every message of the batch). Waiters (channels holding confirms, a
-connection holding ``tx.commit-ok``) are called on the loop once their batch has committed. A failed commit
-is fatal: nothing in it is confirmed, and ``on_failure`` stops the broker.
+frequent (the fsync cost is shared by every message of the commit), and more of the messages are acked
+before they would have been written. A store that can commit several batches as one (``apply_all``: the
+SQLite store's segment files, one append and one fdatasync for them) is also handed, at the end of its loop
+turn, each batch someone waits for (publisher confirms, a ``tx.commit-ok``), and its writer thread takes all
+that were handed over while it was busy the moment it is free: the confirms' latency, which bounds a
+publisher's rate, then no longer includes the loop's round trip to hand over the next batch. Any other store
+(PostgreSQL, memory) has one batch in flight at a time. Either way batches commit in order.
+
+Waiters (channels holding confirms, a connection holding ``tx.commit-ok``) are called on the loop once their
+batch has committed. A failed commit is fatal: nothing in it is confirmed, and ``on_failure`` stops the
+broker.
 
 Except when the store's server cannot be reached (`StoreUnreachable`: a PostgreSQL store whose server stopped,
 restarted or fell off the network): the writer thread keeps the batch and applies it again with a
@@ -71,7 +79,9 @@ class StoreWriter(BatchWrites):
         self.unreachable_since: float | None = None  # monotonic seconds; set while the store is out of reach
         self._stopping = threading.Event()  # close(): the writer thread stops retrying
         self._batch = Batch(1)
-        self._inflight: Batch | None = None
+        self._inflight: dict[int, Batch] = {}  # handed to the writer, not yet committed; by id, in order
+        # Several batches in flight, committed together (see the module's docstring), or one at a time.
+        self._apply_all: Callable[[list[Batch]], None] | None = getattr(store, "apply_all", None)
         self._committed = 0
         self._flush_scheduled = False
         self._failed = False
@@ -97,15 +107,15 @@ class StoreWriter(BatchWrites):
     @property
     def busy(self) -> bool:
         """Writes not yet committed (the test ``settle()`` barrier waits on this)."""
-        return self._inflight is not None or not self._batch.empty()
+        return bool(self._inflight) or not self._batch.empty()
 
     def on_commit(self, batch_id: int, waiter: CommitWaiter) -> None:
         if batch_id <= self._committed:
             self._call_soon(waiter.committed)
         elif batch_id == self._batch.id:
             self._batch.waiters[waiter] = None
-        elif self._inflight is not None and batch_id == self._inflight.id:
-            self._inflight.waiters[waiter] = None
+        elif batch_id in self._inflight:
+            self._inflight[batch_id].waiters[waiter] = None
         else:  # pragma: no cover - batch ids only come from batch_id
             raise ValueError(f"unknown store batch {batch_id}")
 
@@ -128,47 +138,74 @@ class StoreWriter(BatchWrites):
             self._call_soon(self._flush)
 
     def _flush(self) -> None:
-        """End of a loop turn: hand the batch over unless one is already committing (it re-flushes)."""
+        """End of a loop turn: hand the batch over. While a batch commits, only a batch someone waits for
+        (confirms, a commit-ok) to a store that takes several at once; any other keeps growing until that
+        commit flushes again, so that more of its messages are acked before they are written (never)."""
         self._flush_scheduled = False
-        # closed: close() committed what was pending; a flush scheduled before it has nothing left to do.
-        if self._inflight is not None or self._failed or self.held or self._closed:
-            return
         batch = self._batch
+        # closed: close() committed what was pending; a flush scheduled before it has nothing left to do.
+        if self._failed or self.held or self._closed:
+            return
+        if self._inflight and (self._apply_all is None or not batch.waiters):
+            return
+        if batch.empty() and not batch.waiters:
+            return  # writes that cancelled out (e.g. published then consumed with no_ack), nobody waiting
         self._batch = Batch(batch.id + 1)
-        if batch.empty():
-            self._done(batch, None)  # writes that cancelled out (e.g. published then consumed with no_ack)
-        elif self._writer_thread is not None:
-            self._inflight = batch
+        if batch.empty() and not self._inflight:
+            self._done([batch], None)  # nothing to write, nothing committing before it
+            return
+        self._inflight[batch.id] = batch
+        if self._writer_thread is not None:
             self._jobs.put(batch)
         else:
-            self._inflight = batch
-            self._done(batch, self._apply(batch))
+            self._done([batch], self._apply([batch]))
 
-    def _apply(self, batch: Batch) -> BaseException | None:
+    def _apply(self, batches: list[Batch]) -> BaseException | None:
         started = time.perf_counter()
         try:
-            self.store.apply(batch)
+            if self._apply_all is not None:
+                self._apply_all(batches)
+            else:
+                for batch in batches:
+                    self.store.apply(batch)
         except BaseException as error:  # reported to the loop, which stops the broker
             return error
         elapsed_s = time.perf_counter() - started
         self.commit_times.record(elapsed_s)
         if self._on_disk:
-            self.io.commit(batch, elapsed_s, self._synced)
-        batch.committed = True
+            self.io.commit(batches, elapsed_s, self._synced)
+        for batch in batches:
+            batch.committed = True
         return None
 
     def _run(self) -> None:
         while True:
-            batch = self._jobs.get()
-            if batch is None:
+            batches, stop = self._take()
+            if batches:
+                error = self._apply(batches)
+                if isinstance(error, StoreUnreachable):
+                    error = self._retry(batches, error)
+                if isinstance(error, StoreUnreachable):
+                    return  # closing during the outage: close() tries the batch once more
+                if not self._post(partial(self._done, batches, error)) or error is not None:
+                    return  # after a failure nothing more is applied
+            if stop:
                 return
-            error = self._apply(batch)
-            if isinstance(error, StoreUnreachable):
-                error = self._retry(batch, error)
-            if isinstance(error, StoreUnreachable):
-                return  # closing during the outage: close() tries the batch once more
-            if not self._post(partial(self._done, batch, error)):
-                return
+
+    def _take(self) -> tuple[list[Batch], bool]:
+        """The writer thread: the next batch handed over (waiting for it), and with ``apply_all`` every other
+        one already waiting. True with them when close() asked the thread to stop."""
+        item = self._jobs.get()
+        batches: list[Batch] = []
+        while item is not None:
+            batches.append(item)
+            if self._apply_all is None:
+                return batches, False
+            try:
+                item = self._jobs.get_nowait()
+            except thread_queue.Empty:
+                return batches, False
+        return batches, True
 
     def _post(self, callback: Callable[[], None]) -> bool:
         try:
@@ -177,26 +214,27 @@ class StoreWriter(BatchWrites):
             return False
         return True
 
-    def _retry(self, batch: Batch, error: BaseException | None) -> BaseException | None:
-        """The writer thread, the store out of reach: apply ``batch`` again (the store reconnects) until it
-        commits, fails otherwise, or close() stops the writer (the error is then still StoreUnreachable)."""
+    def _retry(self, batches: list[Batch], error: BaseException | None) -> BaseException | None:
+        """The writer thread, the store out of reach: apply ``batches`` again (the store reconnects) until
+        they commit, fail otherwise, or close() stops the writer (the error then stays StoreUnreachable)."""
         started = time.monotonic()
-        self._post(partial(self._unreachable, batch, error))
+        self._post(partial(self._unreachable, batches, error))
         delay_s, attempts = RETRY_FIRST_S, 1
         while isinstance(error, StoreUnreachable) and not self._stopping.wait(delay_s):
             delay_s = min(delay_s * 2, RETRY_MAX_S)
             attempts += 1
-            error = self._apply(batch)
+            error = self._apply(batches)
         if not isinstance(error, StoreUnreachable):
             self._post(partial(self._reachable_again, time.monotonic() - started, attempts, error))
         return error
 
-    def _unreachable(self, batch: Batch, error: BaseException | None) -> None:
+    def _unreachable(self, batches: list[Batch], error: BaseException | None) -> None:
         self.unreachable_since = time.monotonic()
         log.warning(
             "store_unreachable",
-            batch=batch.id,
-            commit_waiters=len(batch.waiters),  # channels and transactions holding confirms or commit-oks
+            batch=batches[0].id,
+            # channels and transactions holding confirms or commit-oks
+            commit_waiters=sum(len(batch.waiters) for batch in batches),
             error=repr(error),
             retry_max_s=RETRY_MAX_S,
         )
@@ -210,16 +248,18 @@ class StoreWriter(BatchWrites):
         if self._on_outage is not None:
             self._on_outage(False)
 
-    def _done(self, batch: Batch, error: BaseException | None) -> None:
-        self._inflight = None
+    def _done(self, batches: list[Batch], error: BaseException | None) -> None:
+        for batch in batches:
+            self._inflight.pop(batch.id, None)
         if error is not None:
             self._failed = True
-            log.error("store_commit_failed", batch=batch.id, error=repr(error))
+            log.error("store_commit_failed", batch=batches[0].id, error=repr(error))
             self._on_failure(error)
             return
-        self._committed = batch.id
-        for waiter in batch.waiters:
-            waiter.committed()
+        for batch in batches:
+            self._committed = batch.id
+            for waiter in batch.waiters:
+                waiter.committed()
         if not self._batch.empty() or self._batch.waiters:
             self._flush()
 
@@ -234,9 +274,9 @@ class StoreWriter(BatchWrites):
             self._jobs.put(None)
             self._writer_thread.join()
             self._writer_thread = None
-        for batch in (self._inflight, self._batch):
-            # The inflight batch: the thread stopped before it could take it, or during an outage.
-            if batch is not None and not batch.empty() and not batch.committed and not self._failed:
-                self._failed = self._apply(batch) is not None  # a stop that lost writes is not clean
-        self._inflight = None
+        for batch in [*self._inflight.values(), self._batch]:
+            # In flight: the thread stopped before it could take them, or during an outage.
+            if not batch.empty() and not batch.committed and not self._failed:
+                self._failed = self._apply([batch]) is not None  # a stop that lost writes is not clean
+        self._inflight.clear()
         self.store.close(clean=not self._failed)

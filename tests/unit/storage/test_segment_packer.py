@@ -1,17 +1,32 @@
-"""The C record packer (broker/storage/_segment.c) writes the bytes the Python one (segment_format's
-pack_messages_py) writes, for any message row, and the records read back as the rows."""
+"""The C record packer and writer (broker/storage/_segment.c) write the bytes the Python ones
+(segment_format's write_records_py, record_lengths_py) write, for any message rows among any other records,
+and the records read back as the rows."""
 
 from __future__ import annotations
 
+import errno
+import os
+from pathlib import Path
+
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from broker.storage import segment_format
 from broker.storage.base import MessageRow
-from broker.storage.segment_format import decode_message, pack_messages, pack_messages_py, records
+from broker.storage.segment_format import (
+    Part,
+    decode_message,
+    pack_messages_py,
+    record_lengths,
+    record_lengths_py,
+    records,
+    write_records,
+    write_records_py,
+)
 
-native = segment_format._native_packer()
+native = segment_format._native()
+needs_native = pytest.mark.skipif(native is None, reason="broker.storage._segment is not built")
 
 message_rows = st.lists(
     st.tuples(
@@ -25,28 +40,76 @@ message_rows = st.lists(
     ),
     max_size=20,
 )
+# What one append holds: other records' bytes before, between and after runs of message rows.
+appends = st.lists(st.one_of(st.binary(max_size=100), message_rows), max_size=6)
 
 
-@pytest.mark.skipif(native is None, reason="broker.storage._segment is not built")
-@settings(max_examples=300, deadline=None)
-@given(rows=message_rows)
-def test_the_c_packer_writes_the_python_packer_s_bytes(rows: list[MessageRow]) -> None:
+def _written(tmp_path: Path, name: str, parts: list[Part], sync: bool, writer: object) -> tuple[int, bytes]:
+    path = tmp_path / name
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+    try:
+        written = writer(fd, parts, sync)  # type: ignore[operator]
+    finally:
+        os.close(fd)
+    return written, path.read_bytes()
+
+
+@needs_native
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=appends, sync=st.booleans())
+def test_the_c_writer_writes_the_python_writer_s_bytes(tmp_path: Path, parts: list[Part], sync: bool) -> None:
     assert native is not None
-    assert native(rows) == pack_messages_py(rows)
+    lengths, write = native
+    expected = _written(tmp_path, "py", parts, sync, write_records_py)
+    assert _written(tmp_path, "c", parts, sync, write) == expected
+    assert expected[0] == len(expected[1])
+    for part in parts:
+        if isinstance(part, list):
+            assert lengths(part) == record_lengths_py(part)
 
 
 @settings(max_examples=100, deadline=None)
 @given(rows=message_rows)
-def test_packed_records_read_back_as_their_rows(rows: list[MessageRow]) -> None:
-    data, lengths = pack_messages(rows)
+def test_packed_records_read_back_as_their_rows_and_lengths(rows: list[MessageRow]) -> None:
+    data, lengths = pack_messages_py(rows)
+    assert record_lengths(rows) == lengths
     found = [(length, decode_message(payload)) for _, length, payload in records(memoryview(data))]
     assert found == [
         (length, (*row[:4], bytes(row[4]), *row[5:])) for length, row in zip(lengths, rows, strict=True)
     ]
 
 
-def test_any_buffer_packs_alike_and_a_string_utf_8_cannot_hold_fails_as_in_python() -> None:
+def test_more_parts_than_one_writev_takes_are_all_written_in_order(tmp_path: Path) -> None:
+    row: MessageRow = (7, "x", "k", b"h", b"body", None, 0)
+    parts: list[Part] = [b"%06d" % number if number % 3 else [row] for number in range(3000)]
+    written, data = _written(tmp_path, "many", parts, True, write_records)
+    assert (written, data) == _written(tmp_path, "many-py", parts, True, write_records_py)
+    assert data.count(b"body") == 1000
+
+
+def test_any_buffer_packs_alike_and_a_string_utf_8_cannot_hold_fails_as_in_python(tmp_path: Path) -> None:
     odd: MessageRow = (1, "x", "k", b"h", memoryview(b"body"), None, 0)  # type: ignore[assignment]
-    assert pack_messages([odd]) == pack_messages_py([odd])
-    with pytest.raises(UnicodeEncodeError):  # the C packer refuses it, then Python does (SQLite did too)
-        pack_messages([(1, "\udcff", "k", b"h", b"b", None, 0)])
+    parts: list[Part] = [b"T", [odd]]
+    assert _written(tmp_path, "c", parts, False, write_records) == _written(
+        tmp_path, "py", parts, False, write_records_py
+    )
+    surrogate: list[Part] = [b"before", [(1, "\udcff", "k", b"h", b"b", None, 0)]]
+    with pytest.raises(UnicodeEncodeError):  # the C writer refuses it unwritten, then Python does too
+        _written(tmp_path, "bad", surrogate, False, write_records)
+    assert (tmp_path / "bad").read_bytes() == b""
+    with pytest.raises(UnicodeEncodeError):
+        record_lengths([(1, "\udcff", "k", b"h", b"b", None, 0)])
+
+
+@needs_native
+def test_a_failed_write_raises_the_os_error(tmp_path: Path) -> None:
+    assert native is not None
+    path = tmp_path / "read-only"
+    path.write_bytes(b"")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(OSError) as raised:
+            native[1](fd, [b"a", [(1, "x", "k", b"h", b"b", None, 0)]], True)
+    finally:
+        os.close(fd)
+    assert raised.value.errno == errno.EBADF

@@ -1,7 +1,8 @@
 """Random message batches applied to the segment-backed SqliteStore and to the MemoryStore give the same
 messages, delivery counts and highest queue id, batch by batch and after every reopen: with segments small
 enough that batches roll them, acks land in later segments than their messages, segments empty and go, and
-sparse ones are compacted."""
+sparse ones are compacted; and runs of batches committed as one (``apply_all``) give what they give one by
+one."""
 
 from __future__ import annotations
 
@@ -102,6 +103,47 @@ def test_segment_store_and_memory_store_agree_across_reopens(
         finally:
             store.close()
         reopened = SqliteStore(Path(directory), fsync, segment_bytes)
+        try:
+            assert _state(reopened) == _state(memory)
+        finally:
+            reopened.close()
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    plan=steps(),
+    cuts=st.lists(st.integers(1, 4), min_size=16, max_size=16),
+    segment_bytes=st.sampled_from((1, 600, 2000, 1 << 20)),
+)
+def test_batches_committed_together_leave_what_they_leave_one_by_one(
+    plan: list[Batch | None], cuts: list[int], segment_bytes: int
+) -> None:
+    """The writer thread hands ``apply_all`` every batch that waited (broker.storage.writer): runs of them
+    as one append, a message acked by a later batch of the run never written. The store must end as if it
+    had applied them one by one."""
+    declare = Batch(
+        1, topology=[("queue+", (queue_id, "/", f"q{queue_id}", 0, None)) for queue_id in QUEUE_IDS]
+    )
+    batches = [step for step in plan if step is not None]
+    with tempfile.TemporaryDirectory() as directory:
+        memory = MemoryStore()
+        memory.apply(declare)
+        store = SqliteStore(Path(directory), "always", segment_bytes)
+        try:
+            store.apply(declare)
+            start = 0
+            for cut in cuts:
+                group = batches[start : start + cut]
+                if not group:
+                    break
+                for batch in group:
+                    memory.apply(batch)
+                store.apply_all(group)
+                start += cut
+                assert _state(store) == _state(memory)
+        finally:
+            store.close()
+        reopened = SqliteStore(Path(directory), "always", segment_bytes)
         try:
             assert _state(reopened) == _state(memory)
         finally:

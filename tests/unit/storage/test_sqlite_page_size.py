@@ -6,7 +6,8 @@ import sqlite3
 from pathlib import Path
 
 from broker.storage.base import Batch, MessageRow, message_key
-from broker.storage.sqlite import DB_NAME, NEW_PAGE_SIZE, SqliteStore
+from broker.storage.sqlite import DB_NAME, SqliteStore
+from broker.storage.sqlite_schema import NEW_PAGE_SIZE
 
 
 def _page_size(path: Path) -> int:

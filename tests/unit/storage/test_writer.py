@@ -1,6 +1,7 @@
-"""StoreWriter, the group commit between the core and a store: one batch per loop turn, one batch in flight,
-waiters called after their commit in batch order, writes that cancel out never reach the store, close()
-commits what is pending, and a failed commit confirms nothing more.
+"""StoreWriter, the group commit between the core and a store: one batch per loop turn, handed over at its end
+(for a store without ``apply_all``, one batch in flight), waiters called after their commit in batch order,
+writes that cancel out never reach the store, close() commits what is pending, and a failed commit confirms
+nothing more.
 
 Over a MemoryStore the writer applies inline and the loop is a hand-run list of callbacks; over a SqliteStore
 it applies on its thread and hands back through a real asyncio loop. A second SQLite connection holding the
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,7 +21,7 @@ import pytest
 
 from broker.core.model.dispatcher import Dispatcher
 from broker.core.queues.queue import Envelope, Queue
-from broker.storage.base import MessageRow, message_key
+from broker.storage.base import Batch, MessageRow, message_key
 from broker.storage.memory import MemoryStore
 from broker.storage.sqlite import DB_NAME, SqliteStore
 from broker.storage.writer import StoreWriter
@@ -260,25 +262,31 @@ def test_transient_and_never_queued_messages_are_not_removed_from_the_store(harn
     assert not writer.busy
 
 
-# -- one batch in flight
+# -- batches in flight
 
 
-def test_while_a_batch_commits_the_next_one_grows_and_commits_after_it(sqlite_harness: SqliteHarness) -> None:
+def test_while_a_batch_commits_the_next_ones_are_handed_over_and_commit_together_after_it(
+    sqlite_harness: SqliteHarness,
+) -> None:
+    """The SQLite store commits several batches as one (``apply_all``): each turn's batch is handed over at
+    the turn's end, and the writer thread takes all that waited as one commit once it is free."""
     harness, writer = sqlite_harness, sqlite_harness.writer
     queue = _queue(writer, "q")
     harness.settle()
     log: list[tuple[str, Any]] = []
 
-    def seen() -> list[bytes]:
-        return _bodies(harness.stored(queue.store_id))
+    def seen() -> int:  # the writer thread may be committing later batches meanwhile: not the store's rows
+        return writer.committed_id
 
     blocker = harness.block()
     try:
         writer.message_added(queue, _envelope(1))
         writer.queue_consumed(queue)
         writer.on_commit(writer.batch_id, Waiter("A", log, seen))
-        harness.turn()  # batch 2 goes to the writer thread, which waits for the lock
+        harness.turn()  # batch A goes to the writer thread, which waits for the lock
         in_flight = writer.batch_id - 1
+        while not writer._jobs.empty():  # until the thread took it (B and C then wait behind it)
+            harness.run_for(0.001)
         writer.message_added(queue, _envelope(2))
         writer.on_commit(writer.batch_id, Waiter("B", log, seen))
         harness.turn()
@@ -287,15 +295,96 @@ def test_while_a_batch_commits_the_next_one_grows_and_commits_after_it(sqlite_ha
         harness.run_for(0.1)
         assert log == []  # nothing is confirmed before its commit
         assert writer.committed_id == in_flight - 1
-        assert writer.batch_id == in_flight + 1  # B's and C's writes share the batch after the one in flight
+        assert writer.batch_id == in_flight + 3  # B and C were handed over behind A
+        commits = writer.io.write_count
     finally:
         blocker.rollback()
         blocker.close()
 
     harness.settle(lambda: len(log) == 3)
-    assert log == [("A", [b"m1"]), ("B", [b"m1", b"m2", b"m3"]), ("C", [b"m1", b"m2", b"m3"])]
-    assert writer.committed_id == in_flight + 1
+    assert log == [("A", in_flight), ("B", in_flight + 1), ("C", in_flight + 2)]  # each after its commit
+    assert writer.io.write_count == commits + 2  # A, then B and C as one
+    assert _bodies(harness.stored(queue.store_id)) == [b"m1", b"m2", b"m3"]
     assert harness.failures == []
+
+
+def test_while_a_batch_commits_a_batch_nobody_waits_for_keeps_growing(sqlite_harness: SqliteHarness) -> None:
+    """Without confirms to send, handing a batch over early gains nothing: it stays, and a message published
+    and acked before the commit ends is never written."""
+    harness, writer = sqlite_harness, sqlite_harness.writer
+    queue = _queue(writer, "q")
+    harness.settle()
+    blocker = harness.block()
+    try:
+        writer.message_added(queue, _envelope(1))
+        writer.queue_consumed(queue)
+        harness.turn()  # in flight, waiting for the lock
+        in_flight = writer.batch_id - 1
+        writer.message_added(queue, _envelope(2))
+        harness.turn()
+        writer.message_added(queue, _envelope(3))
+        harness.turn()
+        writer.messages_removed(queue, [_envelope(2)])
+        harness.run_for(0.05)
+        assert writer.batch_id == in_flight + 1  # still gathering
+        commits = writer.io.write_count
+    finally:
+        blocker.rollback()
+        blocker.close()
+    harness.settle()
+    assert writer.committed_id == in_flight + 1
+    assert writer.io.write_count == commits + 2
+    assert _bodies(harness.stored(queue.store_id)) == [b"m1", b"m3"]
+
+
+def test_a_store_without_apply_all_has_one_batch_in_flight_and_the_next_one_grows(tmp_path: Path) -> None:
+    """PostgreSQL's and the memory store's way: while a batch commits, every later write joins one batch."""
+    loop = asyncio.new_event_loop()
+    store = SqliteStore(tmp_path, fsync="never")
+    single = _OneAtATime(store)
+    failures: list[BaseException] = []
+    writer = StoreWriter(single, loop.call_soon, loop.call_soon_threadsafe, failures.append)
+    try:
+        queue = _queue(writer, "q")
+        for seq in range(1, 4):
+            writer.message_added(queue, _envelope(seq))
+            loop.run_until_complete(asyncio.sleep(0))  # a turn: the first hands its batch over
+        assert writer.batch_id == 2  # the two writes after the one in flight share a batch
+
+        single.release.set()
+        loop.run_until_complete(asyncio.wait_for(_idle(writer), 10))
+        assert single.applied == [[1], [2]]
+        assert _bodies(list(store.messages(queue.store_id))) == [b"m1", b"m2", b"m3"]
+        assert failures == []
+    finally:
+        single.release.set()
+        writer.close()
+        loop.close()
+
+
+class _OneAtATime:
+    """A store without ``apply_all`` whose commits wait for ``release``."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+        self.threaded = True
+        self.applied: list[list[int]] = []
+        self.release = threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "apply_all":
+            raise AttributeError(name)
+        return getattr(self.store, name)
+
+    def apply(self, batch: Batch) -> None:
+        self.release.wait(10)
+        self.applied.append([batch.id])
+        self.store.apply(batch)
+
+
+async def _idle(writer: StoreWriter) -> None:
+    while writer.busy:
+        await asyncio.sleep(0.001)
 
 
 # -- close
