@@ -89,9 +89,7 @@ def build_node(
         # The store's modules only with a store (an in-memory broker has none).
         from broker.storage.writer import StoreWriter
 
-        writer = StoreWriter(
-            store, loop.call_soon, loop.call_soon_threadsafe, store_failed, store_outage, readers=loop
-        )
+        writer = StoreWriter(store, loop.call_soon, loop.call_soon_threadsafe, store_failed, store_outage)
     broker = Broker(
         loop.call_soon,
         users=config.users,

@@ -8,14 +8,11 @@
  * the GIL held below 5 KiB. Here the rows are read with the GIL (their strings' UTF-8, their buffers), then
  * the copies and the CRCs run with it released.
  *
- * And the whole append in one release of the GIL: the records packed, written with writev and fdatasynced,
- * and the loop told that the batches are durable.
+ * And the whole append in one release of the GIL: the records packed, written with writev and fdatasynced.
  * Each release costs the writer a wait for the GIL afterwards (the loop thread holds it through a whole
  * callback, up to a millisecond under load): packing, writing and syncing one after the other, with os.writev
  * and os.fdatasync, took three such waits per commit, a third of the commit's time with 1,000 persistent
- * confirms in flight. The loop is told through an eventfd it watches for the same reason: the writer thread
- * would otherwise wait for the GIL before it could hand the loop the confirms (0.3 ms at the median, 0.7 on
- * average, measured per commit with 1,000 persistent confirms in flight).
+ * confirms in flight.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -189,12 +186,9 @@ static int write_all(int fd, struct iovec *iov, Py_ssize_t n) {
 }
 
 static PyObject *write_records(PyObject *module, PyObject *args) {
-    int fd, sync, notify_fd = -1;
+    int fd, sync;
     PyObject *parts;
-    unsigned long long notify_count = 0;
-    if (!PyArg_ParseTuple(args, "iO!p|iK:write_records", &fd, &PyList_Type, &parts, &sync, &notify_fd,
-                          &notify_count))
-        return NULL;
+    if (!PyArg_ParseTuple(args, "iO!p:write_records", &fd, &PyList_Type, &parts, &sync)) return NULL;
     Py_ssize_t n_parts = PyList_GET_SIZE(parts), n_rows = 0;
     for (Py_ssize_t i = 0; i < n_parts; i++) {
         PyObject *part = PyList_GET_ITEM(parts, i);
@@ -242,9 +236,6 @@ static PyObject *write_records(PyObject *module, PyObject *args) {
     for (Py_ssize_t i = 0; i < n_parts; i++) {
         if (PyList_Check(PyList_GET_ITEM(parts, i))) iov[i].iov_base = packed + (uintptr_t)iov[i].iov_base;
     }
-    /* Made before the write: once the loop is told, nothing may fail (it would count the batches again). */
-    result = PyLong_FromSsize_t(total);
-    if (result == NULL) goto done;
     /* The lists are the caller's own, and each row, string and buffer held: nothing moves meanwhile. */
     int error = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -252,17 +243,13 @@ static PyObject *write_records(PyObject *module, PyObject *args) {
     for (Py_ssize_t i = 0; i < n_items; i++) p = write_record(p, &items[i], payloads[i]);
     error = write_all(fd, iov, n_parts);
     if (error == 0 && sync && fdatasync(fd) < 0) error = errno;
-    if (error == 0 && notify_fd >= 0 && notify_count > 0) {
-        uint64_t count = notify_count; /* added to the eventfd's counter, which the loop reads and resets */
-        while (write(notify_fd, &count, sizeof count) < 0 && errno == EINTR) {
-        }
-    }
     Py_END_ALLOW_THREADS
     if (error != 0) {
-        Py_CLEAR(result);
         errno = error;
         PyErr_SetFromErrno(PyExc_OSError);
+        goto done;
     }
+    result = PyLong_FromSsize_t(total);
 done:
     if (items != NULL) {
         for (Py_ssize_t i = 0; i < n_items; i++) {
@@ -285,10 +272,9 @@ static PyMethodDef methods[] = {
     {"record_lengths", record_lengths, METH_O,
      "record_lengths(rows: list[MessageRow]) -> list[int]: each row's record length with its head."},
     {"write_records", write_records, METH_VARARGS,
-     "write_records(fd: int, parts: list[bytes | list[MessageRow]], sync: bool, notify_fd: int = -1, "
-     "notify_count: int = 0) -> int: the parts written in order (a list of rows as their packed records) and, "
-     "if sync, fdatasynced, in one release of the GIL; the bytes written. Then notify_count added to the "
-     "eventfd notify_fd, before the GIL is taken again."},
+     "write_records(fd: int, parts: list[bytes | list[MessageRow]], sync: bool) -> int: the parts written in "
+     "order (a list of rows as their packed records) and, if sync, fdatasynced, in one release of the GIL; "
+     "the bytes written."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -7,11 +7,4 @@ from broker.storage.base import MessageRow
 FIXED_FORMAT: Final[str]
 
 def record_lengths(rows: list[MessageRow], /) -> list[int]: ...
-def write_records(
-    fd: int,
-    parts: list[bytes | list[MessageRow]],
-    sync: bool,
-    notify_fd: int = -1,
-    notify_count: int = 0,
-    /,
-) -> int: ...
+def write_records(fd: int, parts: list[bytes | list[MessageRow]], sync: bool, /) -> int: ...

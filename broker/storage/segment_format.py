@@ -121,13 +121,9 @@ def record_lengths_py(rows: list[MessageRow]) -> list[int]:
 Part = bytes | list[MessageRow]
 
 
-# After an append: (an eventfd the loop watches, the count of batches the append made durable, to add to it).
-Notify = tuple[int, int]
-
-
-def write_records_py(fd: int, parts: list[Part], sync: bool, notify: Notify | None = None) -> int:
-    """Appends ``parts`` in order at ``fd``, fdatasyncs if ``sync``, then adds ``notify``'s count to its
-    eventfd: what the C writer (broker/storage/_segment.c) does, in Python. Returns the bytes written."""
+def write_records_py(fd: int, parts: list[Part], sync: bool) -> int:
+    """Appends ``parts`` in order at ``fd`` and, if ``sync``, fdatasyncs: what the C writer
+    (broker/storage/_segment.c) does, in Python. Returns the bytes written."""
     data = [pack_messages_py(part)[0] if isinstance(part, list) else part for part in parts]
     total = sum(map(len, data))
     # writev: the records as they are, no joined copy of them; a short write, or more parts than an iovec
@@ -139,13 +135,11 @@ def write_records_py(fd: int, parts: list[Part], sync: bool, notify: Notify | No
             written += os.write(fd, view[written:])
     if sync:
         os.fdatasync(fd)
-    if notify is not None:
-        os.eventfd_write(*notify)
     return total
 
 
 _Lengths = Callable[[list[MessageRow]], list[int]]
-_Writer = Callable[[int, list[Part], bool, int, int], int]
+_Writer = Callable[[int, list[Part], bool], int]
 
 
 def _native() -> tuple[_Lengths, _Writer] | None:
@@ -172,11 +166,11 @@ def _record_lengths(rows: list[MessageRow]) -> list[int]:
         return record_lengths_py(rows)
 
 
-def _write_records(fd: int, parts: list[Part], sync: bool, notify: Notify | None = None) -> int:
+def _write_records(fd: int, parts: list[Part], sync: bool) -> int:
     try:
-        return _write_records_c(fd, parts, sync, *(notify or (-1, 0)))
+        return _write_records_c(fd, parts, sync)
     except (TypeError, ValueError, OverflowError):  # refused before writing anything: Python packs it
-        return write_records_py(fd, parts, sync, notify)
+        return write_records_py(fd, parts, sync)
 
 
 _NATIVE = _native()

@@ -74,10 +74,6 @@ class SegmentLog:
         self._fd: int | None = None
         self._unsynced = False  # written since the last fdatasync (batch and never)
         self._broken = False
-        # An eventfd to which each append of `write_all` adds how many batch ids it made durable (the writer's
-        # early confirms, broker.storage.writer); ``notified``: the batch id told so far.
-        self.notify_fd: int | None = None
-        self.notified = 0
 
     # -- the shared bookkeeping (the writer and recovery's replay)
 
@@ -173,26 +169,24 @@ class SegmentLog:
         as the SQLite store's: the messages of queues the topology deletes (``deleted``), inserts, delivered
         marks, quorum returns, acks, then the dropped queues. ``transaction``: the batch's number when it has
         an SQLite part."""
-        self._guarded([batch], deleted, transaction, 0)
+        self._guarded([batch], deleted, transaction)
 
     def write_all(self, batches: list[Batch]) -> None:
         """Batches with message records only (no SQLite part), in order, as one append: one write and one
         fdatasync for all of them, each batch's records in `write`'s order. A message acked by a later batch
-        of them is not written at all, as one batch never writes a message published and acked within it.
-        With ``notify_fd`` set, the loop is told once the append is durable up to the last batch's id: these
-        batches have no SQLite part, so the append is their whole commit."""
-        self._guarded(unacked_adds(batches) if len(batches) > 1 else batches, [], 0, batches[-1].id)
+        of them is not written at all, as one batch never writes a message published and acked within it."""
+        self._guarded(unacked_adds(batches) if len(batches) > 1 else batches, [], 0)
 
-    def _guarded(self, batches: list[Batch], deleted: list[int], transaction: int, durable_id: int) -> None:
+    def _guarded(self, batches: list[Batch], deleted: list[int], transaction: int) -> None:
         if self._broken:
             raise StorageError(f"{self.directory}: an earlier write failed; no more writes")
         try:
-            self._write(batches, deleted, transaction, durable_id)
+            self._write(batches, deleted, transaction)
         except BaseException:
             self._broken = True  # the index may be ahead of the file: the broker stops on this error
             raise
 
-    def _write(self, batches: list[Batch], deleted: list[int], transaction: int, durable_id: int) -> None:
+    def _write(self, batches: list[Batch], deleted: list[int], transaction: int) -> None:
         segment = self._open_segment()
         start = self.sizes[segment]
         parts: list[Part] = [transaction_record(transaction)] if transaction else []
@@ -206,7 +200,7 @@ class SegmentLog:
         victim = sparse_segment(self, segment)
         if victim is not None:
             position = compact(self, victim, segment, position, parts)
-        self._append(segment, start, parts, position, durable_id)
+        self._append(segment, start, parts, position)
         if position >= self.segment_bytes:
             self._roll()
         self._release()
@@ -327,19 +321,15 @@ class SegmentLog:
         self.refs[number] = set()
         return number
 
-    def _append(self, segment: int, start: int, parts: list[Part], end: int, durable_id: int) -> None:
+    def _append(self, segment: int, start: int, parts: list[Part], end: int) -> None:
         if not parts:
             return
         fd = self._fd
         assert fd is not None
-        notify = None
-        if self.notify_fd is not None and durable_id > self.notified:
-            notify = (self.notify_fd, durable_id - self.notified)
         try:
-            # One call packs, writes, (under always) fdatasyncs and tells the loop, outside the GIL where
-            # built: the writer waits for the GIL after each release, while the loop thread finishes what it
-            # is doing.
-            written = write_records(fd, parts, self.sync_each_commit, notify)
+            # One call packs, writes and (under always) fdatasyncs, outside the GIL where built: the writer
+            # waits for the GIL after each release, while the loop thread finishes what it is doing.
+            written = write_records(fd, parts, self.sync_each_commit)
             if not self.sync_each_commit:
                 self._unsynced = True
         except OSError as error:
@@ -348,8 +338,6 @@ class SegmentLog:
             except OSError:
                 pass
             raise StorageError(f"cannot write {self.directory / segment_name(segment)}: {error}") from error
-        if notify is not None:
-            self.notified = durable_id
         assert start + written == end, (start, written, end)
         self.sizes[segment] = end
 

@@ -269,11 +269,6 @@ class SqliteStore:
         for queue_id in gone_streams:
             streams.drop_queue(queue_id)
 
-    def notify_durable(self, fd: int | None) -> None:
-        """From now on (until ``fd`` is None), once an `apply_all` append of batches without an SQLite part is
-        durable, the writer thread adds to the eventfd ``fd`` how far the batch ids (from 1) are durable."""
-        self.segments.notify_fd, self.segments.notified = fd, 0
-
     def apply_all(self, batches: list[Batch]) -> None:
         """Batches in order, each as `apply` does it, except that consecutive batches of message records only
         are one append to the segment files, one write and one fdatasync: the writer thread takes every batch

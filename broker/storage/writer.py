@@ -25,13 +25,11 @@ the retries with ``close``.
 
 from __future__ import annotations
 
-import os
 import queue as thread_queue
 import threading
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Protocol
 
 import structlog
 
@@ -51,20 +49,6 @@ RETRY_FIRST_S = 0.05
 RETRY_MAX_S = 0.25
 
 
-NotifyDurable = Callable[[int | None], None]  # SqliteStore.notify_durable
-EVENTFD = hasattr(os, "eventfd")
-
-
-class Readers(Protocol):
-    """What the writer needs of the event loop to hear from its thread without the GIL (asyncio's loop)."""
-
-    # object: what they return is not used (and uvloop's remove_reader returns None, not asyncio's bool, which
-    # the compiled writer would check)
-    def add_reader(self, fd: int, callback: Callable[[], None], /) -> object: ...
-
-    def remove_reader(self, fd: int, /) -> object: ...
-
-
 class StoreWriter(BatchWrites):
     """Implements ``broker.core.topology.persistence.Persistence`` over a `Store`."""
 
@@ -75,7 +59,6 @@ class StoreWriter(BatchWrites):
         call_soon_threadsafe: CallSoon,
         on_failure: Callable[[BaseException], None],
         on_outage: Callable[[bool], None] | None = None,
-        readers: Readers | None = None,
     ) -> None:
         self.store = store
         self.writes = 0
@@ -107,16 +90,6 @@ class StoreWriter(BatchWrites):
         self._next_delayed_key = store.max_delayed_key() + 1
         self._jobs: thread_queue.SimpleQueue[Batch | None] = thread_queue.SimpleQueue()
         self._writer_thread: threading.Thread | None = None
-        # The writer thread's early word that batches are durable (`_on_durable`), where the store gives it.
-        self._durable_id = 0
-        self._readers = readers
-        self._notify_fd: int | None = None
-        self._notify_durable: NotifyDurable | None = getattr(store, "notify_durable", None)
-        # eventfd: Linux's (elsewhere the writer's own `_done` alone says so, as for the other stores)
-        if store.threaded and readers is not None and self._notify_durable is not None and EVENTFD:
-            self._notify_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-            readers.add_reader(self._notify_fd, self._on_durable)
-            self._notify_durable(self._notify_fd)
         if store.threaded:
             self._writer_thread = threading.Thread(target=self._run, name="warrenmq-store", daemon=True)
             self._writer_thread.start()
@@ -275,28 +248,6 @@ class StoreWriter(BatchWrites):
         if self._on_outage is not None:
             self._on_outage(False)
 
-    def _on_durable(self) -> None:
-        """The loop, told by the writer thread through the eventfd (broker/storage/_segment.c) before it has
-        the GIL back: the eventfd's counter (the kernel adds the writes up) is how much further the batch ids
-        are durable. Their waiters are called now; the writer's own `_done` follows. Batches committed in
-        order (one writer), so every earlier one is durable too."""
-        assert self._notify_fd is not None
-        try:
-            self._durable_id += os.eventfd_read(self._notify_fd)
-        except BlockingIOError:  # nothing more since the last read
-            return
-        durable = self._durable_id
-        if self._failed:
-            return
-        for batch in self._inflight.values():  # in batch order
-            if batch.id > durable:
-                break
-            if batch.id > self._committed:
-                self._committed = batch.id
-                waiters, batch.waiters = batch.waiters, {}
-                for waiter in waiters:
-                    waiter.committed()
-
     def _done(self, batches: list[Batch], error: BaseException | None) -> None:
         for batch in batches:
             self._inflight.pop(batch.id, None)
@@ -306,8 +257,8 @@ class StoreWriter(BatchWrites):
             self._on_failure(error)
             return
         for batch in batches:
-            self._committed = max(self._committed, batch.id)  # `_on_durable` may have been first
-            for waiter in batch.waiters:  # none left if it was
+            self._committed = batch.id
+            for waiter in batch.waiters:
                 waiter.committed()
         if not self._batch.empty() or self._batch.waiters:
             self._flush()
@@ -323,15 +274,6 @@ class StoreWriter(BatchWrites):
             self._jobs.put(None)
             self._writer_thread.join()
             self._writer_thread = None
-        if self._notify_fd is not None and self._notify_durable is not None:
-            self._notify_durable(None)
-            if self._readers is not None:
-                try:
-                    self._readers.remove_reader(self._notify_fd)
-                except RuntimeError:  # the loop is closed already
-                    pass
-            os.close(self._notify_fd)
-            self._notify_fd = None
         for batch in [*self._inflight.values(), self._batch]:
             # In flight: the thread stopped before it could take them, or during an outage.
             if not batch.empty() and not batch.committed and not self._failed:

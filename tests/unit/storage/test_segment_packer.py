@@ -59,10 +59,9 @@ def _written(tmp_path: Path, name: str, parts: list[Part], sync: bool, writer: o
 @given(parts=appends, sync=st.booleans())
 def test_the_c_writer_writes_the_python_writer_s_bytes(tmp_path: Path, parts: list[Part], sync: bool) -> None:
     assert native is not None
-    lengths, write_c = native
+    lengths, write = native
     expected = _written(tmp_path, "py", parts, sync, write_records_py)
-    c_writer = lambda fd, parts, sync: write_c(fd, parts, sync, -1, 0)  # noqa: E731
-    assert _written(tmp_path, "c", parts, sync, c_writer) == expected
+    assert _written(tmp_path, "c", parts, sync, write) == expected
     assert expected[0] == len(expected[1])
     for part in parts:
         if isinstance(part, list):
@@ -110,30 +109,7 @@ def test_a_failed_write_raises_the_os_error(tmp_path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         with pytest.raises(OSError) as raised:
-            native[1](fd, [b"a", [(1, "x", "k", b"h", b"b", None, 0)]], True, -1, 0)
+            native[1](fd, [b"a", [(1, "x", "k", b"h", b"b", None, 0)]], True)
     finally:
         os.close(fd)
     assert raised.value.errno == errno.EBADF
-
-
-@pytest.mark.parametrize("variant", ["c", "python"])
-def test_the_loop_is_told_after_the_append_and_only_after_a_good_one(tmp_path: Path, variant: str) -> None:
-    """The writer thread's early word to the loop (broker.storage.writer's `_on_durable`): the count of
-    batches made durable, added to the eventfd; nothing when the write failed."""
-    if variant == "c" and native is None:
-        pytest.skip("broker.storage._segment is not built")
-    write = write_records if variant == "c" else write_records_py
-    notify_fd = os.eventfd(0, os.EFD_NONBLOCK)
-    good = os.open(tmp_path / "good", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    bad = os.open(tmp_path / "good", os.O_RDONLY)
-    try:
-        with pytest.raises(OSError):
-            write(bad, [b"x"], True, (notify_fd, 6))
-        with pytest.raises(BlockingIOError):  # not signalled
-            os.eventfd_read(notify_fd)
-        write(good, [[(1, "x", "k", b"h", b"b", None, 0)]], True, (notify_fd, 2))
-        write(good, [b"y"], False, (notify_fd, 3))
-        assert os.eventfd_read(notify_fd) == 5  # the kernel adds them up until the loop reads
-    finally:
-        for fd in (notify_fd, good, bad):
-            os.close(fd)

@@ -76,11 +76,7 @@ class SqliteHarness:
         self.store = SqliteStore(directory, fsync="never")
         self.failures: list[BaseException] = []
         self.writer = StoreWriter(
-            self.store,
-            self.loop.call_soon,
-            self.loop.call_soon_threadsafe,
-            self.failures.append,
-            readers=self.loop,
+            self.store, self.loop.call_soon, self.loop.call_soon_threadsafe, self.failures.append
         )
         self.reader = sqlite3.connect(directory / DB_NAME)
 
@@ -339,33 +335,6 @@ def test_while_a_batch_commits_a_batch_nobody_waits_for_keeps_growing(sqlite_har
     assert writer.committed_id == in_flight + 1
     assert writer.io.write_count == commits + 2
     assert _bodies(harness.stored(queue.store_id)) == [b"m1", b"m3"]
-
-
-def test_the_eventfd_confirms_a_commit_before_the_writer_thread_has_the_gil_back(
-    sqlite_harness: SqliteHarness,
-) -> None:
-    """The writer thread tells the loop through an eventfd, from C, once the append is durable; its own
-    `_done` (held back here) only completes the bookkeeping."""
-    harness, writer = sqlite_harness, sqlite_harness.writer
-    queue = _queue(writer, "q")
-    harness.settle()
-    held: list[Callable[[], None]] = []
-    writer._call_soon_threadsafe = held.append  # the writer thread's own word, held back
-    log: list[tuple[str, Any]] = []
-    writer.message_added(queue, _envelope(1))
-    writer.on_commit(writer.batch_id, Waiter("A", log, lambda: writer.committed_id))
-    batch = writer.batch_id
-    for _ in range(10_000):
-        if log and held:
-            break
-        harness.run_for(0.001)
-    assert log == [("A", batch)]
-    assert writer.busy  # confirmed, while its `_done` has not run
-    writer.on_commit(batch, Waiter("late", log, lambda: writer.committed_id))
-    for callback in held:
-        callback()
-    harness.settle(lambda: len(log) == 2)
-    assert log == [("A", batch), ("late", batch)]  # nobody confirmed twice
 
 
 def test_a_store_without_apply_all_has_one_batch_in_flight_and_the_next_one_grows(tmp_path: Path) -> None:
