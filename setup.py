@@ -4,9 +4,10 @@
    (broker.journal.lane.PyLane), which costs about three times as much per journaled delivery.
 2. The wire loops (protocol/_wire.c): frame scanning with a publish's three frames as one item, and the
    delivery encoder. Without it protocol/framing.py and protocol/fastpath.py do the same in Python.
-3. The message segment files' record packer (broker/storage/_segment.c, linked with zlib): the copies and
-   CRC-32s of a group commit's message records outside the GIL. Without it broker/storage/segments.py packs
-   them in Python, holding the GIL the loop thread needs for ~0.8 us more per 1 KiB message.
+3. The message segment files' record packer and writer (broker/storage/_segment.c, linked with zlib): the
+   copies and CRC-32s of a group commit's message records, its writev and fdatasync, in one release of the
+   GIL. Without it broker/storage/segment_format.py packs them in Python, holding the GIL the loop thread
+   needs for ~0.8 us more per 1 KiB message, and waits for the GIL after each system call.
 4. The routing core and the field-table decoder, compiled with mypyc (`MYPYC_MODULES`; docs/benchmarks.md
    has what each part gains, and why the rest stays Python). setup.py also writes protocol/_compiled.json, the
    digest of each compiled source, which protocol/compiled.py checks at startup so that an extension never
