@@ -273,7 +273,20 @@ static PyObject *encode_deliver(PyObject *self, PyObject *const *args, Py_ssize_
     return out;
 }
 
+/* untrack(obj) -> obj: out of the cyclic collector's sight, as CPython takes a tuple or dict that holds only
+ * atoms out of it. For objects that can never be part of a reference cycle (a published message and what it
+ * holds: strings, bytes, numbers, the decoded header table); refcounting still frees them. A young collection
+ * traverses every tracked object that lives through it, and a broker holding a backlog keeps every message:
+ * with 1,000 persistent confirms in flight each collection took ~19 ms with the GIL held, 6.6% of the broker's
+ * CPU, 1.8% with the messages untracked (perf/ab.py --gc). */
+static PyObject *untrack(PyObject *module, PyObject *obj) {
+    if (PyObject_GC_IsTracked(obj)) PyObject_GC_UnTrack(obj);
+    Py_INCREF(obj);
+    return obj;
+}
+
 static PyMethodDef methods[] = {
+    {"untrack", untrack, METH_O, "untrack(obj) -> obj: the same object, no longer tracked by the collector."},
     {"scan", (PyCFunction)(void (*)(void))scan, METH_FASTCALL,
      "scan(data, pos, limit) -> (items, pos): complete frames from pos, a publish's frames grouped."},
     {"encode_basic_deliver_content", (PyCFunction)(void (*)(void))encode_deliver, METH_FASTCALL,

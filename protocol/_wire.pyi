@@ -1,4 +1,6 @@
-from typing import Any, Final
+from typing import Any, Final, TypeVar
+
+_T = TypeVar("_T")
 
 FRAME_PUBLISH: Final[int]
 FRAME_ACK: Final[int]
@@ -17,3 +19,4 @@ def encode_basic_deliver_content(
     frame_max: int,
     /,
 ) -> bytes: ...
+def untrack(obj: _T, /) -> _T: ...

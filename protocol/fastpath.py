@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from protocol.compiled import native_wire
 from protocol.erlang_terms import binary_w
@@ -217,11 +217,26 @@ def py_encode_basic_deliver_content(
     return b"".join(parts)
 
 
+_T = TypeVar("_T")
 _WIRE = native_wire()
 # The C twin (protocol/_wire.c) where it is built and the pure variant is not asked for: the same bytes.
 encode_basic_deliver_content: Callable[[int, str, int, bool, str, str, bytes, bytes, int], bytes] = (
     py_encode_basic_deliver_content if _WIRE is None else _WIRE.encode_basic_deliver_content
 )
+
+
+def _tracked(value: _T, /) -> _T:
+    return value
+
+
+# untrack(obj) -> obj: the cyclic collector no longer traverses it (protocol/_wire.c says when that is safe
+# and what it saves). The pure variant leaves it tracked: the same program, more collector work.
+if TYPE_CHECKING:
+
+    def untrack(value: _T, /) -> _T: ...
+
+else:
+    untrack = _tracked if _WIRE is None else _WIRE.untrack
 
 
 def encode_basic_get_ok(

@@ -44,6 +44,7 @@ from protocol.fastpath import (
     decode_basic_reject,
     encode_basic_deliver_content,
     encode_basic_return,
+    untrack,
 )
 
 # Method frames are at least 4 bytes (protocol.framing); module constants: cheaper than Enum/int lookups.
@@ -220,6 +221,7 @@ class ChannelSession:
             info.expiration,
             ttl,
         )
+        untrack(message)  # never in a reference cycle: no cost to the collector (protocol/_wire.c)
         if self.tx is not None:
             check_exchange(self, exchange)  # refused at publish, as RabbitMQ does, not at tx.commit
             self.tx.publishes.append((message, mandatory))

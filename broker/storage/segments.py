@@ -46,6 +46,7 @@ from broker.storage.segment_format import (
     transaction_record,
     write_records,
 )
+from protocol.fastpath import untrack
 
 log = structlog.get_logger("warrenmq.storage")
 
@@ -264,7 +265,7 @@ class SegmentLog:
                 queue_id = key >> KEY_SEQ_BITS
                 queue = live.get(queue_id) or live.setdefault(queue_id, {})
             old = queue.get(key)
-            queue[key] = (segment, position, length, row[6])
+            queue[key] = untrack((segment, position, length, row[6]))  # all ints: as the collector would
             if old is not None:
                 replaced.append(old)
             position += length

@@ -8,8 +8,10 @@ encoder must give the same bytes. Skipped where the extension is not built (the 
 
 from __future__ import annotations
 
+import gc
 import itertools
 import struct
+import weakref
 from typing import Any
 
 import pytest
@@ -320,3 +322,31 @@ def _counters(client: Client) -> list[Any]:
 def vars_of(stats: Any) -> list[Any]:
     # FIELDS, not __slots__: a mypyc-compiled class (setup.py MYPYC_MODULES) has no __slots__ attribute.
     return [getattr(stats, name) for name in type(stats).FIELDS]
+
+
+class _Box:
+    """A plain object the collector tracks (it may hold references)."""
+
+
+def test_untrack_takes_an_object_out_of_the_collector_and_refcounting_still_frees_it() -> None:
+    box = _Box()
+    assert gc.is_tracked(box)
+    assert fastpath.untrack(box) is box
+    assert not gc.is_tracked(box)
+    gone = weakref.ref(box)
+    del box
+    assert gone() is None
+    assert fastpath.untrack(7) == 7  # not a container: as it is
+
+
+def test_a_published_message_is_out_of_the_collector_s_sight() -> None:
+    """channel_session untracks each message it builds from a publish (protocol/_wire.c says why)."""
+    client = Client()
+    client.handshake()
+    client.open_channel()
+    client.send(1, commands.Queue.Declare(queue="q"))
+    client.publish(1, b"body", "q", headers={"a": [1, {"b": "c"}]})
+    queue = client.broker.vhosts["/"].queues["q"]
+    message = next(iter(queue.ready_envelopes())).message
+    assert message.headers == {"a": [1, {"b": "c"}]}
+    assert not gc.is_tracked(message)
