@@ -1,8 +1,8 @@
 """Compare WarrenMQ, RabbitMQ and garagemq with amqpperf in one sitting and write docs/benchmarks.md.
 
-Each scenario runs on a freshly started broker (no carry-over between scenarios), the brokers taking turns
-within every round (the order rotates each round); the table reports medians over rounds and WarrenMQ's
-ratio to each other broker. Requires librabbitmq-dev (amqpperf), amqp-tools, Debian's rabbitmq-server and,
+Each scenario runs on a freshly started broker after a sync of the disk (no carry-over between scenarios,
+not even the previous broker's unwritten pages), the brokers taking turns within every round (the order
+rotates each round); the table reports medians over rounds and WarrenMQ's ratio to each other broker. Requires librabbitmq-dev (amqpperf), amqp-tools, Debian's rabbitmq-server and,
 for the third column, Debian's garagemq (left out when not installed). `--brokers warrenmq,ceiling` adds
 perf/sink.c, the C sink that gives each scenario's physical limit (no broker). Usage: `make benchmarks` or
 `python perf/compare.py --rounds 3 --output docs/benchmarks.md`. When the output file holds the markers
@@ -194,6 +194,9 @@ def _amqpperf(port: int, scenario: str, env: dict[str, str]) -> dict[str, object
 
 
 def run_scenario(broker: str, scenario: str, port: int) -> dict[str, object]:
+    # A settled disk for each run: what the broker before wrote without an fsync (LavinMQ confirms before
+    # one) is otherwise written back by the kernel during this run, and queues ahead of its fsyncs.
+    os.sync()
     env = dict(os.environ)
     if scenario == "coldstart":
         if broker == "warrenmq":
@@ -269,9 +272,9 @@ def render(
         "WarrenMQ as `warrenmq serve` ships (statistics, permissions, alarms on, tracing off), a fresh",
         "data directory per start.",
         "Broker and generator share the cores. Generator: amqpperf (`perf/amqpperf.c`, librabbitmq).",
-        f"Medians of {rounds} round(s); each scenario runs on a freshly started broker, the brokers taking",
-        "turns within each round. Ratio = WarrenMQ / other for rates; for latency, memory and start-up",
-        "other / WarrenMQ (above 1: WarrenMQ wins).",
+        f"Medians of {rounds} round(s); each scenario runs on a freshly started broker after a sync of the",
+        "disk, the brokers taking turns within each round. Ratio = WarrenMQ / other for rates; for latency,",
+        "memory and start-up other / WarrenMQ (above 1: WarrenMQ wins).",
         "",
         "| Scenario | "
         + " | ".join(names)
