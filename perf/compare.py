@@ -2,9 +2,10 @@
 
 Each scenario runs on a freshly started broker after a sync of the disk (no carry-over between scenarios,
 not even the previous broker's unwritten pages), the brokers taking turns within every round (the order
-rotates each round); the table reports medians over rounds and WarrenMQ's ratio to each other broker. Requires librabbitmq-dev (amqpperf), amqp-tools, Debian's rabbitmq-server and,
-for the third column, Debian's garagemq (left out when not installed). `--brokers warrenmq,ceiling` adds
-perf/sink.c, the C sink that gives each scenario's physical limit (no broker). Usage: `make benchmarks` or
+rotates each round); the table reports medians over rounds and WarrenMQ's ratio to each other broker.
+Requires librabbitmq-dev (amqpperf), amqp-tools, Debian's rabbitmq-server and, for the third column,
+Debian's garagemq (left out when not installed). `--brokers warrenmq,ceiling` adds perf/sink.c, the C sink
+that gives each scenario's physical limit (no broker). Usage: `make benchmarks` or
 `python perf/compare.py --rounds 3 --output docs/benchmarks.md`. When the output file holds the markers
 below, only the text between them is replaced, so the rest of docs/benchmarks.md survives a re-run.
 """
