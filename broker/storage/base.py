@@ -132,19 +132,7 @@ class Batch:
         )
 
     def empty(self) -> bool:
-        return not (
-            self.topology
-            or self.added
-            or self.delivered
-            or self.removed
-            or self.dropped_queues
-            or self.stream_appends
-            or self.stream_rolls
-            or self.stream_dropped
-            or self.counted
-            or self.delayed_added
-            or self.delayed_removed
-        )
+        return self.messages_only() and not (self.added or self.delivered or self.removed or self.counted)
 
 
 def unacked_adds(batches: list[Batch]) -> list[Batch]:

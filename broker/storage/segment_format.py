@@ -82,11 +82,10 @@ def message_record(row: MessageRow) -> tuple[bytes, bytes]:
     return _pack_head(len(payload), _crc32(payload)), payload
 
 
-def pack_messages_py(rows: list[MessageRow]) -> tuple[bytes, list[int]]:
-    """The ``M`` records of ``rows`` one after the other, and each record's length with its head: what the C
-    packer (broker/storage/_segment.c) returns, in Python."""
+def pack_messages_py(rows: list[MessageRow]) -> bytes:
+    """The ``M`` records of ``rows`` one after the other: what the C writer (broker/storage/_segment.c) packs,
+    in Python."""
     parts: list[bytes] = []
-    lengths: list[int] = []
     append, join, crc32, pack_head = parts.append, b"".join, _crc32, _pack_head
     for key, exchange, routing_key, header, body, expires_at, delivered in rows:
         exchange_bytes = exchange.encode()
@@ -104,12 +103,11 @@ def pack_messages_py(rows: list[MessageRow]) -> tuple[bytes, list[int]]:
         payload = join((fixed, exchange_bytes, routing_bytes, header, body))
         append(pack_head(len(payload), crc32(payload)))
         append(payload)
-        lengths.append(HEAD_SIZE + len(payload))
-    return join(parts), lengths
+    return join(parts)
 
 
 def record_lengths_py(rows: list[MessageRow]) -> list[int]:
-    """Each row's record length with its head, as pack_messages_py returns them."""
+    """Each row's record length with its head, as pack_messages_py packs it."""
     fixed = HEAD_SIZE + _MESSAGE.size
     return [
         fixed + len(exchange.encode()) + len(routing_key.encode()) + len(header) + len(body)
@@ -124,7 +122,7 @@ Part = bytes | list[MessageRow]
 def write_records_py(fd: int, parts: list[Part], sync: bool) -> int:
     """Appends ``parts`` in order at ``fd`` and, if ``sync``, fdatasyncs: what the C writer
     (broker/storage/_segment.c) does, in Python. Returns the bytes written."""
-    data = [pack_messages_py(part)[0] if isinstance(part, list) else part for part in parts]
+    data = [pack_messages_py(part) if isinstance(part, list) else part for part in parts]
     total = sum(map(len, data))
     # writev: the records as they are, no joined copy of them; a short write, or more parts than an iovec
     # takes, writes the rest joined.
@@ -174,7 +172,6 @@ def _write_records(fd: int, parts: list[Part], sync: bool) -> int:
 
 
 _NATIVE = _native()
-native = _NATIVE is not None
 if _NATIVE is None:
     record_lengths, write_records = record_lengths_py, write_records_py
 else:

@@ -148,10 +148,11 @@ class StoreWriter(BatchWrites):
             return
         if self._inflight and (self._apply_all is None or not batch.waiters):
             return
-        if batch.empty() and not batch.waiters:
+        empty = batch.empty()
+        if empty and not batch.waiters:
             return  # writes that cancelled out (e.g. published then consumed with no_ack), nobody waiting
         self._batch = Batch(batch.id + 1)
-        if batch.empty() and not self._inflight:
+        if empty and not self._inflight:
             self._done([batch], None)  # nothing to write, nothing committing before it
             return
         self._inflight[batch.id] = batch
