@@ -93,7 +93,9 @@ def _replay(segments: SegmentLog, number: int, data: memoryview, committed: int)
     for offset, length, payload in records(data):
         kind = payload[0]
         if kind == _MESSAGE:
-            segments.added(message_key_of(payload), (number, offset, length, payload[_FLAGS_AT] & 1))
+            key = message_key_of(payload)
+            segments.added(key, number << 33 | length << 1 | (payload[_FLAGS_AT] & 1))
+            segments.offsets[key] = offset
         elif kind == _ACKED:
             for first, last in decode_runs(payload):
                 for key in range(first, last + 1):

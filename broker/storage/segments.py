@@ -7,7 +7,7 @@ records (broker.storage.segment_format) with one ``write`` and, under ``--fsync 
 with one ``fdatasync`` before the SQLite part of the same batch commits and before its confirms go out. A
 message is written once and never read back while the broker runs; an ack is a small record.
 
-In memory, per queue, each live message's place (segment, offset, record length) and delivered mark, per
+In memory, per queue, each live message's segment, record length and delivered mark (one int), per
 segment the bytes of its live messages, and per segment the earlier segments its records depend on (an ack,
 a mark, a queue's deletion or a newer copy of a message recorded here concerns a message written there).
 A segment is unlinked once no live message remains in it and no earlier segment it depends on is left: an
@@ -26,11 +26,12 @@ from __future__ import annotations
 import os
 from operator import itemgetter
 from pathlib import Path
+from typing import Final
 
 import structlog
 
 from broker.storage.base import KEY_SEQ_BITS, Batch, MessageRow, StorageError, key_runs, unacked_adds
-from broker.storage.segment_compaction import compact, sparse_segment
+from broker.storage.segment_compaction import compact, last_message_records, sparse_segment, unlink_dead
 from broker.storage.segment_format import (
     DELIVERED,
     DROPPED,
@@ -46,7 +47,6 @@ from broker.storage.segment_format import (
     transaction_record,
     write_records,
 )
-from protocol.fastpath import untrack
 
 log = structlog.get_logger("warrenmq.storage")
 
@@ -55,8 +55,11 @@ MESSAGES_DIR = "messages"
 # unlink per 16 MiB of acked messages, and a compaction copies at most half of that.
 SEGMENT_BYTES = 16 * 1024 * 1024
 
-# A live message: (segment number, offset of its record, record length with its head, delivered 0/1)
-Entry = tuple[int, int, int, int]
+# A live message: ``segment << 33 | record length with its head << 1 | delivered``, a small int (segment
+# numbers below 2**29). A tuple cost the writer thread, GIL held, an allocation the collector counts and two
+# ints more, and ~100 bytes a message. Where a record is, recovery alone knows (`offsets`).
+Entry = int
+_LENGTH_MASK: Final = (1 << 32) - 1
 
 
 class SegmentLog:
@@ -66,6 +69,9 @@ class SegmentLog:
         self.sync_each_commit = fsync == "always"
         self.sync_files = fsync != "never"  # new names and the close (never: neither)
         self.live: dict[int, dict[int, Entry]] = {}  # queue id -> message key -> entry
+        # message key -> offset of its record, as recovery found them, for `rows` (the first load); the
+        # writer records none, and drops these at its first write.
+        self.offsets: dict[int, int] = {}
         self.counts: dict[int, int] = {}  # quorum delivery counts (> 0) by message key
         self.live_bytes: dict[int, int] = {}  # segment -> bytes of its live message records
         self.sizes: dict[int, int] = {}  # segment -> bytes written (every segment file there is)
@@ -78,18 +84,19 @@ class SegmentLog:
 
     # -- the shared bookkeeping (the writer and recovery's replay)
 
-    def forget(self, entry: Entry, segment: int) -> None:
-        """``entry`` is dead as of a record written to ``segment``."""
-        self.live_bytes[entry[0]] -= entry[2]
-        if entry[0] != segment:
-            self.refs[segment].add(entry[0])
+    def forget(self, live: Entry, segment: int) -> None:
+        """``live`` is dead as of a record written to ``segment``."""
+        number = live >> 33
+        self.live_bytes[number] -= (live >> 1) & _LENGTH_MASK
+        if number != segment:
+            self.refs[segment].add(number)
 
     def ack(self, key: int, segment: int) -> bool:
         queue = self.live.get(key >> KEY_SEQ_BITS)
-        entry = None if queue is None else queue.pop(key, None)
-        if entry is None:
+        live = None if queue is None else queue.pop(key, None)
+        if live is None:
             return False
-        self.forget(entry, segment)
+        self.forget(live, segment)
         if self.counts:
             self.counts.pop(key, None)
         return True
@@ -98,12 +105,12 @@ class SegmentLog:
         queue = self.live.get(key >> KEY_SEQ_BITS)
         if queue is None:
             return False
-        entry = queue.get(key)
-        if entry is None:
+        live = queue.get(key)
+        if live is None:
             return False
-        queue[key] = (entry[0], entry[1], entry[2], delivered)
-        if entry[0] != segment:
-            self.refs[segment].add(entry[0])
+        queue[key] = (live & ~1) | delivered
+        if live >> 33 != segment:
+            self.refs[segment].add(live >> 33)
         return True
 
     def drop_queue(self, queue_id: int, segment: int) -> bool:
@@ -111,8 +118,9 @@ class SegmentLog:
         if not queue:
             return False
         freed: dict[int, int] = {}  # segment -> bytes: one update per segment, not per message
-        for entry in queue.values():
-            freed[entry[0]] = freed.get(entry[0], 0) + entry[2]
+        for live in queue.values():
+            number = live >> 33
+            freed[number] = freed.get(number, 0) + ((live >> 1) & _LENGTH_MASK)
         for number, size in freed.items():
             self.live_bytes[number] -= size
         self.refs[segment].update(freed)
@@ -122,16 +130,17 @@ class SegmentLog:
                 self.counts.pop(key, None)
         return True
 
-    def added(self, key: int, entry: Entry) -> None:
+    def added(self, key: int, live: Entry) -> None:
         queue_id = key >> KEY_SEQ_BITS
         queue = self.live.get(queue_id)
         if queue is None:
             queue = self.live[queue_id] = {}
         old = queue.get(key)
+        number = live >> 33
         if old is not None:  # a newer record of the key replaces it, as INSERT OR REPLACE
-            self.forget(old, entry[0])
-        queue[key] = entry
-        self.live_bytes[entry[0]] += entry[2]
+            self.forget(old, number)
+        queue[key] = live
+        self.live_bytes[number] += (live >> 1) & _LENGTH_MASK
         if self.counts:
             self.counts.pop(key, None)
 
@@ -143,8 +152,8 @@ class SegmentLog:
         if not queue:
             return []
         by_segment: dict[int, list[tuple[int, Entry]]] = {}
-        for key, entry in queue.items():
-            by_segment.setdefault(entry[0], []).append((key, entry))
+        for key, live in queue.items():
+            by_segment.setdefault(live >> 33, []).append((key, live))
         rows: list[MessageRow] = []
         head = HEAD.size
         for number, entries in by_segment.items():
@@ -153,7 +162,9 @@ class SegmentLog:
                 data = path.read_bytes()
             except OSError as error:
                 raise StorageError(f"cannot read {path}: {error}") from error
-            rows += [read_message(data, offset + head, delivered) for _, (_, offset, _, delivered) in entries]
+            # After a write (tests read the store back while it runs), the segment's records say where.
+            offsets = self.offsets or last_message_records(memoryview(data)[: self.sizes[number]])
+            rows += [read_message(data, offsets[key] + head, live & 1) for key, live in entries]
         rows.sort(key=itemgetter(0))
         return rows
 
@@ -190,6 +201,8 @@ class SegmentLog:
     def _write(self, batches: list[Batch], deleted: list[int], transaction: int) -> None:
         segment = self._open_segment()
         start = self.sizes[segment]
+        if self.offsets:
+            self.offsets = {}  # the first load is over (`rows`)
         parts: list[Part] = [transaction_record(transaction)] if transaction else []
         if deleted:
             gone_queues = [queue_id for queue_id in deleted if self.drop_queue(queue_id, segment)]
@@ -204,7 +217,7 @@ class SegmentLog:
         self._append(segment, start, parts, position)
         if position >= self.segment_bytes:
             self._roll()
-        self._release()
+        self.release()
 
     def _records(self, batch: Batch, segment: int, position: int, parts: list[Part]) -> int:
         """One batch's records into ``parts``, the index updated: inserts, delivered marks, quorum returns,
@@ -259,13 +272,14 @@ class SegmentLog:
         queue: dict[int, Entry] = {}
         queue_id = -1
         replaced: list[Entry] = []
+        high = segment << 33
         for row, length in zip(rows, lengths, strict=True):
             key = row[0]
             if key >> KEY_SEQ_BITS != queue_id:
                 queue_id = key >> KEY_SEQ_BITS
                 queue = live.get(queue_id) or live.setdefault(queue_id, {})
             old = queue.get(key)
-            queue[key] = untrack((segment, position, length, row[6]))  # all ints: as the collector would
+            queue[key] = high | length << 1 | row[6]
             if old is not None:
                 replaced.append(old)
             position += length
@@ -287,11 +301,12 @@ class SegmentLog:
             if key >> KEY_SEQ_BITS != queue_id:
                 queue_id = key >> KEY_SEQ_BITS
                 queue = live.get(queue_id)
-            entry = None if queue is None else queue.pop(key, None)
-            if entry is not None:
-                live_bytes[entry[0]] -= entry[2]
-                if entry[0] != segment:
-                    refs.add(entry[0])
+            found = None if queue is None else queue.pop(key, None)
+            if found is not None:
+                number = found >> 33
+                live_bytes[number] -= (found >> 1) & _LENGTH_MASK
+                if number != segment:
+                    refs.add(number)
                 acked.append(key)
         if self.counts:
             for key in acked:
@@ -300,8 +315,8 @@ class SegmentLog:
 
     def _undelivered(self, key: int) -> bool:
         queue = self.live.get(key >> KEY_SEQ_BITS)
-        entry = None if queue is None else queue.get(key)
-        return entry is not None and not entry[3]
+        live = None if queue is None else queue.get(key)
+        return live is not None and not live & 1
 
     def _open_segment(self) -> int:
         if self._current is not None:
@@ -358,36 +373,8 @@ class SegmentLog:
 
     # -- compaction and unlinking
 
-    def _release(self) -> None:
-        """Unlink every closed segment with no live message whose earlier dependencies are gone. One that
-        depends on a segment unlinked in a pass waits for the next pass, after the directory's fsync."""
-        synced = False
-        while True:
-            existing = set(self.sizes)
-            doomed = [
-                number
-                for number in sorted(existing)
-                if number != self._current
-                and self.live_bytes[number] == 0
-                and not (self.refs[number] & existing)
-            ]
-            if not doomed:
-                return
-            if not synced:
-                self._sync()  # the records that killed them first (under always they already are)
-                synced = True
-            for number in doomed:
-                try:
-                    os.unlink(self.directory / segment_name(number))
-                except FileNotFoundError:
-                    pass
-                del self.sizes[number], self.live_bytes[number], self.refs[number]
-            fsync_directory(self.directory)
-            for refs in self.refs.values():
-                refs.difference_update(doomed)
-
     def release(self) -> None:
-        self._release()
+        unlink_dead(self, self._current, self._sync)
 
     def close(self) -> None:
         if self._fd is not None:
