@@ -299,6 +299,8 @@ def render(
         lines.append(f"| {label}{mark} | " + " | ".join(cells + ratios) + f" | {unit} |")
     notes = sorted({CAVEATS[s] for s in results if s in CAVEATS})
     lines += ["", *(f"¹ {note}" for note in notes)]
+    # The launcher LavinMQ ran from, when it ran: the command is then the one that made this table.
+    launcher = f"LAVINMQ_LAUNCHER={LAUNCHERS['lavinmq']} " if "lavinmq" in LAUNCHERS else ""
     lines += [
         "",
         "Reproduce: `make benchmarks` (this table), or by hand:",
@@ -306,7 +308,7 @@ def render(
         "<!-- not-runnable: a benchmark (minutes of a quiet machine; it measures, it does not pass) -->",
         "```sh",
         "apt-get install -y librabbitmq-dev amqp-tools rabbitmq-server garagemq",
-        f"python perf/compare.py {' '.join(argv)}".rstrip(),
+        f"{launcher}python perf/compare.py {' '.join(argv)}".rstrip(),
         "bash perf/run.sh 127.0.0.1 PORT pub16 pubsub ...     # one broker, raw JSON lines",
         "```",
         "",
