@@ -108,6 +108,8 @@ class Leadership:
         self.timer = LeaseTimer(lease_s)
         self.epoch: int | None = None
         self._connection: asyncpg.Connection | None = None
+        # Statements prepared with the connection (`_connected`), by their SQL.
+        self._prepared: dict[str, asyncpg.prepared_stmt.PreparedStatement] = {}
 
     @property
     def retry_s(self) -> float:
@@ -132,6 +134,15 @@ class Leadership:
             )
             self._connection = connection
             await connection.execute(LEADER_DDL, timeout=max(timeout_s - (self.clock() - started), 0.05))
+            # The renewal prepared now, with the connection's own round trips: executed, it is then one round
+            # trip, where a first execution also prepared it (two). Over a slow link (200 ms each way, and a
+            # retransmission now and then) those two took the first renewal after an election past its
+            # third of a lease, and its retry, on a new connection, could not connect within what was left.
+            self._prepared = {
+                _RENEW: await connection.prepare(
+                    _RENEW, timeout=max(timeout_s - (self.clock() - started), 0.05)
+                )
+            }
         except _unreachable() as error:
             self._drop_connection()
             raise Unreachable(repr(error)) from error
@@ -141,7 +152,10 @@ class Leadership:
         """``fetchval`` on the election's connection (``_connected()`` first); Unreachable when the database
         does not answer within ``timeout_s``."""
         connection = await self._connected(timeout_s)
+        prepared = self._prepared.get(sql)
         try:
+            if prepared is not None:
+                return await prepared.fetchval(*args, timeout=max(timeout_s, 0.05))
             return await connection.fetchval(sql, *args, timeout=max(timeout_s, 0.05))
         except _unreachable() as error:
             self._drop_connection()
@@ -149,6 +163,7 @@ class Leadership:
 
     def _drop_connection(self) -> None:
         connection, self._connection = self._connection, None
+        self._prepared = {}
         if connection is not None and not connection.is_closed():
             connection.terminate()  # no graceful close: the server may be gone
 
