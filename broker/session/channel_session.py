@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from collections.abc import Callable
 from typing import Any, cast
 
 from pamqp import commands
@@ -90,11 +89,10 @@ class ChannelSession:
         # as every delivery passes it to the C encoder: read through ConnectionPort per delivery, the
         # compiled connection's int was boxed twice per delivery (its getter, then the call).
         self.frame_max: Any = connection.frame_max
-        # A completed publish goes here: through the connection's first-publish hook until it has run, then
-        # straight to `_published`, so later messages pay no test for it.
-        self._on_content: Callable[[PublishContext, HeaderInfo, bytes, bytes], None] = (
-            self._published if connection.published else self._first_published
-        )
+        # Whether the connection's first-publish hook has run (`_on_content`). Compiled, a test of it and a
+        # direct call cost less than calling a bound method held in an attribute, as this did before (through
+        # the method's Python wrapper, per publish).
+        self._hooked = connection.published
         # This channel's authorize() answers (rabbit_channel keeps a permission cache per channel too).
         vhost = connection.vhost
         self.access = DecisionCache(
@@ -181,15 +179,16 @@ class ChannelSession:
 
     # -- publishing
 
-    def _first_published(
+    def _on_content(
         self, context: PublishContext, info: HeaderInfo, header_payload: bytes, body: bytes
     ) -> None:
-        self._on_content = self._published
-        conn = self.conn
-        if not conn.published:
-            conn.published = True
-            if conn.on_first_publish is not None:
-                conn.on_first_publish()
+        if not self._hooked:
+            self._hooked = True
+            conn = self.conn
+            if not conn.published:
+                conn.published = True
+                if conn.on_first_publish is not None:
+                    conn.on_first_publish()
         self._published(context, info, header_payload, body)
 
     def _published(

@@ -58,12 +58,23 @@ static inline void put64(unsigned char *p, uint64_t v) {
 }
 
 /* Reads one row into item (GIL held): 0, or -1 with an exception set. */
+/* CPython 3.11's PyLong_AsUnsignedLongLong and PyLong_AsLongLong convert any int above 2**30 (every message
+ * key is) through _PyLong_AsByteArray, byte by byte: with the GIL held, that was a sixth of the writer's
+ * index step. The long variants loop over the digits, and long is 64 bits where this is built (LP64). */
+#if ULONG_MAX == 0xFFFFFFFFFFFFFFFFULL
+#define AS_U64(o) PyLong_AsUnsignedLong(o)
+#define AS_I64(o) PyLong_AsLong(o)
+#else
+#define AS_U64(o) PyLong_AsUnsignedLongLong(o)
+#define AS_I64(o) PyLong_AsLongLong(o)
+#endif
+
 static int read_row(PyObject *row, Item *item, Py_ssize_t *payload) {
     if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 7) {
         PyErr_SetString(PyExc_TypeError, "a message row is a tuple of 7");
         return -1;
     }
-    item->key = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(row, 0));
+    item->key = AS_U64(PyTuple_GET_ITEM(row, 0));
     if (item->key == (uint64_t)-1 && PyErr_Occurred()) return -1;
     item->exchange = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(row, 1), &item->exchange_n);
     if (item->exchange == NULL) return -1;
@@ -83,7 +94,7 @@ static int read_row(PyObject *row, Item *item, Py_ssize_t *payload) {
     item->flags = (uint8_t)delivered;
     item->expires = 0;
     if (expires != Py_None) {
-        item->expires = PyLong_AsLongLong(expires);
+        item->expires = AS_I64(expires);
         if (item->expires == -1 && PyErr_Occurred()) return -1;
         item->flags |= FLAG_EXPIRES;
     }

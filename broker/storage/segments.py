@@ -108,7 +108,7 @@ class SegmentLog:
         live = queue.get(key)
         if live is None:
             return False
-        queue[key] = (live & ~1) | delivered
+        queue[key] = (live & ~1) | (delivered & 1)
         if live >> 33 != segment:
             self.refs[segment].add(live >> 33)
         return True
@@ -279,7 +279,7 @@ class SegmentLog:
                 queue_id = key >> KEY_SEQ_BITS
                 queue = live.get(queue_id) or live.setdefault(queue_id, {})
             old = queue.get(key)
-            queue[key] = high | length << 1 | row[6]
+            queue[key] = high | length << 1 | (row[6] & 1)
             if old is not None:
                 replaced.append(old)
             position += length
