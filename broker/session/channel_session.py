@@ -89,9 +89,9 @@ class ChannelSession:
         # as every delivery passes it to the C encoder: read through ConnectionPort per delivery, the
         # compiled connection's int was boxed twice per delivery (its getter, then the call).
         self.frame_max: Any = connection.frame_max
-        # Whether the connection's first-publish hook has run (`_on_content`). Compiled, a test of it and a
-        # direct call cost less than calling a bound method held in an attribute, as this did before (through
-        # the method's Python wrapper, per publish).
+        # Whether the connection's first-publish hook has run (`_on_content`). Compiled, a test of this and a
+        # direct call cost less than a bound method held in an attribute would (called through the method's
+        # Python wrapper, per publish).
         self._hooked = connection.published
         # This channel's authorize() answers (rabbit_channel keeps a permission cache per channel too).
         vhost = connection.vhost

@@ -57,7 +57,6 @@ static inline void put64(unsigned char *p, uint64_t v) {
     for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 
-/* Reads one row into item (GIL held): 0, or -1 with an exception set. */
 /* CPython 3.11's PyLong_AsUnsignedLongLong and PyLong_AsLongLong convert any int above 2**30 (every message
  * key is) through _PyLong_AsByteArray, byte by byte: with the GIL held, that was a sixth of the writer's
  * index step. The long variants loop over the digits, and long is 64 bits where this is built (LP64). */
@@ -69,6 +68,7 @@ static inline void put64(unsigned char *p, uint64_t v) {
 #define AS_I64(o) PyLong_AsLongLong(o)
 #endif
 
+/* Reads one row into item (GIL held): 0, or -1 with an exception set. */
 static int read_row(PyObject *row, Item *item, Py_ssize_t *payload) {
     if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 7) {
         PyErr_SetString(PyExc_TypeError, "a message row is a tuple of 7");
