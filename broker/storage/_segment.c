@@ -140,8 +140,52 @@ static unsigned char *write_record(unsigned char *out, const Item *item, Py_ssiz
     return p;
 }
 
-/* record_lengths(rows): each row's record length with its head, as segment_format.pack_messages_py returns
- * them. */
+/* The length of a bytes-like object: bytes directly, anything else through the buffer protocol; -1 with an
+ * exception set. */
+static Py_ssize_t bytes_length(PyObject *object) {
+    if (PyBytes_CheckExact(object)) return PyBytes_GET_SIZE(object);
+    Py_buffer view;
+    if (PyObject_GetBuffer(object, &view, PyBUF_SIMPLE) < 0) return -1;
+    Py_ssize_t n = view.len;
+    PyBuffer_Release(&view);
+    return n;
+}
+
+/* One row's record length with its head: only what the length depends on (the names' UTF-8, the header's and
+ * the body's sizes), with read_row's limits; write_records reads and checks the whole row before writing
+ * anything. -1 with an exception set. */
+static Py_ssize_t row_length(PyObject *row) {
+    if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 7) {
+        PyErr_SetString(PyExc_TypeError, "a message row is a tuple of 7");
+        return -1;
+    }
+    Py_ssize_t exchange_n, routing_n;
+    if (PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(row, 1), &exchange_n) == NULL) return -1;
+    if (PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(row, 2), &routing_n) == NULL) return -1;
+    if (exchange_n > 0xFFFF || routing_n > 0xFFFF) {
+        PyErr_SetString(PyExc_ValueError, "exchange or routing key longer than 65535 bytes");
+        return -1;
+    }
+    Py_ssize_t header_n = bytes_length(PyTuple_GET_ITEM(row, 3));
+    if (header_n < 0) return -1;
+    Py_ssize_t body_n = bytes_length(PyTuple_GET_ITEM(row, 4));
+    if (body_n < 0) return -1;
+    if (header_n > 0xFFFFFFFFLL || body_n > 0xFFFFFFFFLL) {
+        PyErr_SetString(PyExc_ValueError, "header or body longer than 4 GiB");
+        return -1;
+    }
+    Py_ssize_t payload = FIXED_SIZE + exchange_n + routing_n + header_n + body_n;
+    if (payload > 0xFFFFFFFFLL) {
+        PyErr_SetString(PyExc_ValueError, "record longer than 4 GiB");
+        return -1;
+    }
+    return HEAD_SIZE + payload;
+}
+
+/* record_lengths(rows): each row's record length with its head, as segment_format.pack_messages_py packs
+ * them. The writer thread calls it with the GIL held, for every message: it reads no more of a row than the
+ * length needs. With read_row (buffers taken and released, the key converted) it took 96 ns a row, 18 ns now
+ * (500 rows of 1 KiB, timeit). */
 static PyObject *record_lengths(PyObject *module, PyObject *rows) {
     if (!PyList_Check(rows)) {
         PyErr_SetString(PyExc_TypeError, "rows must be a list");
@@ -151,17 +195,13 @@ static PyObject *record_lengths(PyObject *module, PyObject *rows) {
     PyObject *lengths = PyList_New(n);
     if (lengths == NULL) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        Item item = {0};
-        Py_ssize_t payload = 0;
-        int failed = read_row(PyList_GET_ITEM(rows, i), &item, &payload) < 0;
-        if (item.buffers > 0) PyBuffer_Release(&item.header);
-        if (item.buffers > 1) PyBuffer_Release(&item.body);
-        PyObject *length = failed ? NULL : PyLong_FromSsize_t(HEAD_SIZE + payload);
-        if (length == NULL) {
+        Py_ssize_t length = row_length(PyList_GET_ITEM(rows, i));
+        PyObject *boxed = length < 0 ? NULL : PyLong_FromSsize_t(length);
+        if (boxed == NULL) {
             Py_DECREF(lengths);
             return NULL;
         }
-        PyList_SET_ITEM(lengths, i, length);
+        PyList_SET_ITEM(lengths, i, boxed);
     }
     return lengths;
 }
