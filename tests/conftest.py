@@ -62,7 +62,10 @@ os.environ.setdefault("WARRENMQ_SYS_PREFIX", "/nonexistent/warrenmq-tests")
 # Nor do they share the machine's node registry (epmd's part, broker/config/node_registry.py): each test
 # process (each xdist worker) registers its brokers in a directory of its own, so that a CLI run by one test
 # never finds another worker's node of the default name, and a SIGKILLed broker leaves no file in /tmp.
-os.environ.setdefault("WARRENMQ_REGISTRY_DIR", tempfile.mkdtemp(prefix="warrenmq-test-nodes-"))
+# Set, not setdefault: xdist's workers inherit the controller's environment, and with setdefault all three
+# kept the controller's directory. A `rabbitmq-diagnostics` run by one worker then found the rabbit@localhost
+# another worker had just started (a memory alarm test's probe reported no alarm, a ping failed).
+os.environ["WARRENMQ_REGISTRY_DIR"] = tempfile.mkdtemp(prefix="warrenmq-test-nodes-")
 
 
 @dataclass
