@@ -71,9 +71,11 @@ def scale_conns(
     sources: int = 64,
     channels: int = 0,
     pid: int = 0,
+    connect_timeout_s: float = 60.0,
 ) -> Result:
     """Hold ``n`` connections with heartbeats for ``hold_s`` (default: three heartbeat intervals) and check
-    that the broker closed none and sent heartbeats on every one.
+    that the broker closed none and sent heartbeats on every one. A connection not open within
+    ``connect_timeout_s`` (its handshake included) counts as failed.
 
     Clients run in as many processes as their own descriptor limit needs, each with its share of source
     addresses.
@@ -98,6 +100,7 @@ def scale_conns(
             password=password,
             vhost=vhost,
             channels=channels,
+            connect_timeout_s=connect_timeout_s,
         )
         parent, child = context.Pipe()
         process = context.Process(target=worker, args=(plan, child), daemon=True)
