@@ -36,7 +36,7 @@ class SegmentLog(Protocol):
     sizes: dict[int, int]
     refs: dict[int, set[int]]
 
-    def added(self, key: int, live: int) -> None: ...
+    def added(self, key: int, segment: int, length: int, delivered: int) -> None: ...
 
 
 log = structlog.get_logger("warrenmq.storage")
@@ -103,7 +103,7 @@ def compact(segments: SegmentLog, victim: int, segment: int, position: int, part
         else:
             record = list(message_record((*row[:6], delivered)))
         count = segments.counts.get(key)
-        segments.added(key, segment << 33 | length << 1 | delivered)
+        segments.added(key, segment, length, delivered)
         parts += record
         position += length
         copied += 1

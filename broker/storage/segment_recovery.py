@@ -94,7 +94,7 @@ def _replay(segments: SegmentLog, number: int, data: memoryview, committed: int)
         kind = payload[0]
         if kind == _MESSAGE:
             key = message_key_of(payload)
-            segments.added(key, number << 33 | length << 1 | (payload[_FLAGS_AT] & 1))
+            segments.added(key, number, length, payload[_FLAGS_AT] & 1)
             segments.offsets[key] = offset
         elif kind == _ACKED:
             for first, last in decode_runs(payload):

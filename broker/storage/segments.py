@@ -130,17 +130,17 @@ class SegmentLog:
                 self.counts.pop(key, None)
         return True
 
-    def added(self, key: int, live: Entry) -> None:
+    def added(self, key: int, segment: int, length: int, delivered: int) -> None:
+        """A message record of ``length`` bytes written to ``segment`` (`_add_messages` inlines this)."""
         queue_id = key >> KEY_SEQ_BITS
         queue = self.live.get(queue_id)
         if queue is None:
             queue = self.live[queue_id] = {}
         old = queue.get(key)
-        number = live >> 33
         if old is not None:  # a newer record of the key replaces it, as INSERT OR REPLACE
-            self.forget(old, number)
-        queue[key] = live
-        self.live_bytes[number] += (live >> 1) & _LENGTH_MASK
+            self.forget(old, segment)
+        queue[key] = segment << 33 | length << 1 | (delivered & 1)
+        self.live_bytes[segment] += length
         if self.counts:
             self.counts.pop(key, None)
 
