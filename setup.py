@@ -70,6 +70,7 @@ MYPYC_MODULES = [
     "broker/session/connection_session.py",
     "broker/core/model/dispatcher.py",
     "broker/session/confirms.py",
+    "broker/session/confirm_state.py",
     "broker/session/settlement.py",
     "broker/session/held_deliveries.py",
     "broker/core/queues/queue_bytes.py",

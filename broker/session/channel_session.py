@@ -7,7 +7,6 @@ the rest go through pamqp and the per-class handler modules.
 from __future__ import annotations
 
 import struct
-from collections import deque
 from typing import Any, cast
 
 from pamqp import commands
@@ -22,6 +21,7 @@ from broker.core.queues.unacked import Delivery, UnackedTracker
 from broker.core.streams.lookup import stream_outcomes
 from broker.session import channel_close, confirms, direct_reply, settlement
 from broker.session.access_checks import check_publish
+from broker.session.confirm_state import PublisherConfirms
 from broker.session.durable_replies import answer_when_durable, answers_when_durable
 from broker.session.fates import (
     delivered_event,
@@ -55,10 +55,11 @@ _IDLE = AssemblerState.IDLE
 PublishContext = tuple[str, str, bool]
 
 
-class ChannelSession:
+class ChannelSession(PublisherConfirms):
     """Implements ``broker.session.ports.ChannelPort`` (so ``ConsumerChannel`` for its consumers)."""
 
     def __init__(self, connection: ConnectionPort, channel_id: int) -> None:
+        super().__init__()
         self.conn = connection
         self.channel_id = channel_id
         self.pid = ""  # set by the connection when something listens to channel notices
@@ -69,16 +70,6 @@ class ChannelSession:
         self.consumers: dict[str, Consumer] = {}
         self.prefetch_count = 0
         self.global_prefetch = 0
-        self.confirm = False
-        self.publish_seq = 0
-        self.confirmed_seq = 0
-        # What stops confirms from being one ack up to publish_seq (broker.session.confirms): publishes above
-        # confirmed_seq already settled one by one, publishes to nack at the next flush, publishes waiting
-        # for a store commit in publish order (publish seq, batch id, nack), the last publish a flush sorted.
-        self.confirms_settled: set[int] = set()
-        self.confirms_rejected: list[int] = []
-        self.commit_waits: deque[tuple[int, int, bool]] = deque()
-        self.confirms_scanned = 0
         self.tx: Transaction | None = None
         self.last_queue = ""
         self.reply_key = ""  # this channel's direct reply-to key, when it has a reply consumer

@@ -22,7 +22,7 @@ routed, nothing stored or rejected) only ``confirmed_seq`` moves, and one flush 
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from protocol.fastpath import encode_basic_ack, encode_basic_nack
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
     from broker.core.topology.vhost import VirtualHost
+    from broker.session.confirm_state import PublisherConfirms
     from broker.session.ports import ChannelPort
 
     _Encoder = Callable[[int, int, bool], bytes]  # encode_basic_ack / encode_basic_nack
@@ -40,27 +41,32 @@ def published(
 ) -> None:
     """A publish in confirm mode was handled; ``queues``: those it reached (none: unroutable), ``rejected``: a
     queue refused it (x-overflow reject-publish), ``stored``: it was written to the store."""
-    channel.publish_seq += 1
-    faults = channel.conn.faults
+    # Every ChannelPort is a ChannelSession, so PublisherConfirms: its fields read directly (compiled), not
+    # looked up through the protocol, for every publish.
+    state = cast("PublisherConfirms", channel)
+    seq = state.publish_seq + 1
+    state.publish_seq = seq
+    conn = channel.conn
+    faults = conn.faults
     if faults is not None and faults.take_nack(vhost.name):
         rejected = True
     if stored:
         persistence = vhost.persistence
         assert persistence is not None
         batch_id = persistence.batch_id
-        waits = channel.commit_waits
+        waits = state.commit_waits
         # Once per batch, not per publish: a channel whose last wait is in this batch is already one of its
         # waiters (a batch calls each waiter once, when it commits, whatever it holds of the channel's).
         if not waits or waits[-1][1] != batch_id:
             persistence.on_commit(batch_id, channel)
-        waits.append((channel.publish_seq, batch_id, rejected))
+        waits.append((seq, batch_id, rejected))
     elif not queues:
         _confirm_unroutable(channel, rejected)
     elif rejected:
-        channel.confirms_rejected.append(channel.publish_seq)
-        channel.conn.want_confirm_flush(channel)
+        state.confirms_rejected.append(seq)
+        conn.want_confirm_flush(channel)
     else:
-        channel.conn.want_confirm_flush(channel)
+        conn.want_confirm_flush(channel)
 
 
 def _publisher_nack(channel: int, seq: int, multiple: bool) -> bytes:

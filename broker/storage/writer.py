@@ -79,6 +79,9 @@ class StoreWriter(BatchWrites):
         self.unreachable_since: float | None = None  # monotonic seconds; set while the store is out of reach
         self._stopping = threading.Event()  # close(): the writer thread stops retrying
         self._batch = Batch(1)
+        # Persistence.batch_id, read for every stored publish on a confirming channel: a plain attribute,
+        # kept with _batch, where a property was a call behind each generic attribute lookup.
+        self.batch_id = 1
         self._inflight: dict[int, Batch] = {}  # handed to the writer, not yet committed; by id, in order
         # Several batches in flight, committed together (see the module's docstring), or one at a time.
         self._apply_all: Callable[[list[Batch]], None] | None = getattr(store, "apply_all", None)
@@ -95,10 +98,6 @@ class StoreWriter(BatchWrites):
             self._writer_thread.start()
 
     # -- Persistence: commit tracking
-
-    @property
-    def batch_id(self) -> int:
-        return self._batch.id
 
     @property
     def committed_id(self) -> int:
@@ -152,6 +151,7 @@ class StoreWriter(BatchWrites):
         if empty and not batch.waiters:
             return  # writes that cancelled out (e.g. published then consumed with no_ack), nobody waiting
         self._batch = Batch(batch.id + 1)
+        self.batch_id = batch.id + 1
         if empty and not self._inflight:
             self._done([batch], None)  # nothing to write, nothing committing before it
             return
