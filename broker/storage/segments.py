@@ -374,7 +374,13 @@ class SegmentLog:
     # -- compaction and unlinking
 
     def release(self) -> None:
-        unlink_dead(self, self._current, self._sync)
+        # After every commit: unlink_dead (interpreted) only when a closed segment has no live message left,
+        # which a look over the handful of segments here tells (it was ~2% of the broker's time per commit).
+        current = self._current
+        for number, size in self.live_bytes.items():
+            if size == 0 and number != current:
+                unlink_dead(self, current, self._sync)
+                return
 
     def close(self) -> None:
         if self._fd is not None:
