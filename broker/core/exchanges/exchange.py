@@ -31,7 +31,6 @@ class Exchange:
     """
 
     __slots__ = (
-        "__weakref__",
         "_alternate_exchange",
         "_policy_alternate_exchange",
         "arguments",
