@@ -9,7 +9,7 @@ writer thread without copying.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from broker.core.queues.stream_disk import StreamDisk
 from broker.core.topology.persistence import CommitWaiter
@@ -17,7 +17,7 @@ from broker.core.topology.persistence import CommitWaiter
 if TYPE_CHECKING:  # the stream files load with the first stream, not at start-up
     from broker.storage.stream_files import StoredSegment, StreamRow
 
-KEY_SEQ_BITS = 40  # 10^12 messages per queue before a key would spill into the queue id
+KEY_SEQ_BITS: Final = 40  # 10^12 messages per queue before a key would spill into the queue id
 
 # ("vhost+", (name,)) ("vhost-", (name,)) ("vhost~", (name, metadata JSON))
 # ("user+", (name, password, hash, algorithm, tags JSON)) ("user-", (name,)): its permissions go with it
