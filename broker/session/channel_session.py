@@ -19,7 +19,7 @@ from broker.core.model.stats import ChannelStats
 from broker.core.queues.queue import Consumer, Envelope, Queue
 from broker.core.queues.unacked import Delivery, UnackedTracker
 from broker.core.streams.lookup import stream_outcomes
-from broker.session import channel_close, confirms, direct_reply, settlement
+from broker.session import channel_close, confirms, direct_reply, reply_names, settlement
 from broker.session.access_checks import check_publish
 from broker.session.confirm_state import PublisherConfirms
 from broker.session.durable_replies import answer_when_durable, answers_when_durable
@@ -223,7 +223,7 @@ class ChannelSession(PublisherConfirms):
         assert vhost is not None
         persistence = vhost.persistence
         writes = persistence.writes if persistence is not None else 0
-        if not message.exchange and message.routing_key.startswith(direct_reply.REPLY_PREFIX):
+        if not message.exchange and message.routing_key.startswith(reply_names.PREFIX):
             direct_reply.deliver_reply(self, message)
             queues: list[Queue] = []  # a direct reply is not routed to a queue: mandatory returns it (3.x)
             rejected = False

@@ -12,11 +12,11 @@ import base64
 import binascii
 import re
 import struct
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from broker.core.exchanges.erlang_hash import Atom, phash2
 
-PREFIX = "amq.rabbitmq.reply-to."
+PREFIX: Final = "amq.rabbitmq.reply-to."  # Final: the compiled channel inlines it (per publish)
 _TTB = 131
 _NEW_PID_EXT, _PID_EXT = 88, 103
 _ATOM_UTF8_EXT, _SMALL_ATOM_UTF8_EXT = 118, 119
