@@ -20,8 +20,9 @@ class PublisherConfirms:
         self.confirmed_seq = 0  # every publish up to it is settled on the wire
         # What stops confirms from being one ack up to publish_seq: publishes above confirmed_seq already
         # settled one by one, publishes to nack at the next flush, publishes waiting for a store commit in
-        # publish order (publish seq, batch id, nack), the last publish a flush sorted.
+        # publish order as runs of one batch [first seq, last seq, batch id, nack], the last publish a flush
+        # sorted.
         self.confirms_settled: set[int] = set()
         self.confirms_rejected: list[int] = []
-        self.commit_waits: deque[tuple[int, int, bool]] = deque()
+        self.commit_waits: deque[list[int]] = deque()
         self.confirms_scanned = 0

@@ -14,9 +14,10 @@ in one TCP segment: TTU -> return, ack 3, ack 2 multiple; PUT -> return, ack 2, 
 
 State on the channel: ``confirmed_seq``, every publish up to it is settled on the wire; ``confirms_settled``,
 publishes above it already acked or nacked one by one; ``confirms_rejected``, publishes to nack at the next
-flush; ``commit_waits``, stored publishes waiting for their batch, in publish order: (publish seq, batch id,
-nack); ``confirms_scanned``, the last publish an earlier flush sorted. In the common case (every publish
-routed, nothing stored or rejected) only ``confirmed_seq`` moves, and one flush sends one basic.ack.
+flush; ``commit_waits``, stored publishes waiting for their batch, in publish order, as runs of consecutive
+publishes of one batch: [first seq, last seq, batch id, nack]; ``confirms_scanned``, the last publish an
+earlier flush sorted. In the common case (every publish routed, nothing stored or rejected) only
+``confirmed_seq`` moves, and one flush sends one basic.ack.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, cast
 from protocol.fastpath import encode_basic_ack, encode_basic_nack
 
 if TYPE_CHECKING:
+    from collections import deque
     from collections.abc import Callable, Iterable, Sequence
 
     from broker.core.topology.vhost import VirtualHost
@@ -55,11 +57,18 @@ def published(
         assert persistence is not None
         batch_id = persistence.batch_id
         waits = state.commit_waits
-        # Once per batch, not per publish: a channel whose last wait is in this batch is already one of its
-        # waiters (a batch calls each waiter once, when it commits, whatever it holds of the channel's).
-        if not waits or waits[-1][1] != batch_id:
+        nack = 1 if rejected else 0
+        last = waits[-1] if waits else None
+        if last is None or last[2] != batch_id:
+            # Once per batch, not per publish: a channel whose last wait is in this batch is already one of
+            # its waiters (a batch calls each waiter once, when it commits, whatever it holds of the
+            # channel's).
             persistence.on_commit(batch_id, channel)
-        waits.append((seq, batch_id, rejected))
+            waits.append([seq, seq, batch_id, nack])
+        elif last[1] == seq - 1 and last[3] == nack:
+            last[1] = seq  # the run grows: no object per stored publish
+        else:
+            waits.append([seq, seq, batch_id, nack])
     elif not queues:
         _confirm_unroutable(channel, rejected)
     elif rejected:
@@ -129,13 +138,9 @@ def _flush_sorted(channel: ChannelPort) -> None:
     channel.confirms_scanned = upto
     acks: list[int] = []
     stored_nacks: list[int] = []
-    add = acks.append  # once per committed publish: kept to the minimum
-    while waits and waits[0][1] <= committed:
-        seq, _, nack = waits.popleft()
-        if nack:
-            stored_nacks.append(seq)
-        else:
-            add(seq)
+    while waits and waits[0][2] <= committed:
+        first, last, _, nack = waits.popleft()
+        (stored_nacks if nack else acks).extend(range(first, last + 1))
     # Both in publish order: how many of them the earlier flushes have not sorted yet.
     stored_unsorted = len(acks) - bisect_left(acks, start)
     stored_unsorted += len(stored_nacks) - bisect_left(stored_nacks, start)
@@ -146,13 +151,13 @@ def _flush_sorted(channel: ChannelPort) -> None:
     # persistent publishes to a durable queue, there is nothing to look for: a flush costs what it pops and
     # what was published since the last one, never what is in flight.
     unstored = upto - start + 1 - stored_unsorted
-    if unstored > 0 and not (unstored <= len(waits) and waits[-unstored][0] >= start):
+    if unstored > 0 and _waiting_from(waits, start) < unstored:
         known = set(channel.confirms_settled)
         known.update(acks, nacks)
-        for seq, _, _ in reversed(waits):
-            if seq < start:
+        for first, last, _, _ in reversed(waits):
+            if last < start:
                 break
-            known.add(seq)
+            known.update(range(max(first, start), last + 1))
         acks.extend(seq for seq in range(start, upto + 1) if seq not in known)
         acks.sort()
     if not acks and not nacks:
@@ -168,6 +173,17 @@ def _flush_sorted(channel: ChannelPort) -> None:
     if nacks:
         _coalesce(channel, nacks, acks, waiting, _publisher_nack)
     _normalise(channel)
+
+
+def _waiting_from(waits: deque[list[int]], start: int) -> int:
+    """How many of the publishes still waiting for their commit are ``start`` or later (the runs at the tail
+    of ``waits``)."""
+    count = 0
+    for first, last, _, _ in reversed(waits):
+        if last < start:
+            break
+        count += last - max(first, start) + 1
+    return count
 
 
 def _coalesce(

@@ -150,7 +150,7 @@ class ChannelPort(ConsumerChannel, CommitWaiter, Protocol):
     confirmed_seq: int
     confirms_settled: set[int]
     confirms_rejected: list[int]
-    commit_waits: deque[tuple[int, int, bool]]
+    commit_waits: deque[list[int]]
     confirms_scanned: int
     tx: Transaction | None
     last_queue: str
