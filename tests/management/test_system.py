@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 import aio_pika
 import aio_pika.abc
+import aiohttp
 
 from tests.management.conftest import Api
 from tests.management.test_access import RABBITMQ_GUEST_HASH
@@ -184,14 +185,28 @@ async def test_the_older_node_health_check_reports_alarms(api: Api) -> None:
     assert await api.json("/api/healthchecks/node") == {"status": "ok"}
     assert await api.json(f"/api/healthchecks/node/{node}") == {"status": "ok"}
     assert (await api.get("/api/healthchecks/node/nosuch@nowhere")).status == 404
-    api.server.alarms.mem_alarm = True  # the state the memory monitor sets past the watermark
+    # The memory monitor samples every 50 ms and sets the alarm from what it reads, so the alarm is raised its
+    # way: a watermark any RSS is past, until the monitor's next sample has raised it.
+    alarms = api.server.alarms
+    limit = alarms.mem_limit
+    alarms.mem_limit = 1
     try:
-        failed = await api.get("/api/healthchecks/node")
-        assert failed.status == 503
+        failed = await _node_check_once(api, 503)
         reason = f"resource alarm(s) in effect:[{{{{resource_limit,memory,{node}}},[]}}]"
         assert await failed.json() == {"status": "failed", "reason": reason}
     finally:
-        api.server.alarms.mem_alarm = False
+        alarms.mem_limit = limit
+    assert (await _node_check_once(api, 200)).status == 200  # cleared by the monitor's next sample
+
+
+async def _node_check_once(api: Api, status: int) -> aiohttp.ClientResponse:
+    """/api/healthchecks/node once it answers ``status`` (the alarm state follows the monitor's samples)."""
+    for _ in range(1500):  # a bound for a hang (30 s), not a timing: the monitor samples every 50 ms
+        response = await api.get("/api/healthchecks/node")
+        if response.status == status:
+            return response
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"/api/healthchecks/node never answered {status}")
 
 
 async def test_aliveness_test_publishes_and_gets_a_message(api: Api) -> None:
