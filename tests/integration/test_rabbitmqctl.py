@@ -158,19 +158,27 @@ def test_with_every_plugin_disabled_the_cli_still_works(tmp_path: Path) -> None:
         process.wait(timeout=10)
 
 
-def _amqp_port_with_dist_port_free() -> int:
+def _taken_distribution_port() -> tuple[int, socket.socket]:
+    """A free AMQP port and a socket listening on its derived distribution port (AMQP port + 20000). Both
+    are checked: under the suite's load another process may hold the derived port of a free one."""
     while True:
         port = free_port()
-        if port + 20000 <= 65535:
-            return port
+        if port + 20000 > 65535:
+            continue
+        taken = socket.socket()
+        try:
+            taken.bind(("127.0.0.1", port + 20000))
+        except OSError:
+            taken.close()
+            continue
+        taken.listen()
+        return port, taken
 
 
 def test_a_taken_distribution_port_stops_the_node_only_when_it_was_named(tmp_path: Path) -> None:
-    port = _amqp_port_with_dist_port_free()
+    port, taken = _taken_distribution_port()
     env = {**_env(tmp_path), "RABBITMQ_NODE_PORT": str(port), "RABBITMQ_CONFIG_FILE": "none"}
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", port + 20000))
-        taken.listen()
+    with taken:  # held while both nodes try the port
         # Derived (AMQP port + 20000): an ephemeral port instead, reported in the ready line.
         derived = {key: value for key, value in env.items() if key != "RABBITMQ_DIST_PORT"}
         process, ready = _serve(derived)
